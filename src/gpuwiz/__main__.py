@@ -1,0 +1,3 @@
+from gpuwiz.cli import main
+
+raise SystemExit(main())

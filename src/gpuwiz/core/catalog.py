@@ -1,0 +1,394 @@
+"""The catalog: GPUs, model presets, cloud offers, server parts and facility defaults.
+
+Loaded from ``catalog.yaml`` (shipped inside the package) and validated with pydantic; every
+figure from the world carries ``source`` and ``as_of``. A user overlay (``--catalog FILE``)
+is merged on top: list entries override by ``id`` (field by field), facility values by key.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.yamlio import LineMap, load_file, parse
+
+Segment = Literal["consumer", "workstation", "datacenter"]
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$")
+    source: str = Field(min_length=1)
+    as_of: str = Field(min_length=4)
+    notes: list[str] = Field(default_factory=list)
+
+
+class GPU(_Entry):
+    name: str
+    vendor: Literal["nvidia", "amd", "intel"]
+    architecture: str  # e.g. "hopper", "ampere", "ada", "blackwell", "volta", "turing", "cdna3", "gaudi3"
+    release_year: int = Field(ge=2010, le=2035)
+    segment: Segment
+    form_factor: Literal["pcie", "sxm", "oam", "nvl"]
+    memory_gib: float = Field(gt=0)  # vendor capacity figure (HBM/GDDR capacities are binary)
+    memory_bandwidth_gbps: float = Field(gt=0)  # GB/s
+    fp32_tflops: float = Field(gt=0)  # dense, no sparsity
+    tf32_tflops: float | None = Field(None, gt=0)
+    bf16_tflops: float | None = Field(None, gt=0)  # dense tensor, fp32 accumulate
+    fp16_tflops: float | None = Field(None, gt=0)
+    fp8_tflops: float | None = Field(None, gt=0)
+    tdp_w: float = Field(gt=0)
+    pcie_gen: int = Field(ge=3, le=6)
+    nvlink_gbps: float = Field(0.0, ge=0)  # per-GPU total bidirectional; 0 = none (P2P over PCIe only)
+    nvlink_multi_gpu: bool = False  # NVSwitch / all-to-all fabric across > 2 GPUs
+    p2p: bool = True  # GPU peer-to-peer over PCIe (GeForce 40/50 series: False)
+    max_per_node: int = Field(8, ge=1, le=72)  # how many fit a standard chassis of its kind
+    slot_width: int = Field(2, ge=1, le=4)  # PCIe cards: slots occupied
+    mig_max_instances: int | None = None
+    ecc: bool = True
+    compute_capability: str | None = None
+    min_cuda: str | None = None
+    rocm_gfx_target: str | None = None
+    price_new_usd: float | None = Field(None, gt=0)
+    price_used_usd: float | None = Field(None, gt=0)
+    export_restricted: bool = False  # US export controls: not sold into CN/HK/MO
+    mining_era: bool = False  # consumer card sold 2017-2022 (used units may be ex-mining)
+    datacenter_licence_ok: bool = True  # GeForce EULA forbids data-centre deployment
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak for a training precision, falling back to the next-best supported rate."""
+        order = {
+            "fp8": ("fp8_tflops", "bf16_tflops", "fp16_tflops", "fp32_tflops"),
+            "bf16": ("bf16_tflops", "fp16_tflops", "fp32_tflops"),
+            "fp16": ("fp16_tflops", "bf16_tflops", "fp32_tflops"),
+            "tf32": ("tf32_tflops", "fp32_tflops"),
+            "fp32": ("fp32_tflops",),
+        }[precision]
+        for attr in order:
+            v = getattr(self, attr)
+            if v:
+                return float(v)
+        return float(self.fp32_tflops)
+
+    def supports(self, precision: str) -> bool:
+        return {
+            "fp8": self.fp8_tflops, "bf16": self.bf16_tflops, "fp16": self.fp16_tflops or self.bf16_tflops,
+            "tf32": self.tf32_tflops, "fp32": self.fp32_tflops,
+        }[precision] is not None
+
+
+class ModelPreset(_Entry):
+    name: str
+    family: Literal["decoder", "encoder", "encoder-decoder", "cnn", "vit", "diffusion", "speech", "moe"]
+    modality: Literal["text", "image", "audio"] = "text"
+    params_b: float = Field(gt=0)  # published parameter count, billions
+    layers: int | None = None
+    hidden: int | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+    ffn: int | None = None
+    vocab: int | None = None
+    seq_len: int | None = None  # default training sequence length (tokens; audio frames for speech)
+    experts: int | None = None
+    top_k: int | None = None
+    mlp: Literal["swiglu", "gelu"] = "gelu"
+    tied_embeddings: bool = False
+    norm: Literal["rms", "layer"] = "layer"
+    # Non-token models: published per-sample figures the estimator needs, at `resolution`
+    train_gflops_per_sample: float | None = Field(None, gt=0)  # fwd+bwd, = 3 x forward
+    act_gib_per_sample: float | None = Field(None, gt=0)  # activation memory / sample, mixed precision
+    resolution: int | None = None  # image side in pixels at which the figures hold
+    sample_kb: float | None = None  # typical stored sample size (dataset planning)
+    default_micro_batch: int | None = None
+
+
+class CloudInstance(_Entry):
+    provider: str
+    instance_type: str
+    gpu: str  # catalog GPU id
+    gpu_count: int = Field(ge=1)
+    vcpus: int | None = None
+    ram_gb: float | None = None
+    region: str = ""
+    country: str = "US"
+    price_usd_per_hour: float = Field(gt=0)  # whole instance, on demand
+    spot_usd_per_hour: float | None = Field(None, gt=0)
+    reserved_1y_usd_per_hour: float | None = Field(None, gt=0)
+    reserved_3y_usd_per_hour: float | None = Field(None, gt=0)
+    interconnect: Literal["nvlink", "pcie", "xgmi", "none"] = "pcie"
+    network_gbps: float | None = None  # inter-node
+    rdma: bool = False
+    local_nvme_tb: float | None = None
+
+
+class CPU(_Entry):
+    name: str
+    vendor: Literal["amd", "intel", "ampere", "nvidia"]
+    segment: Literal["desktop", "workstation", "server"]
+    cores: int = Field(ge=1)
+    pcie_lanes: int = Field(ge=1)  # usable lanes per socket (per system for desktop parts)
+    pcie_gen: int = Field(ge=3, le=6)
+    memory_channels: int = Field(ge=1)
+    max_memory_gb: float = Field(gt=0)  # per socket
+    max_sockets: int = Field(1, ge=1, le=8)
+    tdp_w: float = Field(gt=0)
+    price_usd: float = Field(gt=0)
+
+
+class Chassis(_Entry):
+    name: str
+    kind: Literal["desktop", "workstation", "server", "hgx"]
+    max_gpus: int = Field(ge=1)
+    gpu_form: Literal["pcie", "sxm", "oam"]
+    max_slot_width: int = Field(2, ge=1, le=4)  # widest PCIe card it takes at max_gpus
+    cpu_segment: Literal["desktop", "workstation", "server"]
+    sockets: int = Field(1, ge=1, le=8)
+    psu_w: float = Field(gt=0)
+    rack_units: int | None = None  # None: tower
+    price_usd: float = Field(ge=0)  # chassis + board + PSUs, without GPUs, CPUs, RAM, drives
+
+
+class Dimm(_Entry):
+    name: str
+    capacity_gb: int = Field(gt=0)
+    kind: Literal["ddr5-rdimm", "ddr5-udimm", "ddr4-rdimm", "ddr4-udimm"]
+    price_usd: float = Field(gt=0)
+
+
+class Platforms(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cpus: list[CPU]
+    chassis: list[Chassis]
+    memory: list[Dimm]
+
+
+class StorageTier(_Entry):
+    name: str
+    kind: Literal["nvme", "nvme-raid0", "sata-ssd", "hdd", "parallel-fs", "nas", "object"]
+    capacity_tb: float | None = Field(None, gt=0)  # per unit (drive / node); None for services
+    read_gbps: float = Field(gt=0)  # GB/s sequential read per unit
+    price_usd: float | None = Field(None, ge=0)  # per unit
+    usd_per_tb_month: float | None = Field(None, ge=0)  # services (cloud / object storage)
+
+
+class NetworkOption(_Entry):
+    name: str
+    kind: Literal["ethernet", "roce", "infiniband"]
+    gbps: float = Field(gt=0)  # per port
+    rdma: bool
+    nic_price_usd: float = Field(ge=0)
+    switch_port_usd: float = Field(0.0, ge=0)  # switch cost per port (switch price / ports)
+
+
+class FacilityValue(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    value: float
+    unit: str
+    source: str = Field(min_length=1)
+    as_of: str = Field(min_length=4)
+    note: str = ""
+
+
+FACILITY_KEYS = (
+    "pue",  # power usage effectiveness of a data centre / colocation site
+    "pue_office",  # an office or server closet (no economiser; mostly split AC)
+    "electricity_usd_per_kwh",  # default when the user gives none
+    "colo_usd_per_kw_month",  # colocation rent per kW of IT load
+    "office_space_usd_per_gpu_year",  # desk / server-room space, cooling excluded
+    "maintenance_frac_per_year",  # support contract / repairs as a fraction of capex
+    "staff_usd_per_year",  # fully loaded sysadmin / MLOps engineer
+    "staff_nodes_per_fte",  # nodes one engineer can run
+    "depreciation_years",  # straight-line amortisation period
+    "residual_value_frac",  # resale value at the end of depreciation_years
+    "utilization",  # expected busy fraction of owned GPUs
+    "spot_overhead_frac",  # extra compute for checkpoint-and-restart on spot
+    "goodput",  # fraction of wall time doing useful training at scale (failures, restarts)
+    "reserved_1y_discount",  # typical 1-year commitment discount vs on-demand
+    "reserved_3y_discount",
+    "server_overhead_frac",  # non-GPU share of a GPU server's price, when no chassis priced
+    "cloud_storage_usd_per_tb_month",
+    "office_circuit_w",  # continuous load of one office circuit (15 A/120 V at 80%)
+)
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: int = 1
+    as_of: str
+    gpus: list[GPU]
+    models: list[ModelPreset]
+    cloud_instances: list[CloudInstance]
+    platforms: Platforms
+    storage: list[StorageTier]
+    network: list[NetworkOption]
+    facility: dict[str, FacilityValue]
+    export_controlled_countries: list[str] = Field(default_factory=lambda: ["CN", "HK", "MO"])
+
+    # ---- lookups -------------------------------------------------------------------------------
+    def gpu(self, gid: str) -> GPU:
+        for g in self.gpus:
+            if g.id == gid:
+                return g
+        raise GpuwizError(f"unknown GPU id {gid!r}{did_you_mean(gid, [g.id for g in self.gpus])}")
+
+    def model(self, mid: str) -> ModelPreset:
+        for m in self.models:
+            if m.id == mid:
+                return m
+        raise GpuwizError(f"unknown model preset {mid!r}{did_you_mean(mid, [m.id for m in self.models])}")
+
+    def fac(self, key: str) -> float:
+        return self.facility[key].value
+
+    def gpu_map(self) -> dict[str, GPU]:
+        return {g.id: g for g in self.gpus}
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(str(word).lower(), choices, n=3, cutoff=0.5)
+    if not close:
+        norm = str(word).lower().replace(" ", "-").replace("_", "-")
+        close = [c for c in choices if norm in c or c in norm][:3]
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+# ---- loading -------------------------------------------------------------------------------------
+
+_LISTS = ("gpus", "models", "cloud_instances", "storage", "network")
+_PLATFORM_LISTS = ("cpus", "chassis", "memory")
+
+
+def _merge_by_id(base: list[Any], over: list[Any]) -> list[Any]:
+    out = [dict(e) for e in base]
+    index = {e.get("id"): i for i, e in enumerate(out) if isinstance(e, dict)}
+    for e in over:
+        if isinstance(e, dict) and e.get("id") in index:
+            out[index[e["id"]]] = {**out[index[e["id"]]], **e}
+        else:
+            out.append(e)
+    return out
+
+
+def merge_overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if key in _LISTS and isinstance(value, list) and isinstance(base.get(key), list):
+            merged[key] = _merge_by_id(base[key], value)
+        elif key == "platforms" and isinstance(value, dict) and isinstance(base.get(key), dict):
+            plat = dict(base[key])
+            for pk, pv in value.items():
+                if pk in _PLATFORM_LISTS and isinstance(pv, list) and isinstance(plat.get(pk), list):
+                    plat[pk] = _merge_by_id(plat[pk], pv)
+                else:
+                    plat[pk] = pv
+            merged[key] = plat
+        elif key == "facility" and isinstance(value, dict) and isinstance(base.get(key), dict):
+            fac = dict(base[key])
+            for fk, fv in value.items():
+                fac[fk] = {**fac[fk], **fv} if isinstance(fv, dict) and isinstance(fac.get(fk), dict) else fv
+            merged[key] = fac
+        else:
+            merged[key] = value
+    return merged
+
+
+def _entry_label(data: Any, loc: tuple[Any, ...]) -> str:
+    """`gpus[3] (h100-sxm).tdp_w` style label for a validation location."""
+    out = ""
+    node = data
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            try:
+                node = node[part]
+                if isinstance(node, dict) and "id" in node:
+                    out += f" ({node['id']})"
+            except (IndexError, KeyError, TypeError):
+                node = None
+        else:
+            out += ("." if out else "") + str(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return out
+
+
+def validate_catalog(data: Any, name: str, lines: LineMap | None = None) -> Catalog:
+    if not isinstance(data, dict):
+        raise GpuwizError(f"{name}: a catalog must be a YAML mapping with gpus, models, ... sections")
+    try:
+        cat = Catalog.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors()[:20]:
+            loc = tuple(err["loc"])
+            line = lines.line(loc) if lines else None
+            where = f"{name}:{line}" if line else name
+            problems.append(f"{where}: {_entry_label(data, loc)}: {err['msg']}")
+        raise GpuwizError(problems[0], problems=problems) from None
+    missing = [k for k in FACILITY_KEYS if k not in cat.facility]
+    if missing:
+        raise GpuwizError(f"{name}: facility: missing value(s) {', '.join(missing)}")
+    _check_refs(cat, name)
+    return cat
+
+
+def _check_refs(cat: Catalog, name: str) -> None:
+    for section in ("gpus", "models", "cloud_instances", "storage", "network"):
+        ids = [e.id for e in getattr(cat, section)]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise GpuwizError(f"{name}: {section}: duplicate id(s) {', '.join(dupes)}")
+    gpu_ids = {g.id for g in cat.gpus}
+    for inst in cat.cloud_instances:
+        if inst.gpu not in gpu_ids:
+            raise GpuwizError(
+                f"{name}: cloud_instances ({inst.id}).gpu: unknown GPU id {inst.gpu!r}"
+                f"{did_you_mean(inst.gpu, sorted(gpu_ids))}"
+            )
+
+
+def _builtin_text() -> str:
+    return resources.files("gpuwiz").joinpath("catalog.yaml").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def _builtin_raw() -> tuple[Any, LineMap]:
+    return parse(_builtin_text(), "catalog.yaml")
+
+
+@lru_cache(maxsize=8)
+def _load_cached(overlay: str | None, mtime: float | None) -> Catalog:
+    data, lines = _builtin_raw()
+    if overlay is None:
+        return validate_catalog(data, "catalog.yaml", lines)
+    over, over_lines = load_file(overlay)
+    if not isinstance(over, dict):
+        raise GpuwizError(f"{overlay}: a catalog overlay must be a YAML mapping (gpus:, cloud_instances:, ...)")
+    unknown = [k for k in over if k not in Catalog.model_fields]
+    if unknown:
+        line = over_lines.line((unknown[0],))
+        raise GpuwizError(f"{overlay}:{line}: {unknown[0]}: unknown catalog section")
+    merged = merge_overlay(data, over)
+    # Errors in merged entries are reported against the overlay when the overlay set that field.
+    try:
+        return validate_catalog(merged, overlay, over_lines)
+    except GpuwizError:
+        raise
+
+
+def load_catalog(overlay: str | os.PathLike[str] | None = None) -> Catalog:
+    """The built-in catalog, optionally with a user overlay merged on top (cached)."""
+    if overlay is None:
+        return _load_cached(None, None)
+    path = os.fspath(overlay)
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        mtime = None
+    return _load_cached(path, mtime)

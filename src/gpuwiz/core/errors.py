@@ -1,0 +1,29 @@
+"""The one exception type for errors a user can cause (bad file, bad value, unknown id)."""
+
+from __future__ import annotations
+
+
+class GpuwizError(Exception):
+    """A user-facing error. ``str(err)`` is one line: ``FILE:LINE: field.path: what is wrong``.
+
+    Several problems can be carried at once (``problems``); ``str`` joins them with newlines,
+    each still one self-contained line.
+    """
+
+    def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
+        self.problems = problems or [message]
+        super().__init__("\n".join(self.problems))
+
+    @classmethod
+    def at(cls, file: str | None, line: int | None, field: str | None, what: str) -> "GpuwizError":
+        return cls(format_problem(file, line, field, what))
+
+
+def format_problem(file: str | None, line: int | None, field: str | None, what: str) -> str:
+    where = ""
+    if file:
+        where = f"{file}:{line}: " if line else f"{file}: "
+    elif line:
+        where = f"line {line}: "
+    what = " ".join(str(what).split())  # one line, always
+    return f"{where}{field}: {what}" if field else f"{where}{what}"

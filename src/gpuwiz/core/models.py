@@ -1,0 +1,378 @@
+"""Typed data: what the user asks for (Requirements, = the config file) and what the engine answers.
+
+Everything here is a frozen pydantic model. Requirements reject unknown keys (a typo in a config
+is an error, not silently ignored). Result models are plain data so that they serialise to the
+JSON the CLI prints and the TUI renders.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
+
+CONFIG_VERSION = 1
+
+# Limits the engine accepts (documented in README "Limits"); past them a clear error.
+MAX_PARAMS_B = 100_000.0  # 100 T parameters
+MAX_GPUS = 100_000
+MAX_TOKENS = 1e16
+MAX_SAMPLES = 1e13
+MAX_DATASET_GB = 1e8  # 100 PB
+MAX_SEQ_LEN = 4_194_304  # 4M tokens
+MAX_BUDGET_USD = 1e11
+
+Family = Literal["decoder", "encoder", "encoder-decoder", "cnn", "vit", "diffusion", "speech", "moe"]
+Method = Literal["pretrain", "full", "lora", "qlora"]
+Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
+Checkpointing = Literal["none", "selective", "full"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+DeployMode = Literal["rent", "buy", "either"]
+Objective = Literal["cheapest", "fastest", "perf-per-watt"]
+Sensitivity = Literal["public", "internal", "confidential", "regulated"]
+Site = Literal["any", "desk", "office", "server-room", "colo", "cloud"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Requirements (the config file, `version: 1`)
+# --------------------------------------------------------------------------------------------------
+
+
+class ModelSpec(_Strict):
+    """A preset id, a Hugging Face config.json path, or explicit architecture fields.
+
+    Explicit fields override the preset / HF config. Resolution happens in ``core.arch``.
+    """
+
+    preset: str | None = None
+    hf_config: str | None = None
+    name: str | None = Field(None, max_length=200)
+    family: Family | None = None
+    params_b: HumanFloat | None = Field(None, gt=0, le=MAX_PARAMS_B)
+    layers: HumanInt | None = Field(None, ge=1, le=10_000)
+    hidden: HumanInt | None = Field(None, ge=1, le=1_000_000)
+    heads: HumanInt | None = Field(None, ge=1, le=100_000)
+    kv_heads: HumanInt | None = Field(None, ge=1, le=100_000)
+    ffn: HumanInt | None = Field(None, ge=1, le=10_000_000)
+    vocab: HumanInt | None = Field(None, ge=1, le=100_000_000)
+    seq_len: HumanInt | None = Field(None, ge=1, le=MAX_SEQ_LEN)
+    experts: HumanInt | None = Field(None, ge=1, le=10_000)
+    top_k: HumanInt | None = Field(None, ge=1, le=10_000)
+    resolution: HumanInt | None = Field(None, ge=8, le=16_384)  # image side in pixels (cnn/vit/diffusion)
+
+
+class ParallelSpec(_Strict):
+    zero_stage: Literal[0, 1, 2, 3] | None = None
+    tp: HumanInt | None = Field(None, ge=1, le=1024)
+    pp: HumanInt | None = Field(None, ge=1, le=1024)
+    offload: Offload | None = None
+
+
+class TrainingSpec(_Strict):
+    method: Method = "full"
+    precision: Precision = "bf16"
+    optimizer: Optimizer = "adamw"
+    micro_batch: HumanInt | None = Field(None, ge=1, le=1_000_000)
+    global_batch: HumanInt | None = Field(None, ge=1, le=100_000_000)
+    activation_checkpointing: Checkpointing | None = None
+    flash_attention: bool = True
+    lora_rank: HumanInt = Field(16, ge=1, le=65_536)
+    parallel: ParallelSpec | None = None
+
+
+class DataSpec(_Strict):
+    tokens: HumanFloat | None = Field(None, gt=0, le=MAX_TOKENS)
+    samples: HumanFloat | None = Field(None, gt=0, le=MAX_SAMPLES)
+    epochs: HumanFloat = Field(1.0, gt=0, le=100_000)
+    dataset_gb: SizeGB | None = Field(None, gt=0, le=MAX_DATASET_GB)
+    sample_kb: SizeKB | None = Field(None, gt=0, le=1e9)
+
+
+class ScheduleSpec(_Strict):
+    runs_per_month: HumanFloat = Field(1.0, gt=0, le=10_000)
+    deadline_days: HumanFloat | None = Field(None, gt=0, le=3650)
+
+
+class DeploymentSpec(_Strict):
+    mode: DeployMode = "either"
+    objective: Objective = "cheapest"
+    budget_usd: HumanFloat | None = Field(None, gt=0, le=MAX_BUDGET_USD)
+    horizon_years: HumanFloat = Field(3.0, gt=0, le=15)
+    electricity_usd_per_kwh: HumanFloat | None = Field(None, ge=0, le=10)
+    country: str = Field("US", min_length=2, max_length=2, pattern=r"^[A-Za-z]{2}$")
+    data_sensitivity: Sensitivity = "internal"
+    site: Site = "any"
+    headroom: HumanFloat = Field(0.2, ge=0, le=0.9)  # keep this fraction of GPU memory free
+    # TCO overrides (defaults come from the catalog's facility section, with sources)
+    pue: HumanFloat | None = Field(None, ge=1.0, le=3.0)
+    colo_usd_per_kw_month: HumanFloat | None = Field(None, ge=0, le=10_000)
+    staff_usd_per_year: HumanFloat | None = Field(None, ge=0, le=1e8)
+    utilization: HumanFloat | None = Field(None, gt=0, le=1.0)
+    used_hardware: bool = False
+
+
+class HardwareSpec(_Strict):
+    gpu: str | None = None
+    count: HumanInt | None = Field(None, ge=1, le=MAX_GPUS)
+    gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
+
+
+class CalibrationSpec(_Strict):
+    """Measured numbers from the user's own runs; they win over the model's estimate."""
+
+    tokens_per_s_per_gpu: HumanFloat | None = Field(None, gt=0, le=1e9)
+    samples_per_s_per_gpu: HumanFloat | None = Field(None, gt=0, le=1e9)
+    mfu: HumanFloat | None = Field(None, gt=0, le=1.0)
+    peak_memory_gib: HumanFloat | None = Field(None, gt=0, le=10_000)
+
+
+class Requirements(_Strict):
+    version: Literal[1] = CONFIG_VERSION
+    model: ModelSpec = ModelSpec()
+    training: TrainingSpec = TrainingSpec()
+    data: DataSpec = DataSpec()
+    schedule: ScheduleSpec = ScheduleSpec()
+    deployment: DeploymentSpec = DeploymentSpec()
+    hardware: HardwareSpec | None = None
+    calibration: CalibrationSpec | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Resolved model (arch filled in from preset / HF config / explicit fields)
+# --------------------------------------------------------------------------------------------------
+
+
+class ResolvedModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    family: Family
+    modality: Literal["text", "image", "audio"] = "text"
+    is_token_model: bool = True
+    params_total: float  # parameters (count, not billions)
+    params_active: float  # per token (MoE: top_k experts)
+    params_embedding: float = 0.0
+    layers: int | None = None
+    hidden: int | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+    ffn: int | None = None
+    vocab: int | None = None
+    seq_len: int | None = None
+    experts: int | None = None
+    top_k: int | None = None
+    mlp: Literal["swiglu", "gelu"] = "gelu"
+    # Non-token models (published per-sample figures, at `resolution`)
+    train_gflops_per_sample: float | None = None
+    act_gib_per_sample: float | None = None
+    resolution: int | None = None
+    source: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Estimate (one GPU type x count)
+# --------------------------------------------------------------------------------------------------
+
+
+class ModelInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    family: Family
+    params_total: float
+    params_active: float
+    params_trainable: float
+
+
+class MemoryBreakdown(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    weights: float = 0.0  # GiB per GPU
+    gradients: float = 0.0
+    optimizer: float = 0.0
+    activations: float = 0.0
+    overhead: float = 0.0  # CUDA context, framework, comm buckets, fragmentation
+
+
+class Memory(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    per_gpu_gib: float
+    capacity_gib: float
+    usable_gib: float  # capacity x (1 - headroom)
+    breakdown: MemoryBreakdown
+    fits: bool
+    headroom_frac: float  # free fraction of capacity left by the estimate (can be negative)
+    host_ram_gib: float = 0.0  # pinned host memory needed by CPU offload (per node)
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    gpus: int
+    gpus_per_node: int
+    nodes: int
+    dp: int
+    tp: int = 1
+    pp: int = 1
+    zero_stage: int = 0
+    offload: Offload = "none"
+    micro_batch: int = 1
+    grad_accum: int = 1
+    activation_checkpointing: Checkpointing = "none"
+    framework: str = "PyTorch DDP"
+
+
+class Throughput(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    tokens_per_s_per_gpu: float | None = None
+    samples_per_s_per_gpu: float | None = None
+    mfu: float
+    peak_tflops: float  # per GPU, dense, at the training precision
+    achieved_tflops: float  # per GPU, model FLOPs
+    step_time_s: float | None = None
+
+
+class Time(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    wall_hours: float
+    gpu_hours: float
+    total_pflop: float  # model FLOPs of one run, in 1e15
+
+
+class Estimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    gpu: str
+    gpu_name: str
+    model: ModelInfo
+    memory: Memory
+    plan: Plan
+    throughput: Throughput
+    time: Time
+    feasible: bool  # fits in memory (and a plan exists)
+    problems: list[str] = Field(default_factory=list)  # why not feasible, in words
+    assumptions: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------------
+# Recommendation
+# --------------------------------------------------------------------------------------------------
+
+Severity = Literal["block", "high", "medium", "info"]
+
+
+class Pitfall(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    severity: Severity
+    message: str
+    source: str
+
+
+class BomLine(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    item: str
+    qty: int
+    unit_usd: float | None = None
+    total_usd: float | None = None
+    note: str = ""
+
+
+class Build(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    gpu: str
+    gpu_name: str
+    gpus_per_node: int
+    nodes: int
+    cpu: str
+    cpu_count: int = 1  # sockets per node
+    cpu_cores: int = 0  # per node
+    pcie_lanes: int = 0  # per node
+    ram_gb: int = 0  # per node
+    storage: list[str] = Field(default_factory=list)
+    network: str = ""
+    psu_w: int = 0  # per node
+    power_w: int = 0  # sustained, per node
+    heat_kw: float = 0.0  # whole build
+    site: str = ""
+    software: list[str] = Field(default_factory=list)
+    bom: list[BomLine] = Field(default_factory=list)
+    capex_usd: float = 0.0
+
+
+class Alternative(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    gpu: str
+    gpu_name: str
+    count: int
+    nodes: int
+    wall_hours: float
+    cost_per_run_usd: float
+    reason: str
+
+
+class CloudOption(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    provider: str
+    instance: str
+    gpu: str
+    gpus_per_instance: int
+    instances: int
+    region: str = ""
+    usd_per_hour: float  # all instances, on demand
+    cost_per_run_usd: float  # on demand
+    cost_per_run_spot_usd: float | None = None  # incl. checkpoint-and-restart overhead
+    cost_per_run_reserved_usd: float | None = None
+    cost_per_year_usd: float
+    source: str = ""
+
+
+class OnPremTCO(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    capex_usd: float
+    power_usd_per_year: float
+    space_usd_per_year: float
+    maintenance_usd_per_year: float
+    staff_usd_per_year: float
+    residual_value_usd: float
+    total_usd: float  # over the horizon, net of residual value
+    usd_per_gpu_hour: float  # per delivered GPU-hour at the expected utilisation
+    utilization: float
+
+
+class MonthPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    month: int
+    rent_usd: float
+    buy_usd: float
+
+
+class CostAnalysis(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    cloud: list[CloudOption] = Field(default_factory=list)
+    onprem: OnPremTCO | None = None
+    verdict: Literal["rent", "buy", "hybrid"]
+    verdict_reason: str
+    breakeven_utilization: float | None = None
+    payback_months: float | None = None
+    rent_usd_per_gpu_hour: float | None = None
+    flip_inputs: list[str] = Field(default_factory=list)
+    monthly: list[MonthPoint] = Field(default_factory=list)
+
+
+class Recommendation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    objective: Objective
+    found: bool  # False: nothing feasible; see suggestions
+    build: Build | None = None
+    estimate: Estimate | None = None
+    cost_per_run_usd: float | None = None
+    alternatives: list[Alternative] = Field(default_factory=list)
+    cost: CostAnalysis | None = None
+    pitfalls: list[Pitfall] = Field(default_factory=list)
+    candidates_considered: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)  # reason -> count
+    suggestions: list[str] = Field(default_factory=list)  # what would make it work

@@ -1,0 +1,1 @@
+"""The Textual wizard. Imported only when the wizard is asked for."""
