@@ -33,6 +33,9 @@ _SAFE_TAGS = {
 
 Path_t = tuple[str | int, ...]
 
+# libyaml's composer when available (10x faster on the catalog); same node graph and marks.
+_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class LineMap:
     """Maps a field path (tuple of keys / indexes) to the 1-based line where it appears."""
@@ -97,7 +100,7 @@ def parse(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
     """Parse YAML text into plain Python data plus a LineMap. Raises GpuwizError."""
     lines = LineMap()
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_COMPOSER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None

@@ -1,0 +1,231 @@
+"""The `gpuwiz` command: the wizard (bare `gpuwiz` or `gpuwiz CONFIG.yaml`) and headless subcommands.
+
+Headless paths never import Textual, so they start fast. User errors (GpuwizError) print one line
+per problem on stderr and exit 2; there are no tracebacks unless GPUWIZ_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+from gpuwiz import __version__
+
+SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate")
+EXIT_USAGE = 2
+
+DESCRIPTION = """\
+gpuwiz tells an ML team which GPU server (or cloud instance, or cluster) to rent or buy for
+training their model, and why.
+
+  gpuwiz                         open the wizard
+  gpuwiz CONFIG.yaml             open the wizard on a saved config
+  gpuwiz recommend CONFIG.yaml   the recommended build, costs and warnings (text, md or json)
+  gpuwiz estimate CONFIG.yaml    memory, plan and time for one GPU type and count
+  gpuwiz catalog [gpus|models|clouds]
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(EXIT_USAGE, f"gpuwiz: {message} (see `{self.prog} --help`)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--catalog", metavar="FILE", help="catalog overlay YAML (entries override by id)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gpuwiz", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"gpuwiz {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("estimate", help="memory per GPU, parallel plan, throughput and time for one GPU type and count")
+    p.add_argument("config", metavar="CONFIG.yaml")
+    p.add_argument("--gpu", metavar="ID", help="GPU id from `gpuwiz catalog gpus` (overrides hardware.gpu)")
+    p.add_argument("--count", type=_positive_int, metavar="N", help="total GPUs (overrides hardware.count)")
+    p.add_argument("--gpus-per-node", type=_positive_int, metavar="N")
+    p.add_argument("--format", choices=("text", "md", "json"), default="text")
+    _common(p)
+
+    p = sub.add_parser("recommend", help="the recommended build with costs, rent vs buy and pitfalls")
+    p.add_argument("config", metavar="CONFIG.yaml")
+    p.add_argument("--objective", choices=("cheapest", "fastest", "perf-per-watt"))
+    p.add_argument("--format", choices=("text", "md", "json"), default="text")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    _common(p)
+
+    p = sub.add_parser("catalog", help="list GPUs, model presets or cloud offers")
+    p.add_argument("section", nargs="?", choices=("gpus", "models", "clouds"), default="gpus")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    _common(p)
+
+    p = sub.add_parser("validate", help="compare estimates with published training runs (writes docs/VALIDATION.md)")
+    p.add_argument("--data", metavar="FILE", help="published runs YAML (default: the bundled set)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the Markdown report here")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    _common(p)
+    return parser
+
+
+def build_wizard_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gpuwiz", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog="Subcommands: " + ", ".join(SUBCOMMANDS) + " (gpuwiz COMMAND --help)")
+    parser.add_argument("--version", action="version", version=f"gpuwiz {__version__}")
+    parser.add_argument("config", nargs="?", metavar="CONFIG.yaml", help="open the wizard on this config")
+    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse")
+    parser.add_argument("--theme", metavar="NAME", help="Textual theme, e.g. textual-dark, ansi-dark, ansi-light")
+    _common(parser)
+    return parser
+
+
+# ---- commands ------------------------------------------------------------------------------------
+
+
+def _write_out(text: str, output: str | None) -> None:
+    if output:
+        from gpuwiz.core.yamlio import atomic_write_text
+
+        atomic_write_text(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from gpuwiz.core.catalog import load_catalog
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.estimate import estimate
+    from gpuwiz.core.report import render_estimate
+
+    catalog = load_catalog(args.catalog)
+    req = load_config(args.config, catalog=catalog)
+    if args.gpu is not None:
+        catalog.gpu(args.gpu)  # did-you-mean for an unknown id
+    est = estimate(req, catalog, gpu=args.gpu, count=args.count, gpus_per_node=args.gpus_per_node)
+    sys.stdout.write(render_estimate(est, args.format))
+    return 0
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from gpuwiz.core.catalog import load_catalog
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.recommend import recommend
+    from gpuwiz.core.report import render_recommendation
+
+    catalog = load_catalog(args.catalog)
+    req = load_config(args.config, catalog=catalog)
+    rec = recommend(req, catalog, objective=args.objective)
+    _write_out(render_recommendation(rec, req, args.format), args.output)
+    return 0
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]) + "\n"
+
+
+def _num(x: float | None, spec: str = ".0f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from gpuwiz.core.catalog import load_catalog
+
+    catalog = load_catalog(args.catalog)
+    items: list[Any] = {"gpus": catalog.gpus, "models": catalog.models, "clouds": catalog.cloud_instances}[args.section]
+    if args.format == "json":
+        sys.stdout.write(json.dumps([e.model_dump(mode="json") for e in items], indent=2) + "\n")
+        return 0
+    if args.section == "gpus":
+        rows = [[g.id, g.name, g.segment, f"{g.memory_gib:g} GB", _num(g.bf16_tflops or g.fp16_tflops),
+                 _num(g.fp8_tflops), f"{g.tdp_w:.0f} W", "yes" if g.nvlink_multi_gpu else "-",
+                 _num(g.price_new_usd, ",.0f")] for g in catalog.gpus]
+        text = _table(["id", "name", "segment", "memory", "bf16 TF", "fp8 TF", "TDP", "NVSwitch", "new $"], rows)
+    elif args.section == "models":
+        rows = [[m.id, m.name, m.family, f"{m.params_b:g}B", _num(m.layers, "d"), _num(m.hidden, "d"),
+                 _num(m.seq_len, "d")] for m in catalog.models]
+        text = _table(["id", "name", "family", "params", "layers", "hidden", "seq_len"], rows)
+    else:
+        rows = [[c.id, c.provider, c.instance_type, f"{c.gpu_count}x {c.gpu}", c.region,
+                 f"${c.price_usd_per_hour:,.2f}", _num(c.spot_usd_per_hour, ",.2f")] for c in catalog.cloud_instances]
+        text = _table(["id", "provider", "instance", "gpus", "region", "$/h", "spot $/h"], rows)
+    sys.stdout.write(text)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        from gpuwiz.core.validation import run_validation
+    except ImportError:  # pragma: no cover - shipped with the calibration work
+        from gpuwiz.core.errors import GpuwizError
+
+        raise GpuwizError("validate: the validation module is not available in this build") from None
+    text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog)
+    _write_out(text, args.output)
+    return 0
+
+
+def cmd_wizard(args: argparse.Namespace) -> int:
+    from gpuwiz.core.catalog import load_catalog
+
+    load_catalog(args.catalog)  # fail fast, before the screen switches, on a broken overlay
+    if args.config is not None:
+        from gpuwiz.core.yamlio import read_text
+
+        read_text(args.config)  # a missing/unreadable file is a CLI error, not a blank wizard
+    from gpuwiz.tui.app import create_app
+
+    app = create_app(args.config, catalog_overlay=args.catalog, no_mouse=args.no_mouse, theme=args.theme)
+    app.run(mouse=not args.no_mouse)
+    return int(app.return_code or 0)
+
+
+COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd_catalog, "validate": cmd_validate}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            args = build_parser().parse_args(argv)
+            return COMMANDS[args.command](args)
+        if argv and argv[0] in ("-h", "--help"):
+            build_parser().print_help()
+            return 0
+        args = build_wizard_parser().parse_args(argv)
+        return cmd_wizard(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("gpuwiz: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
+        from gpuwiz.core.errors import GpuwizError
+
+        if isinstance(exc, GpuwizError):
+            for problem in exc.problems:
+                sys.stderr.write(f"{problem}\n")
+            return EXIT_USAGE
+        if os.environ.get("GPUWIZ_DEBUG"):
+            raise
+        sys.stderr.write(f"gpuwiz: internal error: {type(exc).__name__}: {exc} "
+                         "(run with GPUWIZ_DEBUG=1 for details, and please report it)\n")
+        return 1

@@ -1,0 +1,179 @@
+"""Config files: load (safe, versioned, line-numbered errors), dump and atomic save.
+
+A config is the YAML form of :class:`~gpuwiz.core.models.Requirements` (``version: 1``). Problems
+come back as one line each: ``FILE:LINE: field.path: what is wrong``; unknown keys and unknown
+preset / GPU ids get a did-you-mean. Saving writes only what differs from the defaults and
+round-trips exactly: ``loads(dumps(x)) == x``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from gpuwiz.core.catalog import Catalog, did_you_mean
+from gpuwiz.core.errors import GpuwizError, format_problem
+from gpuwiz.core.models import CONFIG_VERSION, Requirements
+from gpuwiz.core.yamlio import LineMap, atomic_write_text, dotted, parse, read_text
+
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model class that owns the mapping at ``loc`` (for did-you-mean on keys)."""
+    cls: Any = Requirements
+    for part in loc:
+        field = cls.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None
+        ann = field.annotation
+        nxt = None
+        for cand in getattr(ann, "__args__", (ann,)):
+            if isinstance(cand, type) and issubclass(cand, BaseModel):
+                nxt = cand
+        if nxt is None:
+            return None
+        cls = nxt
+    return cls
+
+
+def _message(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    loc = tuple(err["loc"])
+    if kind == "extra_forbidden":
+        owner = _model_at(loc[:-1])
+        hint = did_you_mean(str(loc[-1]), list(owner.model_fields)) if owner else ""
+        return f"unknown key{hint}"
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    if kind not in ("missing",) and "input" in err and not isinstance(err["input"], (dict, list)):
+        msg += f" (got {_short(err['input'])})"
+    return msg
+
+
+def _from_validation(exc: ValidationError, name: str, lines: LineMap) -> GpuwizError:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        # drop union-branch tags pydantic inserts (e.g. 'float', 'int', 'literal[...]')
+        loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("float", "int", "str", "bool", "none"))))
+        problems.append(format_problem(name, lines.line(loc), dotted(loc) or None, _message(err)))
+    # one line per problem, de-duplicated, in file order
+    seen: list[str] = []
+    for p in problems:
+        if p not in seen:
+            seen.append(p)
+    return GpuwizError(seen[0], problems=seen)
+
+
+def _check_numbers(data: Any, path: tuple[Any, ...], name: str, lines: LineMap) -> None:
+    """NaN / inf from YAML (.nan, .inf) are never meaningful in a config."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            _check_numbers(v, path + (k,), name, lines)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            _check_numbers(v, path + (i,), name, lines)
+    elif isinstance(data, float) and not math.isfinite(data):
+        raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
+                                         "must be a finite number (not NaN or infinity)"))
+
+
+def requirements_from_data(data: Any, name: str = "<config>", lines: LineMap | None = None,
+                           *, catalog: Catalog | None = None, base_dir: Path | None = None) -> Requirements:
+    lines = lines or LineMap()
+    if data is None:
+        raise GpuwizError(f"{name}: empty file (expected a gpuwiz config with `version: 1`)")
+    if not isinstance(data, dict):
+        raise GpuwizError(format_problem(name, lines.line(()), None,
+                                         f"a config must be a YAML mapping, not a {type(data).__name__}"))
+    if "version" not in data:
+        raise GpuwizError(format_problem(name, 1, "version", "missing; add `version: 1` at the top"))
+    version = data["version"]
+    if isinstance(version, int) and not isinstance(version, bool) and version > CONFIG_VERSION:
+        raise GpuwizError(format_problem(
+            name, lines.line(("version",)), "version",
+            f"config is version {version}, this gpuwiz reads version {CONFIG_VERSION} (upgrade gpuwiz)"))
+    _check_numbers(data, (), name, lines)
+    model = data.get("model")
+    if base_dir is not None and isinstance(model, dict) and isinstance(model.get("hf_config"), str):
+        hf = Path(model["hf_config"]).expanduser()
+        if not hf.is_absolute() and (base_dir / hf).exists():
+            data = {**data, "model": {**model, "hf_config": str((base_dir / hf).resolve())}}
+    try:
+        req = Requirements.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(exc, name, lines) from None
+    if catalog is not None:
+        check_references(req, catalog, name, lines)
+    return req
+
+
+def check_references(req: Requirements, catalog: Catalog, name: str = "<config>",
+                     lines: LineMap | None = None) -> None:
+    """Unknown preset / GPU ids, with a did-you-mean."""
+    lines = lines or LineMap()
+    if req.model.preset is not None:
+        ids = [m.id for m in catalog.models]
+        if req.model.preset not in ids:
+            raise GpuwizError(format_problem(
+                name, lines.line(("model", "preset")), "model.preset",
+                f"unknown preset {req.model.preset!r}{did_you_mean(req.model.preset, ids)}"))
+    if req.hardware is not None and req.hardware.gpu is not None:
+        ids = [g.id for g in catalog.gpus]
+        if req.hardware.gpu not in ids:
+            raise GpuwizError(format_problem(
+                name, lines.line(("hardware", "gpu")), "hardware.gpu",
+                f"unknown GPU {req.hardware.gpu!r}{did_you_mean(req.hardware.gpu, ids)}"))
+
+
+def loads_config(text: str, name: str = "<config>", *, catalog: Catalog | None = None,
+                 base_dir: Path | None = None) -> Requirements:
+    data, lines = parse(text, name)
+    return requirements_from_data(data, name, lines, catalog=catalog, base_dir=base_dir)
+
+
+def load_config(path: str | os.PathLike[str], *, catalog: Catalog | None = None) -> Requirements:
+    """Load and validate a config file. Raises GpuwizError with one line per problem."""
+    text = read_text(path, max_bytes=MAX_CONFIG_BYTES)
+    return loads_config(text, str(path), catalog=catalog, base_dir=Path(path).resolve().parent)
+
+
+def config_data(req: Requirements) -> dict[str, Any]:
+    """The minimal dict for ``req``: only values that differ from the defaults."""
+    data = req.model_dump(mode="json", exclude_defaults=True)
+    return {"version": req.version, **{k: v for k, v in data.items() if k != "version"}}
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_repr(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=None)
+
+
+_Dumper.add_representer(str, _str_repr)
+
+
+def dumps_config(req: Requirements) -> str:
+    body = yaml.dump(config_data(req), Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=100)
+    return "# gpuwiz config - edit freely; `gpuwiz FILE` opens it, `gpuwiz recommend FILE` answers it\n" + body
+
+
+def save_config(req: Requirements, path: str | os.PathLike[str]) -> None:
+    """Atomic save (temp file beside it, fsync, rename); the old file survives any failure."""
+    atomic_write_text(path, dumps_config(req))
