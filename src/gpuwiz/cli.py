@@ -31,7 +31,9 @@ training their model, and why.
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
-        self.exit(EXIT_USAGE, f"gpuwiz: {message} (see `{self.prog} --help`)\n")
+        from gpuwiz.core.errors import printable
+
+        self.exit(EXIT_USAGE, printable(f"gpuwiz: {' '.join(message.split())} (see `{self.prog} --help`)") + "\n")
 
 
 def _positive_int(text: str) -> int:
@@ -113,7 +115,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     req = load_config(args.config, catalog=catalog)
     if args.gpu is not None:
-        catalog.gpu(args.gpu)  # did-you-mean for an unknown id
+        from gpuwiz.core.errors import GpuwizError
+
+        try:
+            catalog.gpu(args.gpu)  # did-you-mean for an unknown id
+        except GpuwizError as exc:
+            raise GpuwizError(f"gpuwiz: --gpu: {exc}") from None
     est = estimate(req, catalog, gpu=args.gpu, count=args.count, gpus_per_node=args.gpus_per_node)
     sys.stdout.write(render_estimate(est, args.format))
     return 0
@@ -218,14 +225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
-        from gpuwiz.core.errors import GpuwizError
+        from gpuwiz.core.errors import GpuwizError, printable
 
         if isinstance(exc, GpuwizError):
-            for problem in exc.problems:
-                sys.stderr.write(f"{problem}\n")
+            for problem in exc.problems:  # never echo a user's escape sequences raw to the terminal
+                sys.stderr.write(printable(" ".join(str(problem).splitlines())) + "\n")
             return EXIT_USAGE
         if os.environ.get("GPUWIZ_DEBUG"):
             raise
-        sys.stderr.write(f"gpuwiz: internal error: {type(exc).__name__}: {exc} "
-                         "(run with GPUWIZ_DEBUG=1 for details, and please report it)\n")
+        sys.stderr.write(printable(f"gpuwiz: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+                                   "(run with GPUWIZ_DEBUG=1 for details, and please report it)") + "\n")
         return 1

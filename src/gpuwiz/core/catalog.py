@@ -318,7 +318,30 @@ def _entry_label(data: Any, loc: tuple[Any, ...]) -> str:
     return out
 
 
-def validate_catalog(data: Any, name: str, lines: LineMap | None = None) -> Catalog:
+def _overlay_loc(merged: Any, over: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Translate a location in the merged catalog into the overlay's own list indexes (by id),
+    so that errors point at the overlay's line, not at the built-in entry's position."""
+    prefix: tuple[Any, ...] = ()
+    node_m, node_o = merged, over
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            try:
+                eid = node_m[part].get("id")
+                idx = next(j for j, e in enumerate(node_o) if isinstance(e, dict) and e.get("id") == eid)
+            except (AttributeError, IndexError, KeyError, TypeError, StopIteration):
+                return loc
+            prefix += (idx,)
+            node_m, node_o = node_m[part], node_o[idx]
+        else:
+            if not isinstance(node_o, dict) or part not in node_o:
+                return prefix + tuple(loc[i:])  # the overlay did not set it: nearest line it has
+            prefix += (part,)
+            node_m = node_m.get(part) if isinstance(node_m, dict) else None
+            node_o = node_o[part]
+    return prefix
+
+
+def validate_catalog(data: Any, name: str, lines: LineMap | None = None, over: Any = None) -> Catalog:
     if not isinstance(data, dict):
         raise GpuwizError(f"{name}: a catalog must be a YAML mapping with gpus, models, ... sections")
     try:
@@ -327,7 +350,7 @@ def validate_catalog(data: Any, name: str, lines: LineMap | None = None) -> Cata
         problems = []
         for err in exc.errors()[:20]:
             loc = tuple(err["loc"])
-            line = lines.line(loc) if lines else None
+            line = lines.line(_overlay_loc(data, over, loc) if over is not None else loc) if lines else None
             where = f"{name}:{line}" if line else name
             problems.append(f"{where}: {_entry_label(data, loc)}: {err['msg']}")
         raise GpuwizError(problems[0], problems=problems) from None
@@ -377,7 +400,7 @@ def _load_cached(overlay: str | None, mtime: float | None) -> Catalog:
     merged = merge_overlay(data, over)
     # Errors in merged entries are reported against the overlay when the overlay set that field.
     try:
-        return validate_catalog(merged, overlay, over_lines)
+        return validate_catalog(merged, overlay, over_lines, over)
     except GpuwizError:
         raise
 

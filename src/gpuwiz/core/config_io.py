@@ -67,8 +67,15 @@ def _from_validation(exc: ValidationError, name: str, lines: LineMap) -> GpuwizE
     problems = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        # drop union-branch tags pydantic inserts (e.g. 'float', 'int', 'literal[...]')
-        loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("float", "int", "str", "bool", "none"))))
+        # drop union-branch tags pydantic inserts (e.g. 'float', 'int', 'literal[...]'), but never a
+        # key the user actually wrote (a key may well contain "[")
+        kept: tuple[Any, ...] = ()
+        for p in loc:
+            if (isinstance(p, str) and ("[" in p or p in ("float", "int", "str", "bool", "none"))
+                    and not lines.has(kept + (p,))):
+                continue
+            kept += (p,)
+        loc = kept
         problems.append(format_problem(name, lines.line(loc), dotted(loc) or None, _message(err)))
     # one line per problem, de-duplicated, in file order
     seen: list[str] = []
@@ -89,6 +96,11 @@ def _check_numbers(data: Any, path: tuple[Any, ...], name: str, lines: LineMap) 
     elif isinstance(data, float) and not math.isfinite(data):
         raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
                                          "must be a finite number (not NaN or infinity)"))
+    elif isinstance(data, str) and not data.isprintable():
+        # ESC / BEL / bidi overrides in a value would be echoed to terminals and reports
+        bad = next(ch for ch in data if not ch.isprintable())
+        raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
+                                         f"contains the control character {ascii(bad)}; remove it"))
 
 
 def requirements_from_data(data: Any, name: str = "<config>", lines: LineMap | None = None,
@@ -102,6 +114,9 @@ def requirements_from_data(data: Any, name: str = "<config>", lines: LineMap | N
     if "version" not in data:
         raise GpuwizError(format_problem(name, 1, "version", "missing; add `version: 1` at the top"))
     version = data["version"]
+    if isinstance(version, bool) or not isinstance(version, (int, float, str)):
+        raise GpuwizError(format_problem(name, lines.line(("version",)), "version",
+                                         f"must be a whole number such as 1 (got {_short(version)})"))
     if isinstance(version, int) and not isinstance(version, bool) and version > CONFIG_VERSION:
         raise GpuwizError(format_problem(
             name, lines.line(("version",)), "version",

@@ -19,7 +19,21 @@ class GpuwizError(Exception):
         return cls(format_problem(file, line, field, what))
 
 
+def printable(text: str) -> str:
+    """``text`` with unprintable characters (ESC, BEL, bidi overrides ...) shown as escapes.
+
+    User-supplied keys, values and file names end up in messages; an ``\\x1b[2J`` in a config
+    must not clear the user's terminal.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
 def format_problem(file: str | None, line: int | None, field: str | None, what: str) -> str:
+    file = printable(str(file)) if file else file
+    field = printable(str(field)) if field else field
+    what = printable(" ".join(str(what).split()))
     where = ""
     if file:
         where = f"{file}:{line}: " if line else f"{file}: "

@@ -67,6 +67,10 @@ def parse_number(value: Any, *, byte_unit: float | None = None) -> Any:
 
 
 def _finite(v: Any) -> Any:
+    if isinstance(v, bool):  # YAML `true` is not 1 GPU / 1 token
+        raise ValueError("must be a number, not true/false")
+    if isinstance(v, str) and v.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        v = float(v)  # pydantic would parse these strings into NaN / infinity
     if isinstance(v, float) and not math.isfinite(v):
         raise ValueError("must be a finite number (not NaN or infinity)")
     return v

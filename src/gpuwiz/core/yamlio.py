@@ -46,6 +46,10 @@ class LineMap:
     def set(self, path: Path_t, line: int) -> None:
         self._lines.setdefault(path, line)
 
+    def has(self, path: Path_t) -> bool:
+        """Whether ``path`` itself (not an ancestor) appears in the file."""
+        return tuple(path) in self._lines
+
     def line(self, path: Path_t) -> int | None:
         """Line of ``path``, or of its nearest ancestor that has one."""
         p = tuple(path)
@@ -93,7 +97,9 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) 
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise GpuwizError(f"{name}: not UTF-8 text (bad byte at offset {exc.start})") from None
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise GpuwizError(format_problem(
+            name, line, None, f"not UTF-8 text (bad byte 0x{data[exc.start]:02x}; save the file as UTF-8)")) from None
 
 
 def parse(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
@@ -105,7 +111,14 @@ def parse(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         what = exc.problem or exc.context or "invalid YAML"
+        cmark = exc.context_mark
+        if exc.problem and exc.context and cmark is not None and (line is None or cmark.line + 1 != line):
+            what += f" ({exc.context} that starts on line {cmark.line + 1})"
         raise GpuwizError(format_problem(name, line, None, f"invalid YAML: {what}")) from None
+    except yaml.reader.ReaderError as exc:  # a control character or bad code point in the text
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        what = f"unacceptable character #x{exc.character:04x}" if isinstance(exc.character, int) else str(exc.reason)
+        raise GpuwizError(format_problem(name, line, None, f"invalid YAML: {what} ({exc.reason})")) from None
     except yaml.YAMLError as exc:
         raise GpuwizError(format_problem(name, None, None, f"invalid YAML: {exc}")) from None
     if node is None:

@@ -1,0 +1,246 @@
+"""The bad-input corpus (tests/data/bad/): every hostile or broken file gives exit code 2 and
+one-line problems on stderr naming the file (and line and field where there is one), never a
+traceback, never a raw control character on the terminal, and never a changed file.
+
+Most cases run in-process through ``gpuwiz.cli.main`` (fast); the ones marked ``subprocess: true``
+in expected.yaml also run as a real ``python -m gpuwiz`` process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuwiz.cli import main
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad"
+CASES: list[dict] = yaml.safe_load((CORPUS / "expected.yaml").read_text(encoding="utf-8"))
+GOOD = "version: 1\nmodel:\n  preset: llama-2-7b\ndata:\n  tokens: 1T\n"
+PWNED = Path("/tmp/gpuwiz-pwned")
+
+
+def _case_id(case: dict) -> str:
+    return f"{case['file']}-{case.get('run', 'recommend')}"
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _argv(case: dict, path: str, good: str) -> list[str]:
+    run = case.get("run", "recommend")
+    if run == "recommend":
+        return ["recommend", path]
+    if run == "estimate":
+        return ["estimate", path, "--gpu", "h100-sxm", "--count", "8"]
+    if run == "overlay":
+        return ["recommend", good, "--catalog", path]
+    raise AssertionError(f"unknown run kind {run!r} in expected.yaml")
+
+
+def check_stderr(err: str, path: str, pattern: str) -> None:
+    """The contract for a user error on stderr."""
+    assert "Traceback" not in err, err
+    assert "internal error" not in err, err
+    lines = err.splitlines()
+    assert lines, "no message on stderr"
+    assert err.endswith("\n")
+    for line in lines:
+        assert line.strip(), f"blank line on stderr: {err!r}"
+        bad = [ch for ch in line if not ch.isprintable()]
+        assert not bad, f"raw control/unprintable characters {bad!r} echoed to the terminal: {line!r}"
+        assert line.startswith(path), f"problem line does not name the file {path!r}: {line!r}"
+    regex = pattern.replace("{file}", re.escape(path))
+    assert any(re.match(regex, line) for line in lines), f"no line matches {regex!r}:\n{err}"
+
+
+@pytest.fixture
+def good_config(tmp_path: Path) -> str:
+    p = tmp_path / "good.yaml"
+    p.write_text(GOOD, encoding="utf-8")
+    return str(p)
+
+
+def test_corpus_is_complete():
+    """Every file in the corpus has an expectation and every expectation has a file (>= 40 files)."""
+    listed = {c["file"] for c in CASES}
+    present = {p.name for p in CORPUS.iterdir()} - {"expected.yaml"}
+    assert listed == present
+    assert len(present) >= 40
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_bad_file_in_process(case, good_config, capsys):
+    before = _hashes(CORPUS)
+    good_before = Path(good_config).read_bytes()
+    path = str(CORPUS / case["file"])
+    rc = main(_argv(case, path, good_config))
+    out, err = capsys.readouterr()
+    check_stderr(err, path, case["error"])
+    assert out == "", "nothing may be printed on stdout when the input is refused"
+    assert rc == 2
+    assert _hashes(CORPUS) == before, "a bad input file was changed"
+    assert Path(good_config).read_bytes() == good_before
+    assert not PWNED.exists(), "a YAML tag executed code"
+
+
+SUBPROCESS_CASES = [c for c in CASES if c.get("subprocess")]
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "GPUWIZ_DEBUG"}
+    return subprocess.run([sys.executable, "-m", "gpuwiz", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("case", SUBPROCESS_CASES, ids=_case_id)
+def test_bad_file_subprocess(case, good_config):
+    """As a real process, with the file given relative to the working directory."""
+    assert len(SUBPROCESS_CASES) >= 12
+    before = _hashes(CORPUS)
+    res = _run(*_argv(case, case["file"], good_config), cwd=CORPUS)
+    check_stderr(res.stderr, case["file"], case["error"])
+    assert res.stdout == ""
+    assert res.returncode == 2
+    assert _hashes(CORPUS) == before
+    assert not PWNED.exists()
+
+
+# ---- cases made at test time --------------------------------------------------------------------
+
+
+def _expect_refused(argv: list[str], path: str, pattern: str, capsys) -> None:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    check_stderr(err, path, pattern)
+    assert out == ""
+    assert rc == 2
+
+
+def test_directory(tmp_path, capsys):
+    d = tmp_path / "configs.yaml"
+    d.mkdir()
+    _expect_refused(["recommend", str(d)], str(d), r"{file}: is a directory", capsys)
+    _expect_refused(["catalog", "--catalog", str(d)], str(d), r"{file}: is a directory", capsys)
+    assert list(d.iterdir()) == []
+
+
+def test_missing_file(tmp_path, capsys, good_config):
+    p = str(tmp_path / "nope.yaml")
+    _expect_refused(["recommend", p], p, r"{file}: no such file", capsys)
+    _expect_refused(["estimate", p, "--gpu", "h100-sxm", "--count", "8"], p, r"{file}: no such file", capsys)
+    _expect_refused(["recommend", good_config, "--catalog", p], p, r"{file}: no such file", capsys)
+    assert not Path(p).exists()
+
+
+def test_unreadable_file_chmod(tmp_path, capsys):
+    """chmod 000 -- meaningful when not root (root reads anyway; see the monkeypatched variant)."""
+    p = tmp_path / "secret.yaml"
+    p.write_text(GOOD)
+    p.chmod(0)
+    try:
+        if os.access(p, os.R_OK):
+            pytest.skip("running as root: chmod 000 does not stop reads")
+        _expect_refused(["recommend", str(p)], str(p), r"{file}: permission denied", capsys)
+    finally:
+        p.chmod(0o600)
+    assert p.read_text() == GOOD
+
+
+def test_unreadable_file_simulated(tmp_path, capsys, monkeypatch, good_config):
+    """The OS refuses the read (as for chmod 000 as a normal user, or an NFS permission error)."""
+    p = tmp_path / "secret.yaml"
+    p.write_text(GOOD)
+    real = Path.read_bytes
+
+    def deny(self: Path) -> bytes:
+        if self.name == "secret.yaml":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    _expect_refused(["recommend", str(p)], str(p), r"{file}: permission denied", capsys)
+    _expect_refused(["recommend", good_config, "--catalog", str(p)], str(p), r"{file}: permission denied", capsys)
+    monkeypatch.undo()
+    assert p.read_text() == GOOD
+
+
+def test_io_error_on_read(tmp_path, capsys, monkeypatch):
+    import errno
+
+    p = tmp_path / "flaky.yaml"
+    p.write_text(GOOD)
+
+    def eio(self: Path) -> bytes:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(Path, "read_bytes", eio)
+    _expect_refused(["recommend", str(p)], str(p), r"{file}: cannot read: Input/output error", capsys)
+
+
+@pytest.mark.parametrize("where", ["config", "overlay"])
+def test_ten_megabyte_file(tmp_path, capsys, where, good_config):
+    """A 10 MB file is refused by size before it is parsed (fast, bounded memory)."""
+    import time
+
+    p = tmp_path / "huge.yaml"
+    with p.open("w") as fh:
+        fh.write("version: 1\nmodel:\n  name: x\n")
+        line = "# " + "padding " * 12 + "\n"
+        while fh.tell() < 10_000_000:
+            fh.write(line * 1000)
+    digest = hashlib.sha256(p.read_bytes()).hexdigest()
+    argv = ["recommend", str(p)] if where == "config" else ["recommend", good_config, "--catalog", str(p)]
+    t0 = time.perf_counter()
+    _expect_refused(argv, str(p), r"{file}: file is 10\.\d MB; gpuwiz reads YAML files up to \d+ MB", capsys)
+    assert time.perf_counter() - t0 < 5
+    assert hashlib.sha256(p.read_bytes()).hexdigest() == digest
+
+
+def test_unknown_gpu_on_the_command_line(capsys, good_config):
+    rc = main(["estimate", good_config, "--gpu", "h100x", "--count", "8"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert re.fullmatch(r"gpuwiz: --gpu: unknown GPU id 'h100x' \(did you mean [^)]*h100-[^)]*\?\)\n", err), err
+
+
+@pytest.mark.parametrize("count,why", [("0", "must be at least 1"), ("-3", "must be at least 1"),
+                                       ("eight", "must be a whole number"), ("1e9", "must be a whole number")])
+def test_bad_count_flag(count, why, capsys, good_config):
+    with pytest.raises(SystemExit) as exc:
+        main(["estimate", good_config, "--gpu", "h100-sxm", "--count", count])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and why in err and "Traceback" not in err
+
+
+def test_control_characters_in_file_name(tmp_path, capsys):
+    """A file name carrying an escape sequence is not echoed raw either."""
+    p = tmp_path / "evil\x1b[2J.yaml"
+    _expect_refused(["recommend", str(p)], str(p).replace("\x1b", "\\x1b"), r"{file}: no such file", capsys)
+
+
+def test_a_long_hostile_value_is_cut_short(tmp_path, capsys):
+    p = tmp_path / "long.yaml"
+    p.write_text("version: 1\ntraining:\n  method: " + "lora" * 5000 + "\n")
+    rc = main(["recommend", str(p)])
+    _, err = capsys.readouterr()
+    assert rc == 2 and len(err) < 500, err
+
+
+def test_debug_mode_is_the_only_way_to_a_traceback(tmp_path):
+    """GPUWIZ_DEBUG=1 shows internal errors, but user errors stay one line even then."""
+    p = tmp_path / "bad.yaml"
+    p.write_text("version: 1\nmodle: {}\n")
+    env = {**os.environ, "GPUWIZ_DEBUG": "1"}
+    res = subprocess.run([sys.executable, "-m", "gpuwiz", "recommend", str(p)], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert res.returncode == 2
+    assert res.stderr == f"{p}:2: modle: unknown key (did you mean model?)\n"
