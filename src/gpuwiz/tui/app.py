@@ -1,0 +1,634 @@
+"""The gpuwiz wizard: one App that owns the requirements, the answer, the file and the draft.
+
+State flows one way. The App holds ONE frozen ``Requirements`` (the last valid one) and the last
+valid ``Recommendation``; screens edit through ``edit_field`` / ``replace_requirements`` and follow
+the App's reactives with ``self.watch(self.app, ...)``. Every change recomputes the answer
+(coalesced: a burst of changes in one event-loop turn costs one engine call; the engine is pure and
+takes a few milliseconds) and rewrites the autosaved draft.
+
+``create_app`` is the one factory used by the CLI, the tests, the screenshot script and the bench.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive, var
+from textual.screen import ModalScreen, Screen
+
+from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.models import Recommendation, Requirements
+from gpuwiz.tui import drafts
+from gpuwiz.tui.engine import Engine
+from gpuwiz.tui.forms import STEP_IDS, STEP_TITLES, STEPS, FieldSpec, apply_edit
+
+_T_IMPORT = time.perf_counter()
+
+
+class GpuwizApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "gpuwiz"
+    HORIZONTAL_BREAKPOINTS = [(0, "-too-narrow"), (80, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-too-short"), (24, "-short"), (34, "-tall")]
+
+    BINDINGS = [
+        Binding("ctrl+n", "next", "Next", priority=True, id="next"),
+        Binding("ctrl+b", "back", "Back", priority=True, id="back"),
+        Binding("pagedown", "next", "Next", show=False, id="next-alt"),
+        Binding("pageup", "back", "Back", show=False, id="back-alt"),
+        Binding("ctrl+s", "save", "Save", id="save"),
+        Binding("f2", "save_as", "Save as", show=False, id="save-as"),
+        Binding("ctrl+o", "open", "Open", id="open"),
+        Binding("f1", "help", "Help", id="help"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="quit"),
+    ]
+
+    requirements: reactive[Requirements] = reactive(Requirements(), init=False)
+    recommendation: reactive[Recommendation | None] = reactive(None, init=False)
+    engine_error: reactive[str | None] = reactive(None, init=False)
+    revision: reactive[int] = reactive(0, init=False)  # bumps when requirements are replaced wholesale
+    config_path: reactive[str | None] = reactive(None, init=False)
+    dirty: reactive[bool] = reactive(False, init=False, bindings=True)
+    step: var[str] = var("start")
+
+    def __init__(
+        self,
+        *,
+        config_path: str | None = None,
+        catalog_overlay: str | os.PathLike[str] | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        no_mouse: bool = False,
+        handle_signals: bool = True,
+        offer_restore: bool = True,
+    ) -> None:
+        super().__init__()
+        self.engine = Engine(catalog_overlay)
+        self.state_dir = drafts.state_dir(state_dir)
+        self.no_mouse = no_mouse
+        self.handle_signals = handle_signals
+        self.offer_restore = offer_restore
+        self._initial_config = config_path
+        self._saved: Requirements = Requirements()
+        self._recompute_pending = False
+        self._draft_error_shown = False
+        self._signals_installed: list[int] = []
+        self.baseline: tuple[Requirements, Recommendation] | None = None
+        self.last_change: str = ""
+        self.last_engine_ms: float = 0.0
+        self.ready_at: float | None = None
+
+    # ---- running ---------------------------------------------------------------------------------
+    def run(self, *, headless: bool = False, inline: bool = False, inline_no_clear: bool = False,
+            mouse: bool | None = None, size: tuple[int, int] | None = None, auto_pilot: Any = None,
+            loop: Any = None) -> None:
+        """``App.run`` with ``mouse`` defaulting to the factory's ``no_mouse``."""
+        if mouse is None:
+            mouse = not self.no_mouse
+        return super().run(headless=headless, inline=inline, inline_no_clear=inline_no_clear, mouse=mouse,
+                           size=size, auto_pilot=auto_pilot, loop=loop)
+
+    def on_mount(self) -> None:
+        from gpuwiz.tui.screens.start import StartScreen
+        from gpuwiz.tui.screens.steps import StepScreen
+        from gpuwiz.tui.screens.result import ResultScreen
+
+        self.install_screen(StartScreen(), "start")
+        for spec in STEPS:
+            self.install_screen(StepScreen(spec), spec.id)
+        self.install_screen(ResultScreen(), "result")
+        self.push_screen("start")
+        self._install_signal_handlers()
+        self._schedule_recompute()
+        self.call_after_refresh(self._startup)
+
+    def on_ready(self) -> None:
+        self.ready_at = time.perf_counter()
+
+    def _startup(self) -> None:
+        draft = drafts.read_draft(self.state_dir) if self.offer_restore else None
+        if draft is not None:
+            from gpuwiz.tui.dialogs.confirm import ChoiceDialog
+
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(draft.saved_at)) if draft.saved_at else "earlier"
+            src = draft.source or "a new config"
+            msg = (f"An unsaved draft of {src} from {when} was left behind (the last session ended "
+                   f"without saving). Restore it?")
+
+            def done(choice: str | None) -> None:
+                if choice == "restore":
+                    self.restore_draft(draft)
+                else:
+                    drafts.clear_draft(self.state_dir)
+                    self._open_initial()
+
+            self.push_screen(ChoiceDialog("Restore draft?", msg, [("restore", "Restore"), ("discard", "Discard")]),
+                             done)
+        else:
+            self._open_initial()
+
+    def _open_initial(self) -> None:
+        if self._initial_config:
+            error = self.open_config(self._initial_config)
+            if error:
+                self.notify(error, title="Cannot open config", severity="error", timeout=10)
+            else:
+                self.goto("result")
+
+    # ---- signals ---------------------------------------------------------------------------------
+    def _install_signal_handlers(self) -> None:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                self._signals_installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError, AttributeError):
+                pass
+
+    def _remove_signal_handlers(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for sig in self._signals_installed:
+            try:
+                loop.remove_signal_handler(sig)
+            except (RuntimeError, ValueError):
+                pass
+        self._signals_installed.clear()
+
+    def _on_signal(self, sig: int) -> None:
+        """SIGHUP (dropped ssh) / SIGTERM: flush the draft, then leave."""
+        self.flush_draft()
+        self.exit(return_code=128 + int(sig))
+
+    async def on_unmount(self) -> None:
+        self._remove_signal_handlers()
+
+    # ---- state -----------------------------------------------------------------------------------
+    def watch_requirements(self, old: Requirements, new: Requirements) -> None:
+        self.dirty = new != self._saved
+        self._schedule_recompute()
+        self.flush_draft()
+
+    def watch_dirty(self) -> None:
+        self._refresh_chrome()
+
+    def watch_config_path(self) -> None:
+        self._refresh_chrome()
+
+    def _refresh_chrome(self) -> None:
+        from gpuwiz.tui.widgets.chrome import StepBar
+
+        for bar in self.screen.query(StepBar):
+            bar.file_label = self.file_label
+            bar.dirty = self.dirty
+
+    @property
+    def file_label(self) -> str:
+        return Path(self.config_path).name if self.config_path else "new config"
+
+    def _schedule_recompute(self) -> None:
+        if not self._recompute_pending:
+            self._recompute_pending = True
+            self.call_later(self._recompute)
+
+    def _recompute(self) -> None:
+        self._recompute_pending = False
+        out = self.engine.run(self.requirements)
+        self.last_engine_ms = out.ms
+        if out.rec is not None:
+            self.engine_error = None
+            self.recommendation = out.rec
+        else:
+            self.engine_error = out.error
+
+    def recompute_now(self) -> None:
+        """Synchronous recompute (tests and the bench)."""
+        self._recompute()
+
+    def edit_field(self, spec: FieldSpec, raw: str) -> str | None:
+        """Apply one field's text; returns why it is invalid, or None (requirements updated)."""
+        new, error = apply_edit(self.requirements, spec, raw)
+        if error is not None or new is None:
+            return error or "invalid value"
+        self.requirements = new
+        return None
+
+    def replace_requirements(self, req: Requirements, change: str = "") -> None:
+        """Replace the whole requirements (open, restore, what-if): input screens reload."""
+        self.last_change = change
+        self.requirements = req
+        self.revision += 1
+
+    def flush_draft(self) -> None:
+        try:
+            if self.dirty:
+                drafts.write_draft(self.state_dir, self.requirements, self.config_path, self.step)
+            else:
+                drafts.clear_draft(self.state_dir)
+        except OSError as exc:
+            if not self._draft_error_shown:
+                self._draft_error_shown = True
+                self.notify(f"cannot autosave the draft to {self.state_dir}: {exc.strerror or exc}",
+                            severity="warning")
+
+    def restore_draft(self, draft: drafts.Draft) -> None:
+        self.config_path = draft.source
+        self._saved = Requirements() if draft.source is None else self._saved_from(draft.source)
+        self.replace_requirements(draft.requirements, "restored draft")
+        self.dirty = self.requirements != self._saved
+        self.flush_draft()
+        self.goto(draft.step if draft.step in STEP_IDS else "model")
+        self.notify("Draft restored. ctrl+s saves it.", title="Restored")
+
+    def _saved_from(self, path: str) -> Requirements:
+        from gpuwiz.core.config_io import load_config
+
+        try:
+            return load_config(path)
+        except Exception:
+            return Requirements()
+
+    # ---- navigation ------------------------------------------------------------------------------
+    def goto(self, step: str) -> None:
+        if step not in ("start",) + STEP_IDS:
+            return
+        while len(self.screen_stack) > 2:  # close dialogs / compare first
+            self.pop_screen()
+        self.step = step
+        self.switch_screen(step)
+        self.call_after_refresh(self._refresh_chrome)
+        self.flush_draft()
+
+    def _modal_open(self) -> bool:
+        return isinstance(self.screen, ModalScreen)
+
+    def current_step_invalid(self) -> bool:
+        from gpuwiz.tui.screens.steps import StepScreen
+
+        scr = self.screen
+        return isinstance(scr, StepScreen) and bool(scr.invalid)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("next", "back"):
+            from gpuwiz.tui.screens.compare import CompareScreen
+
+            if isinstance(self.screen, CompareScreen):
+                return action == "back"
+            if self._modal_open():
+                return False
+            if action == "next":
+                if self.step == "result":
+                    return False
+                if self.current_step_invalid():
+                    return None
+            if action == "back" and self.step == "start":
+                return False
+        return True
+
+    def action_next(self) -> None:
+        if self.step == "start":
+            self.goto("model")
+            return
+        if self.step in STEP_IDS:
+            i = STEP_IDS.index(self.step)
+            if i + 1 < len(STEP_IDS):
+                self.goto(STEP_IDS[i + 1])
+
+    def action_back(self) -> None:
+        from gpuwiz.tui.screens.compare import CompareScreen
+
+        if isinstance(self.screen, CompareScreen):
+            self.pop_screen()
+            return
+        if self.step in STEP_IDS:
+            i = STEP_IDS.index(self.step)
+            self.goto(STEP_IDS[i - 1] if i > 0 else "start")
+
+    # ---- files -----------------------------------------------------------------------------------
+    def open_config(self, path: str) -> str | None:
+        """Load ``path`` as the current config; returns an error message or None."""
+        from gpuwiz.core.config_io import load_config
+
+        try:
+            req = load_config(path)
+        except GpuwizError as exc:
+            return str(exc).splitlines()[0]
+        except Exception as exc:  # never a traceback
+            return f"{path}: cannot open: {exc}"
+        self._saved = req
+        self.config_path = path
+        self.replace_requirements(req, f"opened {Path(path).name}")
+        self.dirty = False
+        self.baseline = None
+        self.flush_draft()
+        return None
+
+    def load_example(self, name: str, text: str) -> str | None:
+        from gpuwiz.core.config_io import loads_config
+
+        try:
+            req = loads_config(text, name)
+        except GpuwizError as exc:
+            return str(exc).splitlines()[0]
+        self._saved = Requirements()
+        self.config_path = None
+        self.replace_requirements(req, f"example {name}")
+        self.baseline = None
+        return None
+
+    def new_config(self) -> None:
+        self._saved = Requirements()
+        self.config_path = None
+        self.replace_requirements(Requirements(), "new config")
+        self.baseline = None
+
+    def save_to(self, path: str) -> str | None:
+        from gpuwiz.core.config_io import save_config
+
+        try:
+            save_config(self.requirements, path)
+        except GpuwizError as exc:
+            return str(exc).splitlines()[0]
+        except OSError as exc:
+            return f"{path}: cannot save: {exc.strerror or exc}"
+        self._saved = self.requirements
+        self.config_path = path
+        self.dirty = False
+        self.flush_draft()
+        self.notify(f"Saved {path}", title="Saved")
+        return None
+
+    def action_save(self, then: Callable[[], None] | None = None) -> None:
+        if self.config_path:
+            error = self.save_to(self.config_path)
+            if error:
+                self.notify(error, title="Not saved", severity="error", timeout=10)
+                return
+            if then:
+                then()
+        else:
+            self.action_save_as(then)
+
+    def action_save_as(self, then: Callable[[], None] | None = None) -> None:
+        from gpuwiz.tui.dialogs.path_dialog import PathDialog
+
+        initial = self.config_path or "gpuwiz.yaml"
+
+        def done(path: str | None) -> None:
+            if path and then:
+                then()
+
+        self.push_screen(PathDialog("Save config as", initial, self.save_to, verb="Save",
+                                    hint="YAML; written atomically (the old file survives any failure)."), done)
+
+    def _guard_unsaved(self, then: Callable[[], None], what: str) -> None:
+        if not self.dirty:
+            then()
+            return
+        from gpuwiz.tui.dialogs.confirm import ChoiceDialog
+
+        def done(choice: str | None) -> None:
+            if choice == "save":
+                self.action_save(then)
+            elif choice == "discard":
+                then()
+
+        self.push_screen(
+            ChoiceDialog("Unsaved changes", f"Save your changes before you {what}?",
+                         [("save", "Save"), ("discard", "Discard"), ("cancel", "Cancel")], default="save"),
+            done,
+        )
+
+    def action_open(self) -> None:
+        from gpuwiz.tui.dialogs.path_dialog import PathDialog
+
+        def ask() -> None:
+            def done(path: str | None) -> None:
+                if path:
+                    self.goto("result")
+
+            self.push_screen(PathDialog("Open config", self.config_path or "", self.open_config, verb="Open"), done)
+
+        self._guard_unsaved(ask, "open another config")
+
+    async def action_quit(self) -> None:
+        def leave() -> None:
+            drafts.clear_draft(self.state_dir)
+            self.exit()
+
+        if not self.dirty:
+            leave()
+            return
+        from gpuwiz.tui.dialogs.confirm import ChoiceDialog
+
+        def done(choice: str | None) -> None:
+            if choice == "save":
+                self.action_save(leave)
+            elif choice == "discard":
+                leave()
+
+        self.push_screen(
+            ChoiceDialog("Quit gpuwiz?", "You have unsaved changes.",
+                         [("save", "Save and quit"), ("discard", "Quit without saving"), ("cancel", "Cancel")],
+                         default="cancel"),
+            done,
+        )
+
+    # ---- results: export, copy, compare ------------------------------------------------------------
+    def markdown(self) -> str | None:
+        rec = self.recommendation
+        if rec is None:
+            self.notify("No answer yet to export.", severity="warning")
+            return None
+        try:
+            return self.engine.markdown(rec, self.requirements)
+        except Exception as exc:
+            self.notify(f"cannot render the report: {exc}", severity="error")
+            return None
+
+    def export_to(self, path: str, text: str) -> str | None:
+        from gpuwiz.core.yamlio import atomic_write_text
+
+        try:
+            atomic_write_text(path, text)
+        except GpuwizError as exc:
+            return str(exc).splitlines()[0]
+        self.notify(f"Wrote {path}", title="Exported")
+        return None
+
+    def action_export(self) -> None:
+        from gpuwiz.tui.dialogs.path_dialog import PathDialog
+
+        text = self.markdown()
+        if text is None:
+            return
+        stem = Path(self.config_path).stem if self.config_path else "gpuwiz"
+        self.push_screen(PathDialog("Export recommendation (Markdown)", f"{stem}-recommendation.md",
+                                    lambda p: self.export_to(p, text), verb="Export"))
+
+    def action_copy(self) -> None:
+        text = self.markdown()
+        if text is None:
+            return
+        self.copy_to_clipboard(text)
+        self.notify("Copied the Markdown report (OSC 52). If nothing arrived, your terminal ignores OSC 52: "
+                    "use export (e) instead. In tmux: set -g set-clipboard on.", title="Copied", timeout=6)
+
+    def pin_baseline(self) -> None:
+        if self.recommendation is not None:
+            self.baseline = (self.requirements, self.recommendation)
+
+    def action_compare(self) -> None:
+        from gpuwiz.tui.screens.compare import CompareScreen, Side
+
+        if self.recommendation is None:
+            self.notify("No answer yet to compare.", severity="warning")
+            return
+        if self.baseline is None:
+            self.pin_baseline()
+        assert self.baseline is not None
+        left = Side("baseline", self.baseline[0], self.baseline[1], None)
+        right = Side("now", self.requirements, self.recommendation, None)
+        self.push_screen(CompareScreen(left, right))
+
+    def action_compare_files(self) -> None:
+        from gpuwiz.tui.screens.compare import CompareScreen, Side
+
+        if self.recommendation is None:
+            return
+        right = Side("now", self.requirements, self.recommendation, None)
+        left = Side("baseline", *(self.baseline or (self.requirements, self.recommendation)), None)
+        screen = CompareScreen(left, right)
+        self.push_screen(screen)
+        screen.action_load("left")
+
+    def side_from_file(self, path: str) -> Any:
+        """(Requirements, Recommendation) for a config file, or an error string."""
+        from gpuwiz.core.config_io import load_config
+
+        try:
+            req = load_config(path)
+        except GpuwizError as exc:
+            return str(exc).splitlines()[0]
+        out = self.engine.run(req)
+        if out.rec is None:
+            return out.error or "no answer"
+        return req, out.rec
+
+    # ---- help and the command palette -----------------------------------------------------------------
+    def help_rows(self) -> list[tuple[str, str, str]]:
+        rows: list[tuple[str, str, str]] = []
+        seen: set[tuple[str, str]] = set()
+
+        def add(bindings: Iterable[Any], where: str) -> None:
+            for b in bindings:
+                if not isinstance(b, Binding) or not b.description:
+                    continue
+                key = self.get_key_display(b)
+                if (key, b.description) in seen:
+                    continue
+                seen.add((key, b.description))
+                rows.append((key, b.description, where))
+
+        from gpuwiz.tui.screens.result import ResultScreen
+        from gpuwiz.tui.screens.steps import StepScreen
+
+        add(self.BINDINGS, "everywhere")
+        rows.append(("ctrl+p", "Command palette: every step and action", "everywhere"))
+        rows.append(("tab / shift+tab", "Next / previous field", "input steps"))
+        rows.append(("enter", "Next field; on the last field, the next step", "input steps"))
+        add(StepScreen.BINDINGS, "input steps")
+        add(ResultScreen.BINDINGS, "result")
+        from gpuwiz.tui.screens.compare import CompareScreen
+
+        add(CompareScreen.BINDINGS, "compare")
+        return rows
+
+    def action_help(self) -> None:
+        from gpuwiz.tui.dialogs.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.help_rows()))
+
+    def _result_action(self, name: str) -> Callable[[], None]:
+        def run() -> None:
+            from gpuwiz.tui.screens.result import ResultScreen
+
+            if self.step != "result":
+                self.goto("result")
+            scr = self.get_screen("result")
+            assert isinstance(scr, ResultScreen)
+            self.call_after_refresh(getattr(scr, f"action_{name}"))
+
+        return run
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        for sid in ("start",) + STEP_IDS:
+            title = "Start screen" if sid == "start" else STEP_TITLES[sid]
+            yield SystemCommand(f"Go to: {title}", f"Show the {title} step", lambda s=sid: self.goto(s))
+        yield SystemCommand("Save", "Save the config (ctrl+s)", self.action_save)
+        yield SystemCommand("Save as…", "Save the config to a new path (f2)", self.action_save_as)
+        yield SystemCommand("Open config…", "Open a YAML config (ctrl+o)", self.action_open)
+        yield SystemCommand("Export Markdown…", "Write the recommendation as Markdown", self.action_export)
+        yield SystemCommand("Copy Markdown", "Copy the recommendation to the clipboard (OSC 52)", self.action_copy)
+        yield SystemCommand("Compare: baseline vs now", "Side by side, with the differences", self.action_compare)
+        yield SystemCommand("Compare with a config file…", "Load another config as the left side",
+                            self.action_compare_files)
+        yield SystemCommand("Help", "All keys (f1)", self.action_help)
+        from gpuwiz.tui.screens.result import WHATIF_COMMANDS
+
+        for name, title, help_text in WHATIF_COMMANDS:
+            yield SystemCommand(f"What-if: {title}", help_text, self._result_action(name))
+        yield from super().get_system_commands(screen)
+
+
+def create_app(
+    config_path: str | os.PathLike[str] | None = None,
+    *,
+    catalog_overlay: str | os.PathLike[str] | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    no_mouse: bool = False,
+    theme: str | None = None,
+    handle_signals: bool = True,
+    offer_restore: bool = True,
+) -> GpuwizApp:
+    """Build the wizard. Raises GpuwizError for an unknown theme.
+
+    ``config_path`` opens that config (errors are shown in the app); ``catalog_overlay`` merges a
+    user catalog; ``state_dir`` overrides where the draft lives (default: ``$GPUWIZ_STATE_DIR`` or
+    the platform's user state dir); ``no_mouse`` makes ``run()`` default to ``mouse=False``;
+    ``theme`` is any Textual theme name (``ansi-dark``, ``ansi-light``, ``textual-dark`` …).
+    """
+    app = GpuwizApp(
+        config_path=os.fspath(config_path) if config_path is not None else None,
+        catalog_overlay=catalog_overlay,
+        state_dir=state_dir,
+        no_mouse=no_mouse,
+        handle_signals=handle_signals,
+        offer_restore=offer_restore,
+    )
+    if theme is not None:
+        names = sorted(app.available_themes)
+        if theme not in names:
+            from gpuwiz.core.catalog import did_you_mean
+
+            raise GpuwizError(f"--theme: unknown theme {theme!r}{did_you_mean(theme, names)}; "
+                              f"choose one of {', '.join(names)}")
+        app.theme = theme
+    return app

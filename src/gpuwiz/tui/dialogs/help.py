@@ -1,0 +1,43 @@
+"""The help screen: every key of the app and of the screen it was opened from."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+INTRO = (
+    "gpuwiz asks what you train, on what data, how often and whether you rent or buy, and answers "
+    "with a build. Every input step has a live answer on the right. Type human numbers: 2T, 1.5B, "
+    "150 GB. ctrl+p opens the command palette (every step and action)."
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,f1,q,question_mark", "close", "Close", id="help-close"),
+    ]
+
+    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+        super().__init__(classes="dialog-screen")
+        self._rows = rows
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, expand=True, show_header=True, header_style="bold")
+        table.add_column("Key", no_wrap=True)
+        table.add_column("Action")
+        table.add_column("Where", style="dim", no_wrap=True)
+        for key, desc, where in self._rows:
+            table.add_row(key, desc, where)
+        with Vertical(classes="dialog help"):
+            yield Label("Keys", classes="dialog-title")
+            with VerticalScroll():
+                yield Static(INTRO, classes="dialog-message")
+                yield Static(table, id="help-table")
+            yield Static("esc / f1 / q closes", classes="dialog-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

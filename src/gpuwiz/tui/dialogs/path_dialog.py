@@ -1,0 +1,64 @@
+"""Ask for a file path (open / save as / export). Returns the path, or None when cancelled.
+
+The action runs inside the dialog: if it fails (bad YAML, unwritable folder) the error is shown in
+the dialog and the user can fix the path without losing what they typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+
+class PathDialog(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
+
+    def __init__(self, title: str, initial: str = "", action: Callable[[str], str | None] | None = None,
+                 verb: str = "OK", hint: str = "") -> None:
+        super().__init__(classes="dialog-screen")
+        self._title = title
+        self._initial = initial
+        self._action = action
+        self._verb = verb
+        self._hint = hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self._title, classes="dialog-title")
+            if self._hint:
+                yield Static(self._hint, classes="dialog-hint")
+            yield Input(self._initial, id="path", placeholder="path/to/file.yaml")
+            yield Static("", id="path-error", classes="field-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self._verb, id="ok", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        inp = self.query_one("#path", Input)
+        inp.focus()
+        inp.cursor_position = len(inp.value)
+
+    @on(Input.Submitted, "#path")
+    @on(Button.Pressed, "#ok")
+    def _submit(self) -> None:
+        path = self.query_one("#path", Input).value.strip()
+        err_box = self.query_one("#path-error", Static)
+        if not path:
+            err_box.update("give a file path")
+            return
+        if self._action is not None:
+            error = self._action(path)
+            if error:
+                err_box.update(error)
+                return
+        self.dismiss(path)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,40 @@
+"""Every full screen: the step bar on top, the body, the Footer, and the too-small notice."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from textual.app import ComposeResult
+from textual.containers import Container
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from gpuwiz.tui.widgets.chrome import StepBar, TooSmall
+
+if TYPE_CHECKING:
+    from gpuwiz.tui.app import GpuwizApp
+
+
+class WizScreen(Screen[None]):
+    STEP = "start"
+
+    @property
+    def wiz(self) -> GpuwizApp:
+        return cast("GpuwizApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        bar = StepBar(id="stepbar")
+        bar.current = self.STEP
+        yield bar
+        yield TooSmall()
+        with Container(id="body"):
+            yield from self.compose_body()
+        yield Footer(compact=True)
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def on_screen_resume(self) -> None:
+        bar = self.query_one(StepBar)
+        bar.file_label = self.wiz.file_label
+        bar.dirty = self.wiz.dirty

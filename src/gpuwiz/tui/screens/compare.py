@@ -1,0 +1,121 @@
+"""Compare two answers side by side (baseline vs now, or a config file vs another)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from gpuwiz.core import whatif
+from gpuwiz.core.models import Recommendation, Requirements
+from gpuwiz.tui.screens.base import WizScreen
+from gpuwiz.tui.widgets.result_views import DIRECTION_MARK, DIRECTION_STYLE
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    req: Requirements
+    rec: Recommendation
+    path: str | None
+
+
+def compare_table(left: Side, right: Side) -> Table:
+    a = whatif.key_numbers(left.rec, left.req)
+    b = whatif.key_numbers(right.rec, right.req)
+    t = Table(expand=True, box=None, header_style="bold", padding=(0, 1), pad_edge=False)
+    t.add_column("", style="dim", no_wrap=True)
+    t.add_column(left.label, ratio=1)
+    t.add_column(right.label, ratio=1)
+    t.add_column("Δ", ratio=1)
+    for d in whatif.diff(a, b):
+        t.add_row(d.label, d.before, Text(d.after, style="bold" if d.change else ""),
+                  Text(DIRECTION_MARK[d.direction] + d.change, style=DIRECTION_STYLE[d.direction]))
+    return t
+
+
+def changes_table(left: Side, right: Side) -> Table | Text:
+    changes = whatif.requirement_changes(left.req, right.req)
+    if not changes:
+        return Text("The requirements are identical.", style="dim")
+    t = Table(title="Requirements that differ", title_justify="left", title_style="bold", expand=True, box=None,
+              header_style="bold", padding=(0, 1), pad_edge=False)
+    t.add_column("Field", style="dim", no_wrap=True)
+    t.add_column(left.label, ratio=1)
+    t.add_column(right.label, ratio=1)
+    for key, va, vb in changes:
+        t.add_row(key, va, vb)
+    return t
+
+
+class CompareScreen(WizScreen):
+    STEP = "result"
+    BINDINGS = [
+        Binding("escape,q", "close", "Close", id="compare-close"),
+        Binding("l", "load('left')", "Left from file", id="compare-left"),
+        Binding("r", "load('right')", "Right from file", id="compare-right"),
+        Binding("s", "swap", "Swap", id="compare-swap"),
+    ]
+
+    def __init__(self, left: Side, right: Side) -> None:
+        super().__init__(id="compare")
+        self.left = left
+        self.right = right
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="compare-body"):
+            yield Static("", id="compare-heading", classes="compare-heading")
+            yield Static("", id="compare-numbers")
+            yield Static("", id="compare-changes")
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        self.query_one("#compare-heading", Static).update(
+            Text.assemble(("Compare  ", "bold"), (self.left.label, "bold cyan"), "  vs  ",
+                          (self.right.label, "bold yellow"), ("   l/r load a config file into a side · "
+                                                              "s swaps · esc closes", "dim")))
+        self.query_one("#compare-numbers", Static).update(compare_table(self.left, self.right))
+        self.query_one("#compare-changes", Static).update(changes_table(self.left, self.right))
+
+    def action_close(self) -> None:
+        self.dismiss()
+
+    def action_swap(self) -> None:
+        self.left, self.right = self.right, self.left
+        self.redraw()
+
+    def action_load(self, which: str) -> None:
+        from gpuwiz.tui.dialogs.path_dialog import PathDialog
+
+        app: Any = self.app
+        result: dict[str, Any] = {}
+
+        def act(path: str) -> str | None:
+            out = app.side_from_file(path)
+            if isinstance(out, str):
+                return out
+            result["side"] = out
+            return None
+
+        def done(path: str | None) -> None:
+            if not path or "side" not in result:
+                return
+            req, rec = result["side"]
+            from pathlib import Path
+
+            side = Side(Path(path).name, req, rec, path)
+            if cast(Literal["left", "right"], which) == "left":
+                self.left = side
+            else:
+                self.right = side
+            self.redraw()
+
+        self.app.push_screen(PathDialog(f"Config file for the {which} side", "", act, verb="Load"), done)

@@ -1,0 +1,217 @@
+"""Result: the build, the memory breakdown, the alternatives, rent vs buy, pitfalls, and what-if keys.
+
+Each what-if key turns the current requirements into new ones (``gpuwiz.core.whatif``), the App
+recomputes, and the strip at the top shows every key number against the pinned baseline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Static, TabbedContent, TabPane
+
+from gpuwiz.core import whatif
+from gpuwiz.core.models import Requirements
+from gpuwiz.tui.screens.base import WizScreen
+from gpuwiz.tui.widgets.cost_plot import CostPlot
+from gpuwiz.tui.widgets.result_views import (
+    alternatives_view,
+    build_view,
+    cost_summary,
+    deltas_table,
+    memory_view,
+    pitfalls_view,
+)
+
+# (action, title, help) - also offered in the command palette
+WHATIF_COMMANDS: list[tuple[str, str, str]] = [
+    ("gpu_next", "next GPU type", "Pin the next GPU type of the catalog (g)"),
+    ("gpu_prev", "previous GPU type", "Pin the previous GPU type (G)"),
+    ("count_up", "more GPUs", "GPU count one step up (+)"),
+    ("count_down", "fewer GPUs", "GPU count one step down (-)"),
+    ("auto_hw", "automatic hardware", "Let gpuwiz pick GPU type and count again (a)"),
+    ("method", "cycle method", "full / LoRA / QLoRA (m)"),
+    ("precision", "cycle precision", "bf16 / fp8 / fp16 / tf32 / fp32 (p)"),
+    ("data_double", "dataset ×2", "Double tokens / samples / dataset size (d)"),
+    ("data_half", "dataset ÷2", "Halve tokens / samples / dataset size (D)"),
+    ("deadline_later", "later deadline", "Deadline one step later (])"),
+    ("deadline_sooner", "sooner deadline", "Deadline one step sooner ([)"),
+    ("mode", "rent / buy / either", "Cycle the deployment mode (r)"),
+    ("pin", "pin baseline", "Pin the current answer as the baseline for the deltas (b)"),
+    ("reset", "back to baseline", "Restore the baseline's requirements (0)"),
+]
+
+TABS = ("tab-build", "tab-memory", "tab-options", "tab-cost", "tab-pitfalls")
+
+
+class ResultScreen(WizScreen):
+    STEP = "result"
+    BINDINGS = [
+        Binding("g", "gpu_next", "GPU", id="whatif-gpu"),
+        Binding("G", "gpu_prev", "GPU back", show=False, id="whatif-gpu-prev"),
+        Binding("plus,equals_sign", "count_up", "+GPU", key_display="+", id="whatif-count-up"),
+        Binding("minus", "count_down", "-GPU", key_display="-", id="whatif-count-down"),
+        Binding("m", "method", "Method", id="whatif-method"),
+        Binding("p", "precision", "Precision", id="whatif-precision"),
+        Binding("d", "data_double", "Data×2", id="whatif-data-double"),
+        Binding("D", "data_half", "Data÷2", show=False, id="whatif-data-half"),
+        Binding("right_square_bracket", "deadline_later", "Deadline+", key_display="]", show=False,
+                id="whatif-deadline-later"),
+        Binding("left_square_bracket", "deadline_sooner", "Deadline-", key_display="[", show=False,
+                id="whatif-deadline-sooner"),
+        Binding("r", "mode", "Rent/buy", id="whatif-mode"),
+        Binding("a", "auto_hw", "Auto pick", show=False, id="whatif-auto"),
+        Binding("b", "pin", "Pin", id="whatif-pin"),
+        Binding("0", "reset", "Reset to baseline", show=False, id="whatif-reset"),
+        Binding("c", "app.compare", "Compare", id="compare"),
+        Binding("e", "app.export", "Export", id="export"),
+        Binding("y", "app.copy", "Copy", show=False, id="copy"),
+        Binding("question_mark", "app.help", "Help", show=False, id="help-alt"),
+        Binding("1", "tab(0)", "Build tab", show=False, id="tab-1"),
+        Binding("2", "tab(1)", "Memory tab", show=False, id="tab-2"),
+        Binding("3", "tab(2)", "Options tab", show=False, id="tab-3"),
+        Binding("4", "tab(3)", "Rent vs buy tab", show=False, id="tab-4"),
+        Binding("5", "tab(4)", "Pitfalls tab", show=False, id="tab-5"),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id="whatif", classes="whatif")
+        with TabbedContent(id="result-tabs"):
+            with TabPane("1 Build", id="tab-build"):
+                with VerticalScroll():
+                    yield Static("", id="build")
+            with TabPane("2 Memory", id="tab-memory"):
+                with VerticalScroll():
+                    yield Static("", id="memory")
+            with TabPane("3 Options", id="tab-options"):
+                with VerticalScroll():
+                    yield Static("", id="options")
+            with TabPane("4 Rent vs buy", id="tab-cost"):
+                with VerticalScroll():
+                    yield Static("", id="cost-summary")
+                    yield CostPlot(id="cost-plot")
+            with TabPane("5 Pitfalls", id="tab-pitfalls"):
+                with VerticalScroll():
+                    yield Static("", id="pitfalls")
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "recommendation", self._refresh, init=False)
+        self.watch(self.app, "engine_error", self._refresh, init=False)
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self._refresh()
+
+    def on_resize(self) -> None:
+        self._refresh()
+
+    # ---- drawing ---------------------------------------------------------------------------------
+    def _refresh(self, *_: object) -> None:
+        app = self.wiz
+        rec = app.recommendation
+        if rec is not None and app.baseline is None:
+            app.pin_baseline()
+        self._draw_whatif()
+        if rec is None:
+            msg = app.engine_error or "computing…"
+            for sid in ("build", "memory", "options", "cost-summary", "pitfalls"):
+                self.query_one(f"#{sid}", Static).update(msg)
+            return
+        width = self.query_one("#result-tabs").content_size.width or 76
+        self.query_one("#build", Static).update(build_view(rec))
+        self.query_one("#memory", Static).update(memory_view(rec, width - 2))
+        self.query_one("#options", Static).update(alternatives_view(rec))
+        self.query_one("#cost-summary", Static).update(cost_summary(rec))
+        plot = self.query_one(CostPlot)
+        plot.points = tuple(rec.cost.monthly) if rec.cost else ()
+        plot.breakeven = rec.cost.payback_months if rec.cost else None
+        self.query_one("#pitfalls", Static).update(pitfalls_view(rec))
+
+    def _draw_whatif(self) -> None:
+        app = self.wiz
+        box = self.query_one("#whatif", Static)
+        now = whatif.key_numbers(app.recommendation, app.requirements)
+        base = whatif.key_numbers(app.baseline[1], app.baseline[0]) if app.baseline else now
+        deltas = whatif.diff(base, now)
+        box.border_title = "What-if vs pinned baseline"
+        subtitle = f"last change: {app.last_change}" if app.last_change else "g + - m p d r change it · b pins"
+        if app.engine_error:
+            subtitle = "⚠ " + app.engine_error + " (showing the last valid answer)"
+        box.border_subtitle = subtitle
+        box.update(deltas_table(deltas, two_columns=True))
+        self.deltas = deltas
+
+    def action_tab(self, index: int) -> None:
+        self.query_one(TabbedContent).active = TABS[index]
+
+    # ---- what-if -----------------------------------------------------------------------------------
+    def _apply(self, fn: Any) -> None:
+        app = self.wiz
+        try:
+            new, change = fn(app.requirements)
+        except Exception as exc:  # a knob past a limit: say so, change nothing
+            app.notify(f"cannot change that: {str(exc).splitlines()[0]}", severity="warning")
+            return
+        if new == app.requirements:
+            app.notify(change, severity="warning", timeout=3)
+            return
+        app.replace_requirements(new, change)
+
+    def _current(self) -> tuple[str | None, int | None]:
+        kn = whatif.key_numbers(self.wiz.recommendation)
+        return kn.gpu, kn.count
+
+    def action_gpu_next(self) -> None:
+        gpu, _ = self._current()
+        self._apply(lambda r: whatif.cycle_gpu(r, self.wiz.engine.gpu_ids(), gpu, +1))
+
+    def action_gpu_prev(self) -> None:
+        gpu, _ = self._current()
+        self._apply(lambda r: whatif.cycle_gpu(r, self.wiz.engine.gpu_ids(), gpu, -1))
+
+    def action_count_up(self) -> None:
+        gpu, count = self._current()
+        self._apply(lambda r: whatif.step_count(r, count, +1, gpu))
+
+    def action_count_down(self) -> None:
+        gpu, count = self._current()
+        self._apply(lambda r: whatif.step_count(r, count, -1, gpu))
+
+    def action_auto_hw(self) -> None:
+        self._apply(whatif.unpin_hardware)
+
+    def action_method(self) -> None:
+        self._apply(whatif.cycle_method)
+
+    def action_precision(self) -> None:
+        self._apply(whatif.cycle_precision)
+
+    def action_data_double(self) -> None:
+        self._apply(lambda r: whatif.scale_data(r, 2.0))
+
+    def action_data_half(self) -> None:
+        self._apply(lambda r: whatif.scale_data(r, 0.5))
+
+    def action_deadline_later(self) -> None:
+        self._apply(lambda r: whatif.shift_deadline(r, +1))
+
+    def action_deadline_sooner(self) -> None:
+        self._apply(lambda r: whatif.shift_deadline(r, -1))
+
+    def action_mode(self) -> None:
+        self._apply(whatif.cycle_mode)
+
+    def action_pin(self) -> None:
+        self.wiz.pin_baseline()
+        self.wiz.last_change = "baseline pinned"
+        self._refresh()
+
+    def action_reset(self) -> None:
+        base = self.wiz.baseline
+        if base is None:
+            return
+        req: Requirements = base[0]
+        self._apply(lambda r: (req, "back to the baseline"))

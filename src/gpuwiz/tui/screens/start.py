@@ -1,0 +1,93 @@
+"""Start: a new config, open a saved one, or begin from one of the shipped examples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from gpuwiz.tui.screens.base import WizScreen
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str  # file name
+    title: str  # first comment line
+    text: str
+
+
+def examples() -> list[Example]:
+    """The example configs shipped in ``gpuwiz/examples`` (never raises)."""
+    out: list[Example] = []
+    try:
+        folder = resources.files("gpuwiz").joinpath("examples")
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if not entry.name.endswith((".yaml", ".yml")):
+                continue
+            text = entry.read_text(encoding="utf-8")
+            title = entry.name.rsplit(".", 1)[0].replace("-", " ").replace("_", " ")
+            for line in text.splitlines():
+                s = line.strip()
+                if s.startswith("#"):
+                    s = s.lstrip("#").strip()
+                    if s:
+                        title = s
+                        break
+                elif s:
+                    break
+            out.append(Example(entry.name, title, text))
+    except (OSError, FileNotFoundError, ModuleNotFoundError):
+        pass
+    return out
+
+
+class StartScreen(WizScreen):
+    STEP = "start"
+
+    def compose_body(self) -> ComposeResult:
+        self._examples = examples()
+        options: list[Option | None] = [
+            Option("New config           start from defaults", id="new"),
+            Option("Open a config file…  a YAML file saved before (ctrl+o)", id="open"),
+        ]
+        if self._examples:
+            options.append(None)
+            for i, ex in enumerate(self._examples):
+                options.append(Option(f"Example: {ex.title[:60]}", id=f"example-{i}"))
+        with Vertical(id="start"):
+            yield Static(
+                "[b]Which GPU server should you rent or buy?[/b]\n"
+                "Answer four short steps; a live answer follows every change.",
+                id="start-title",
+            )
+            yield OptionList(*options, id="start-menu")
+            yield Static("↑↓ choose · enter start · f1 help · ctrl+p all commands · ctrl+q quit",
+                         id="start-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#start-menu", OptionList).focus()
+
+    @on(OptionList.OptionSelected, "#start-menu")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        oid = event.option.id or ""
+        app = self.wiz
+        if oid == "new":
+            app._guard_unsaved(lambda: (app.new_config(), app.goto("model")), "start a new config")
+        elif oid == "open":
+            app.action_open()
+        elif oid.startswith("example-"):
+            ex = self._examples[int(oid.removeprefix("example-"))]
+
+            def go() -> None:
+                error = app.load_example(ex.name, ex.text)
+                if error:
+                    app.notify(error, title="Example is broken", severity="error")
+                else:
+                    app.goto("model")
+
+            app._guard_unsaved(go, "load an example")

@@ -1,0 +1,158 @@
+"""The input steps (Model, Data, Schedule, Deploy): a form on the left, the live answer on the right.
+
+Every change goes to the App (``edit_field``); an invalid value marks its row and shows why, while
+the App keeps its last valid requirements (and so the panel its last valid answer). When the App's
+requirements are replaced from elsewhere (open, restore, what-if) the form reloads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Input, Label, Select, Static
+
+from gpuwiz.tui.forms import NONE, FieldSpec, StepSpec, display, get_value
+from gpuwiz.tui.screens.base import WizScreen
+from gpuwiz.tui.widgets.live_panel import LivePanel
+
+
+class StepScreen(WizScreen):
+    BINDINGS: list[Any] = []
+
+    def __init__(self, spec: StepSpec) -> None:
+        super().__init__(name=spec.id, id=f"step-{spec.id}")
+        self.spec = spec
+        self.STEP = spec.id
+        self.invalid: dict[str, str] = {}
+        self._by_id: dict[str, FieldSpec] = {f.id: f for f in spec.fields}
+        self._loaded_revision = -1
+
+    # ---- building ------------------------------------------------------------------------------
+    def _options(self, f: FieldSpec) -> list[tuple[str, str]]:
+        opts = list(f.options)
+        cat = self.wiz.engine.try_catalog()
+        if f.path == ("model", "preset") and cat is not None:
+            opts = [(f"{p.id} · {p.params_b:g}B", p.id) for p in cat.models]
+        elif f.path == ("hardware", "gpu") and cat is not None:
+            opts = [(f"{g.id} · {g.memory_gib:g} GiB", g.id) for g in cat.gpus]
+        if f.optional:
+            opts.insert(0, (f.none_label, NONE))
+        current = display(f, get_value(self.wiz.requirements, f.path))
+        if current not in {v for _, v in opts}:
+            opts.append((current, current))  # e.g. an id the catalog does not know: shown, flagged by the engine
+        return opts
+
+    def compose_body(self) -> ComposeResult:
+        req = self.wiz.requirements
+        with Horizontal(classes="step-body"):
+            with VerticalScroll(classes="form", id="form"):
+                yield Static(f"[b]{self.spec.title}[/b] · {self.spec.intro}", classes="step-intro")
+                for f in self.spec.fields:
+                    with Horizontal(classes="field-row", id=f"row-{f.id}"):
+                        yield Label(f.label, classes="field-label")
+                        value = display(f, get_value(req, f.path))
+                        if f.kind == "select":
+                            yield Select(self._options(f), value=value, allow_blank=False, compact=True, id=f.id,
+                                         classes="field-input")
+                        else:
+                            yield Input(value, placeholder=f.placeholder, compact=True, id=f.id,
+                                        classes="field-input", select_on_focus=False)
+                    yield Static("", classes="field-error", id=f"err-{f.id}")
+            yield LivePanel(id="live", classes="live-panel")
+
+    def on_mount(self) -> None:
+        self._loaded_revision = self.wiz.revision
+        self.watch(self.app, "recommendation", self._refresh_panel, init=False)
+        self.watch(self.app, "engine_error", self._refresh_panel, init=False)
+        self.watch(self.app, "revision", self._on_revision, init=False)
+        self._refresh_panel()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        if self._loaded_revision != self.wiz.revision:
+            self.reload()
+        self._refresh_panel()
+        if not any(w.has_focus for w in self.query(".field-input")):
+            first = self.query(".field-input").first()
+            first.focus()
+
+    # ---- syncing ---------------------------------------------------------------------------------
+    def _on_revision(self, _: int) -> None:
+        if self.is_current and self._loaded_revision != self.wiz.revision:
+            self.reload()
+
+    def reload(self) -> None:
+        """Show the App's requirements in every field and clear the invalid marks."""
+        self._loaded_revision = self.wiz.revision
+        req = self.wiz.requirements
+        for f in self.spec.fields:
+            value = display(f, get_value(req, f.path))
+            if f.kind == "select":
+                sel = self.query_one(f"#{f.id}", Select)
+                sel.set_options(self._options(f))
+                sel.value = value
+            else:
+                inp = self.query_one(f"#{f.id}", Input)
+                if inp.value != value:
+                    inp.value = value
+            self._mark(f, None)
+
+    def _refresh_panel(self, *_: object) -> None:
+        panel = self.query_one(LivePanel)
+        panel.show(self.wiz.recommendation, self.wiz.requirements, self.wiz.engine_error, bool(self.invalid))
+
+    def _mark(self, f: FieldSpec, error: str | None) -> None:
+        changed = (f.id in self.invalid) != (error is not None) or self.invalid.get(f.id) != error
+        if error is None:
+            self.invalid.pop(f.id, None)
+        else:
+            self.invalid[f.id] = error
+        row = self.query_one(f"#row-{f.id}")
+        row.set_class(error is not None, "-invalid")
+        self.query_one(f"#{f.id}").set_class(error is not None, "-invalid")
+        err = self.query_one(f"#err-{f.id}", Static)
+        err.update(f"↳ {f.label}: {error}" if error else "")
+        err.set_class(error is not None, "-shown")
+        if changed:
+            self.refresh_bindings()
+            self._refresh_panel()
+
+    def _edit(self, fid: str | None, raw: str) -> None:
+        f = self._by_id.get(fid or "")
+        if f is None:
+            return
+        error = self.wiz.edit_field(f, raw)
+        self._mark(f, error)
+
+    # ---- events ----------------------------------------------------------------------------------
+    @on(Input.Changed, ".field-input")
+    def _input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._edit(event.input.id, event.value)
+
+    @on(Select.Changed, ".field-input")
+    def _select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.value is Select.BLANK:
+            return
+        self._edit(event.select.id, str(event.value))
+
+    @on(Input.Submitted, ".field-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        inputs = list(self.query(".field-input"))
+        idx = inputs.index(event.input)
+        if idx + 1 < len(inputs):
+            inputs[idx + 1].focus()
+        else:
+            self.app.run_action("next")
+
+    def field_widget(self, path: tuple[str, ...]) -> Input | Select[Any]:
+        """The widget editing ``path`` (tests)."""
+        for f in self.spec.fields:
+            if f.path == path:
+                return self.query_one(f"#{f.id}")  # type: ignore[return-value]
+        raise KeyError(path)

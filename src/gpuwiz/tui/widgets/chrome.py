@@ -1,0 +1,49 @@
+"""Small pieces of screen furniture: the step bar and the "terminal too small" notice."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from gpuwiz.tui.forms import STEP_IDS, STEP_TITLES
+
+MIN_WIDTH = 80
+MIN_HEIGHT = 24
+
+
+class StepBar(Static):
+    """``gpuwiz · llama.yaml ●   1 Model › 2 Data › …`` with the current step highlighted."""
+
+    current: reactive[str] = reactive("model")
+    file_label: reactive[str] = reactive("new config")
+    dirty: reactive[bool] = reactive(False)
+
+    def render(self) -> Text:
+        out = Text()
+        out.append(" gpuwiz ", style="bold reverse")
+        out.append(" ")
+        out.append(self.file_label, style="bold")
+        if self.dirty:
+            out.append(" ● unsaved", style="bold yellow")
+        out.append("   ")
+        for i, sid in enumerate(STEP_IDS, 1):
+            if i > 1:
+                out.append(" › ", style="dim")
+            label = f"{i} {STEP_TITLES[sid]}"
+            if sid == self.current:
+                out.append(f"[{label}]", style="bold reverse")
+            else:
+                out.append(label, style="dim" if self.current != "start" else "")
+        return out
+
+
+class TooSmall(Static):
+    """Shown instead of the screen body below 80×24 (CSS breakpoints decide)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"Terminal too small.\n\ngpuwiz needs at least {MIN_WIDTH}×{MIN_HEIGHT} characters.\n"
+            "Enlarge the window (or zoom out); your work is kept.\n\nctrl+q quits.",
+            classes="too-small",
+        )

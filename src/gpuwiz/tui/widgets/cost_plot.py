@@ -1,0 +1,106 @@
+"""Cumulative cost of renting vs buying over the horizon, drawn with braille dots.
+
+Each terminal cell holds a 2×4 braille grid, so a 40×10 cell plot has 80×40 dots. Rent is drawn
+with dots, buy with a solid trace (block glyphs where the two do not overlap) so the lines stay
+distinguishable without colour (NO_COLOR). The break-even month is marked under the x axis.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from gpuwiz.core.models import MonthPoint
+from gpuwiz.core.whatif import fmt_usd
+
+_DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] within a cell
+
+
+def _rasterise(values: list[float], vmax: float, cols: int, rows: int) -> list[list[int]]:
+    """Braille bit masks (rows × cols cells) for a series sampled across the width."""
+    grid = [[0] * cols for _ in range(rows)]
+    if not values or vmax <= 0:
+        return grid
+    w, h = cols * 2, rows * 4
+    prev_y: int | None = None
+    for x in range(w):
+        i = x * (len(values) - 1) / max(1, w - 1)
+        lo = int(i)
+        hi = min(lo + 1, len(values) - 1)
+        v = values[lo] + (values[hi] - values[lo]) * (i - lo)
+        y = h - 1 - int(round(min(max(v / vmax, 0.0), 1.0) * (h - 1)))
+        ys = range(min(y, prev_y), max(y, prev_y) + 1) if prev_y is not None else range(y, y + 1)
+        for yy in ys:  # connect steep segments vertically
+            grid[yy // 4][x // 2] |= _DOT_BITS[yy % 4][x % 2]
+        prev_y = y
+    return grid
+
+
+def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: float | None = None) -> Text:
+    label_w = 9
+    cols = max(8, width - label_w - 1)
+    rows = max(3, height - 3)
+    rent = [p.rent_usd for p in points]
+    buy = [p.buy_usd for p in points]
+    vmax = max(rent + buy + [1.0])
+    g_rent = _rasterise(rent, vmax, cols, rows)
+    g_buy = _rasterise(buy, vmax, cols, rows)
+    out = Text()
+    for r in range(rows):
+        if r == 0:
+            lab = fmt_usd(vmax)
+        elif r == rows - 1:
+            lab = "$0"
+        elif r == rows // 2:
+            lab = fmt_usd(vmax / 2)
+        else:
+            lab = ""
+        out.append(lab.rjust(label_w - 1) + " ┤" if lab else " " * (label_w - 1) + " │", style="dim")
+        for c in range(cols):
+            a, b = g_rent[r][c], g_buy[r][c]
+            if a and b:
+                out.append(chr(0x2800 | a | b), style="bold magenta")
+            elif b:
+                out.append(chr(0x2800 | b), style="bold yellow")
+            elif a:
+                out.append(chr(0x2800 | a), style="bold cyan")
+            else:
+                out.append(" ")
+        out.append("\n")
+    months = points[-1].month if points else 0
+    axis = " " * (label_w - 1) + " └" + "─" * cols
+    out.append(axis + "\n", style="dim")
+    ticks = [" "] * cols
+    marks = "0"
+    ticks[0] = marks
+    end = f"{months} mo"
+    for i, ch in enumerate(end):
+        pos = cols - len(end) + i
+        if 0 <= pos < cols:
+            ticks[pos] = ch
+    if breakeven is not None and months > 0 and 0 < breakeven <= months:
+        pos = min(cols - 1, int(breakeven / months * (cols - 1)))
+        tag = f"▲ break-even {breakeven:.0f} mo"
+        start = min(pos, max(0, cols - len(end) - len(tag) - 1))
+        for i, ch in enumerate(tag):
+            if start + i < cols - len(end) - 1:
+                ticks[start + i] = ch
+    out.append(" " * (label_w + 1) + "".join(ticks) + "\n", style="dim")
+    out.append(" " * (label_w + 1))
+    out.append("⣿ rent (cloud) ", style="bold cyan")
+    out.append(" ⣿ buy (on-prem TCO) ", style="bold yellow")
+    out.append(" ⣿ both", style="bold magenta")
+    return out
+
+
+class CostPlot(Widget):
+    """Cumulative rent vs buy cost; set ``points`` and ``breakeven``."""
+
+    points: reactive[tuple[MonthPoint, ...]] = reactive(tuple, layout=False)
+    breakeven: reactive[float | None] = reactive(None)
+
+    def render(self) -> Text:
+        if not self.points:
+            return Text("No month-by-month cost data for this answer.", style="dim")
+        return render_plot(list(self.points), self.size.width, self.size.height, self.breakeven)

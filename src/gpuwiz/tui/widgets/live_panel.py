@@ -1,0 +1,96 @@
+"""The live panel beside every input step: the current pick and its key numbers.
+
+It is a dumb view: the step screen hands it the App's last valid recommendation and flags
+(engine error, an invalid field on screen) and it redraws. It never calls the engine.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.widgets import Static
+
+from gpuwiz.core.models import Recommendation, Requirements
+from gpuwiz.core.whatif import fmt_gib, fmt_hours, fmt_usd, key_numbers
+from gpuwiz.tui.widgets.bars import memory_bar
+
+SEVERITY_STYLE = {"block": "bold white on red", "high": "bold red", "medium": "yellow", "info": "dim"}
+
+
+class LivePanel(Static):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("computing…", **kwargs)  # type: ignore[arg-type]
+        self.border_title = "Live answer"
+        self._rec: Recommendation | None = None
+        self._req: Requirements | None = None
+        self._error: str | None = None
+        self._stale: bool = False
+
+    def show(self, rec: Recommendation | None, req: Requirements | None, error: str | None, stale: bool) -> None:
+        self._rec, self._req, self._error, self._stale = rec, req, error, stale
+        self.set_class(stale or error is not None, "-stale")
+        self.update(self._renderable())
+
+    def on_resize(self) -> None:
+        self.update(self._renderable())
+
+    @property
+    def text(self) -> str:
+        """Plain text of what the panel shows (tests and the benchmark read it)."""
+        r = self._renderable()
+        if isinstance(r, Text):
+            return r.plain
+        return "\n".join(t.plain for t in r.renderables if isinstance(t, Text))  # type: ignore[union-attr]
+
+    def _renderable(self) -> RenderableType:
+        width = max(10, self.content_size.width or 30)
+        parts: list[Text] = []
+        rec = self._rec
+        if rec is None:
+            parts.append(Text(self._error or "computing…", style="yellow" if self._error else "dim"))
+            return Group(*parts)
+        kn = key_numbers(rec, self._req)
+        if not kn.found:
+            parts.append(Text("Nothing fits these requirements.", style="bold red"))
+            for s in rec.suggestions[:3]:
+                parts.append(Text("• " + s))
+        else:
+            parts.append(Text(kn.gpu_label, style="bold"))
+            if kn.nodes and kn.nodes > 1:
+                parts.append(Text(f"{kn.nodes} nodes", style="dim"))
+            if kn.mem_per_gpu_gib is not None and kn.capacity_gib:
+                parts.append(Text(f"Memory/GPU {fmt_gib(kn.mem_per_gpu_gib)} of {kn.capacity_gib:.0f}"))
+                parts.append(memory_bar(kn.mem_per_gpu_gib, kn.capacity_gib, kn.usable_gib, width))
+            t = Text()
+            t.append("Time/run  ", style="dim")
+            t.append(fmt_hours(kn.wall_hours), style="bold")
+            parts.append(t)
+            c = Text()
+            c.append("Cost/run  ", style="dim")
+            c.append(fmt_usd(kn.cost_per_run_usd), style="bold")
+            parts.append(c)
+            if kn.cost_per_year_usd is not None:
+                y = Text()
+                y.append("Cost/year ", style="dim")
+                y.append(fmt_usd(kn.cost_per_year_usd))
+                parts.append(y)
+            if kn.verdict:
+                v = Text()
+                v.append("Verdict   ", style="dim")
+                v.append(kn.verdict, style="bold")
+                parts.append(v)
+        wp = kn.worst_pitfall
+        if wp is not None:
+            p = Text()
+            p.append(f" {wp.severity.upper()} ", style=SEVERITY_STYLE.get(wp.severity, ""))
+            p.append(" " + wp.message)
+            parts.append(Text(""))
+            parts.append(p)
+        if self._error:
+            parts.append(Text(""))
+            parts.append(Text("⚠ " + self._error, style="bold red"))
+            parts.append(Text("showing the last valid answer", style="dim"))
+        elif self._stale:
+            parts.append(Text(""))
+            parts.append(Text("⚠ a field is invalid; showing the last valid answer", style="yellow"))
+        return Group(*parts)

@@ -1,0 +1,199 @@
+"""Rich renderables for the result and compare screens (pure functions of the answer)."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from gpuwiz.core.models import Recommendation
+from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_usd, pitfalls_by_severity
+from gpuwiz.tui.widgets.bars import breakdown_bar, breakdown_legend, memory_bar
+from gpuwiz.tui.widgets.live_panel import SEVERITY_STYLE
+
+DIRECTION_STYLE = {"better": "bold green", "worse": "bold red", "changed": "bold yellow", "same": "dim"}
+DIRECTION_MARK = {"better": "▼ ", "worse": "▲ ", "changed": "◆ ", "same": ""}
+
+
+def nothing_fits(rec: Recommendation) -> RenderableType:
+    parts: list[RenderableType] = [Text("Nothing fits these requirements.", style="bold red")]
+    if rec.dropped:
+        parts.append(Text("Candidates dropped: " + ", ".join(f"{k} ({v})" for k, v in rec.dropped.items()),
+                          style="dim"))
+    for s in rec.suggestions:
+        parts.append(Text("• " + s))
+    return Group(*parts)
+
+
+def deltas_table(deltas: list[Delta], two_columns: bool) -> Table:
+    table = Table(box=None, expand=True, show_header=False, padding=(0, 1), pad_edge=False)
+    cols = 2 if two_columns else 1
+    for _ in range(cols):
+        table.add_column("what", style="dim", no_wrap=True)
+        table.add_column("value", no_wrap=True, ratio=1)
+    cells: list[Text] = []
+    for d in deltas:
+        value = Text(d.after, style="bold")
+        if d.change:
+            value.append("  " + DIRECTION_MARK[d.direction] + d.change, style=DIRECTION_STYLE[d.direction])
+        cells.extend([Text(d.label), value])
+    per_row = 2 * cols
+    for i in range(0, len(cells), per_row):
+        row = cells[i:i + per_row]
+        row += [Text("")] * (per_row - len(row))
+        table.add_row(*row)
+    return table
+
+
+def build_view(rec: Recommendation) -> RenderableType:
+    if not rec.found or rec.build is None:
+        return nothing_fits(rec)
+    b = rec.build
+    head = Text()
+    head.append(f"{b.gpu_name} × {b.gpus_per_node}", style="bold")
+    head.append(f" per node, {b.nodes} node{'s' if b.nodes != 1 else ''}")
+    if rec.estimate is not None:
+        p = rec.estimate.plan
+        head.append(f"  ·  {p.framework}, DP {p.dp}", style="dim")
+        if p.tp > 1:
+            head.append(f" TP {p.tp}", style="dim")
+        if p.pp > 1:
+            head.append(f" PP {p.pp}", style="dim")
+        if p.zero_stage:
+            head.append(f" ZeRO-{p.zero_stage}", style="dim")
+        if p.offload != "none":
+            head.append(f" offload {p.offload}", style="dim")
+    spec = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
+    spec.add_column(style="dim", no_wrap=True)
+    spec.add_column()
+    spec.add_row("CPU", f"{b.cpu_count} × {b.cpu}" + (f" ({b.cpu_cores} cores/node)" if b.cpu_cores else ""))
+    if b.ram_gb:
+        spec.add_row("RAM", f"{b.ram_gb} GB per node")
+    if b.storage:
+        spec.add_row("Storage", "; ".join(b.storage))
+    if b.network:
+        spec.add_row("Network", b.network)
+    if b.power_w:
+        spec.add_row("Power", f"{b.power_w:,} W sustained per node (PSU {b.psu_w:,} W); heat {b.heat_kw:.1f} kW")
+    if b.site:
+        spec.add_row("Site", b.site)
+    if b.software:
+        spec.add_row("Software", ", ".join(b.software))
+    bom = Table(title="Bill of materials", title_justify="left", title_style="bold", expand=True,
+                box=None, header_style="bold", padding=(0, 1), pad_edge=False)
+    bom.add_column("Item", ratio=1)
+    bom.add_column("Qty", justify="right", no_wrap=True)
+    bom.add_column("Unit", justify="right", no_wrap=True)
+    bom.add_column("Total", justify="right", no_wrap=True)
+    for line in b.bom:
+        bom.add_row(line.item + (f" [dim]({line.note})[/dim]" if line.note else ""), str(line.qty),
+                    fmt_usd(line.unit_usd), fmt_usd(line.total_usd))
+    bom.add_row("[b]Capex[/b]", "", "", f"[b]{fmt_usd(b.capex_usd)}[/b]")
+    return Group(head, Text(""), spec, Text(""), bom)
+
+
+def memory_view(rec: Recommendation, width: int) -> RenderableType:
+    if rec.estimate is None:
+        return nothing_fits(rec)
+    e = rec.estimate
+    m = e.memory
+    bar_w = max(10, width - 2)
+    parts: list[RenderableType] = [
+        Text.assemble(("Memory per GPU ", "bold"), f"{fmt_gib(m.per_gpu_gib)} of {fmt_gib(m.capacity_gib)} "
+                      f"(usable {fmt_gib(m.usable_gib)}, {m.headroom_frac * 100:.0f}% free)"),
+        memory_bar(m.per_gpu_gib, m.capacity_gib, m.usable_gib, bar_w),
+        Text(""),
+        Text("By component", style="bold"),
+        breakdown_bar(m.breakdown, m.capacity_gib, bar_w),
+        breakdown_legend(m.breakdown),
+    ]
+    if m.host_ram_gib:
+        parts.append(Text(f"Host RAM for offload: {fmt_gib(m.host_ram_gib)} per node"))
+    t = e.throughput
+    perf = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
+    perf.add_column(style="dim", no_wrap=True)
+    perf.add_column()
+    if t.tokens_per_s_per_gpu:
+        perf.add_row("Throughput", f"{t.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
+    if t.samples_per_s_per_gpu:
+        perf.add_row("Throughput", f"{t.samples_per_s_per_gpu:,.1f} samples/s per GPU")
+    perf.add_row("MFU", f"{t.mfu * 100:.0f}% of {t.peak_tflops:,.0f} TFLOPS peak")
+    perf.add_row("Time per run", f"{fmt_hours(e.time.wall_hours)} wall, {e.time.gpu_hours:,.0f} GPU-hours")
+    p = e.plan
+    perf.add_row("Plan", f"micro-batch {p.micro_batch} × accum {p.grad_accum}, checkpointing "
+                         f"{p.activation_checkpointing}")
+    parts += [Text(""), perf]
+    for a in e.assumptions[:6]:
+        parts.append(Text("· " + a, style="dim"))
+    return Group(*parts)
+
+
+def alternatives_view(rec: Recommendation) -> RenderableType:
+    parts: list[RenderableType] = []
+    alt = Table(title="Alternatives", title_justify="left", title_style="bold", expand=True, box=None,
+                header_style="bold", padding=(0, 1), pad_edge=False)
+    alt.add_column("GPU", ratio=1)
+    alt.add_column("×", justify="right", no_wrap=True)
+    alt.add_column("Time", justify="right", no_wrap=True)
+    alt.add_column("$/run", justify="right", no_wrap=True)
+    alt.add_column("Why", ratio=2)
+    for a in rec.alternatives:
+        alt.add_row(a.gpu_name, str(a.count), fmt_hours(a.wall_hours), fmt_usd(a.cost_per_run_usd), a.reason)
+    if not rec.alternatives:
+        alt.add_row("—", "", "", "", "no other feasible build")
+    parts.append(alt)
+    if rec.cost and rec.cost.cloud:
+        cloud = Table(title="Cloud offers", title_justify="left", title_style="bold", expand=True, box=None,
+                      header_style="bold", padding=(0, 1), pad_edge=False)
+        cloud.add_column("Provider / instance", ratio=1)
+        cloud.add_column("n", justify="right", no_wrap=True)
+        cloud.add_column("$/h", justify="right", no_wrap=True)
+        cloud.add_column("$/run", justify="right", no_wrap=True)
+        cloud.add_column("spot", justify="right", no_wrap=True)
+        for c in rec.cost.cloud[:8]:
+            cloud.add_row(f"{c.provider} {c.instance}", str(c.instances), fmt_usd(c.usd_per_hour),
+                          fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd))
+        parts += [Text(""), cloud]
+    parts.append(Text(f"{rec.candidates_considered} candidates considered", style="dim"))
+    return Group(*parts)
+
+
+def cost_summary(rec: Recommendation) -> RenderableType:
+    c = rec.cost
+    if c is None:
+        return Text("No rent-vs-buy analysis for this answer.", style="dim")
+    t = Text()
+    t.append("Verdict: ", style="bold")
+    t.append(c.verdict.upper(), style="bold reverse")
+    t.append("  " + c.verdict_reason)
+    rows = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
+    rows.add_column(style="dim", no_wrap=True)
+    rows.add_column()
+    if c.rent_usd_per_gpu_hour is not None:
+        rows.add_row("Rent", f"{fmt_usd(c.rent_usd_per_gpu_hour)} per GPU-hour")
+    if c.onprem is not None:
+        o = c.onprem
+        rows.add_row("Buy", f"capex {fmt_usd(o.capex_usd)}, TCO {fmt_usd(o.total_usd)} over the horizon, "
+                            f"{fmt_usd(o.usd_per_gpu_hour)}/GPU-h at {o.utilization * 100:.0f}% busy")
+    if c.breakeven_utilization is not None:
+        rows.add_row("Break-even", f"buying wins above {c.breakeven_utilization * 100:.0f}% utilisation")
+    if c.payback_months is not None:
+        rows.add_row("Payback", f"{c.payback_months:.0f} months")
+    parts: list[RenderableType] = [t, rows]
+    if c.flip_inputs:
+        parts.append(Text("Would flip the verdict: " + "; ".join(c.flip_inputs), style="dim"))
+    return Group(*parts)
+
+
+def pitfalls_view(rec: Recommendation) -> RenderableType:
+    if not rec.pitfalls:
+        return Text("No pitfalls found for this build.", style="green")
+    parts: list[RenderableType] = []
+    for p in pitfalls_by_severity(rec.pitfalls):
+        t = Text()
+        t.append(f" {p.severity.upper():<6} ", style=SEVERITY_STYLE.get(p.severity, ""))
+        t.append(" " + p.message)
+        parts.append(t)
+        if p.source:
+            parts.append(Text("        source: " + p.source, style="dim"))
+    return Group(*parts)
