@@ -174,6 +174,18 @@ class ResolvedModel(BaseModel):
     act_gib_per_sample: float | None = None
     resolution: int | None = None
     source: str | None = None
+    # Layout details used by the exact parameter count (core.arch); defaults = Llama-style decoder
+    tied_embeddings: bool = False
+    norm: Literal["rms", "layer"] = "rms"
+    bias: bool = False  # biases on every linear layer (GPT-2, BERT)
+    qkv_bias: bool = False  # biases on q/k/v only (Qwen2)
+    head_dim: int | None = None
+    max_positions: int | None = None  # learned position embeddings (GPT-2, BERT); None = RoPE
+    type_vocab: int = 0  # BERT token-type embeddings
+    pooler: bool = False  # BERT pooler
+    default_micro_batch: int | None = None
+    shape_derived: bool = False  # layers/hidden guessed from params_b (no architecture given)
+    notes: tuple[str, ...] = ()  # how the model was resolved (goes into Estimate.assumptions)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,322 @@
+"""FLOPs, the efficiency (MFU) model, communication time and step time.
+
+FLOPs (research note §3.8):
+
+* model FLOPs per token ``6·N_active + 12·L·h·s`` (Kaplan et al. 2020; PaLM's MFU definition
+  ``6N + 12·L·H·Q·T``, Chowdhery et al. 2022 App. B; MosaicML llm-foundry benchmarking README);
+* hardware FLOPs with full recompute ``8·N + 16·L·h·s`` (one extra forward; MosaicML HFU, Narayanan
+  et al. 2021 eq. 3); selective recompute re-runs only attention: ``+4·L·h·s``;
+* LoRA / QLoRA ``4·N + 12·L·h·s``: frozen weights need the activation-gradient GEMM but no
+  weight-gradient GEMM (Hu et al. 2021 §4.2 -- gradients are not computed for frozen weights);
+* non-token models: the preset's ``train_gflops_per_sample`` × (resolution / reference)².
+
+The efficiency model is a *function* of hardware, model, plan and method (no per-model table).
+``core_efficiency`` is the fraction of peak the GPU sustains on the hardware FLOPs of one micro-batch
+(HFU-like); communication, pipeline bubble and offload are then added as *time*, so the reported MFU
+= model FLOPs / (step time × peak) falls out. Its coefficients live in ``EfficiencyParams`` (one
+dataclass, documented, calibrated later against /work/shared/calibration/published_runs.yaml).
+
+Anchors (§3.9): MosaicML llm-foundry MPT on 8× A100-80GB BF16 FSDP: 7B s=2048 MFU 64 %, 13B 60 %,
+30B 55 %, 125M 45 %, 760M 57 %; HFU with activation checkpointing ~73 %; on 8× H100: 7B 46 %,
+1B 42 %, 760M 38 %, 70B/64 GPUs 43 %; long context 7B H100 40 % (4k) → 31 % (32k); FP8 1.25-1.35×
+BF16 tokens/s; GPT-3 175B on 1024 A100 ~45 % HFU (Narayanan 2021); ResNet-50 A100 AMP 2470 img/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpuwiz.core.catalog import GPU
+
+
+@dataclass(frozen=True, slots=True)
+class EfficiencyParams:
+    """Every coefficient of the throughput model. Units: fractions of peak unless stated."""
+
+    # Core efficiency (HFU) of a large dense transformer, bf16, s = 2048, one NVLink node, by GPU
+    # architecture. A100: MosaicML 7B-30B 8 GPUs MFU 55-64 % without recompute, HFU ~73 % with it.
+    # H100: MosaicML 7B-70B MFU 42-46 % (HFU 50-56 %); Llama 3 405B 38-43 % MFU. V100: Megatron 8.3B
+    # 39 TFLOPS = 30 % of peak on one GPU. Others: my estimates from peak/bandwidth balance.
+    base_by_arch: dict[str, float] = field(default_factory=lambda: {
+        "volta": 0.35, "turing": 0.35, "ampere": 0.62, "ada": 0.50, "hopper": 0.47,
+        "blackwell": 0.42, "cdna2": 0.30, "cdna3": 0.33, "cdna4": 0.33, "gaudi": 0.35,
+        "rdna3": 0.25, "xe": 0.25,
+    })
+    base_default: float = 0.40
+    # Segment: consumer/workstation cards throttle (power/thermal), smaller caches, no NVLink/SXM
+    # (my estimates; torchtune 8B LoRA 1x 4090 3083 tok/s vs A6000 4699 tok/s as a loose check)
+    segment_factor: dict[str, float] = field(default_factory=lambda: {
+        "datacenter": 1.0, "workstation": 0.9, "consumer": 0.8,
+    })
+    # Precision, applied to the efficiency at the precision's own peak. fp8 is a tokens/s multiplier over
+    # bf16 (MosaicML MPT-1B/3B 8x H100: 1.27-1.35x). tf32: ResNet-50 A100 TF32 938 vs AMP 2470 img/s and
+    # BERT-large 317 vs 580 seq/s at a 2x peak ratio (0.76-1.09; 0.9 taken). fp32 on CUDA cores reaches a
+    # much higher share of its (low) peak (ResNet-50 V100 FP32 367 img/s vs AMP 1200 → ~2.4x).
+    fp8_speedup: float = 1.3
+    tf32_factor: float = 0.9
+    fp32_factor: float = 1.8
+    max_core: float = 0.85
+    # Model size: small models are launch/memory bound. f = min(1, (N / size_ref)^size_exp):
+    # MosaicML A100 125M/350M/760M/1B+ → 0.73/0.85/0.93/1.0 of the 3B-7B figure.
+    size_ref_params: float = 2e9
+    size_exp: float = 0.1
+    # Sequence length: f = seq_decay ^ log2(s / seq_ref) above seq_ref (MosaicML 7B H100: 46 % at 2k,
+    # 37 % at 8k, 31 % at 32k, 29 % at 64k; A100 64 → 47 % over the same range).
+    seq_ref: int = 2048
+    seq_decay: float = 0.93
+    seq_floor: float = 0.55
+    # Non-transformer families, relative to the transformer figure (ResNet-50 A100 AMP 2470 img/s at
+    # ~24.6 GFLOP/img training = 20 % of peak → 0.33 of the A100 base; UNet/ViT/speech my estimates)
+    family_factor: dict[str, float] = field(default_factory=lambda: {
+        "cnn": 0.33, "diffusion": 0.6, "vit": 0.85, "speech": 0.7,
+    })
+    # Method: LoRA runs extra small adapter GEMMs and kernels; torchtune Llama-3.2-3B 1x A100: LoRA 8210
+    # tok/s vs full + AC 7210 tok/s although LoRA does 6N vs 8N hardware FLOPs → ~0.85; QLoRA adds
+    # NF4 dequantisation (torchtune 4090 8B: QLoRA 2413 vs LoRA 3083 tok/s → 0.78; A100 3B: 0.98).
+    lora_factor: float = 0.8
+    qlora_factor: float = 0.85
+    # Scale: stragglers / synchronisation per doubling of nodes (MosaicML H100 7B: 128 → 512 GPUs
+    # 45.7 → 42.2 % MFU; Llama 3 8k → 16k GPUs 430 → 400 TFLOPS) -- on top of explicit comm time.
+    per_node_doubling_loss: float = 0.02
+    # Communication: effective bus bandwidth = link × efficiency (Calculon a100_80g.json: NVLink 0.65,
+    # IB 0.9; nccl-tests on H100 busbw ~360-450 GB/s of 450 GB/s per direction → 0.75 taken)
+    nvlink_eff: float = 0.75
+    pcie_eff: float = 0.6
+    no_p2p_factor: float = 0.5  # GeForce 40/50: P2P disabled, traffic staged through host memory
+    # Inter-node network assumed when none is specified: 400 Gb/s per GPU (HGX-style IB/RoCE) for
+    # datacenter SXM/OAM parts; 200 Gb/s per node for datacenter PCIe; 100 Gb/s per node otherwise
+    net_gbps_per_gpu_sxm: float = 400.0
+    net_gbps_per_node_pcie: float = 200.0
+    net_gbps_per_node_other: float = 100.0
+    net_eff: float = 0.9
+    # Overlap of data-parallel communication with compute (bucketed all-reduce under backward,
+    # FSDP prefetch): fraction of the overlap window actually usable
+    dp_overlap: float = 0.8
+    # Tensor-parallel collectives sit on the critical path; share hidden by overlap (Megatron TP overlap)
+    tp_overlap: float = 0.3
+    # CPU offload: DeepSpeed CPU-Adam speed per node (ZeRO-Offload, Ren et al. 2021, reports ~1 B
+    # params/s-class updates on a dual-socket host; my round figure) and PCIe efficiency for transfers
+    cpu_adam_params_per_s_per_node: float = 2e9
+    # Goodput (failures, restarts) from the catalog facility 'goodput' applies above this many GPUs
+    goodput_min_gpus: int = 256
+
+
+EFF = EfficiencyParams()
+
+_ARCH_ALIASES = (
+    ("blackwell", "blackwell"), ("hopper", "hopper"), ("ada", "ada"), ("ampere", "ampere"),
+    ("turing", "turing"), ("volta", "volta"), ("cdna4", "cdna4"), ("cdna3", "cdna3"), ("cdna2", "cdna2"),
+    ("mi3", "cdna3"), ("mi2", "cdna2"), ("gaudi", "gaudi"), ("rdna", "rdna3"), ("xe", "xe"),
+)
+
+
+def arch_key(architecture: str) -> str:
+    a = architecture.lower()
+    for needle, key in _ARCH_ALIASES:
+        if needle in a:
+            return key
+    return a
+
+
+# --------------------------------------------------------------------------------------------------
+# FLOPs
+# --------------------------------------------------------------------------------------------------
+
+
+def attention_flops_per_token(layers: int, hidden: int, seq: int) -> float:
+    """fwd+bwd attention-score FLOPs per token: 12·L·h·s (PaLM App. B; MosaicML attn_flops_per_seq·3/s)."""
+    return 12.0 * layers * hidden * seq
+
+
+def model_flops_per_token(n_active: float, layers: int, hidden: int, seq: int, method: str = "full") -> float:
+    """Model FLOPs per training token: 6·N + 12·L·h·s (4·N + 12·L·h·s for LoRA/QLoRA)."""
+    k = 4.0 if method in ("lora", "qlora") else 6.0
+    return k * n_active + attention_flops_per_token(layers, hidden, seq)
+
+
+def hardware_flops_per_token(
+    n_active: float, layers: int, hidden: int, seq: int, method: str, ckpt: str
+) -> float:
+    """FLOPs actually executed: model FLOPs + recompute (full: one more forward 2·N + 4·L·h·s;
+    selective: the attention core only, 4·L·h·s -- Korthikanti et al. 2022 §5)."""
+    f = model_flops_per_token(n_active, layers, hidden, seq, method)
+    attn_fwd = 4.0 * layers * hidden * seq
+    if ckpt == "full":
+        f += 2.0 * n_active + attn_fwd
+    elif ckpt == "selective":
+        f += attn_fwd
+    return f
+
+
+# --------------------------------------------------------------------------------------------------
+# Efficiency
+# --------------------------------------------------------------------------------------------------
+
+
+def static_model_factor(
+    params_active: float, seq: int | None, family: str, is_token: bool, method: str, e: EfficiencyParams = EFF
+) -> float:
+    """The part of the efficiency that depends only on the requirements (computed once per prepare)."""
+    f = min(1.0, (max(params_active, 1.0) / e.size_ref_params) ** e.size_exp) if is_token else 1.0
+    if is_token and seq and seq > e.seq_ref:
+        f *= max(e.seq_floor, e.seq_decay ** math.log2(seq / e.seq_ref))
+    if not is_token or family in e.family_factor:
+        f *= e.family_factor.get(family, 1.0)
+    if method == "lora":
+        f *= e.lora_factor
+    elif method == "qlora":
+        f *= e.lora_factor * e.qlora_factor
+    return f
+
+
+def gpu_factor(gpu: GPU, precision: str, e: EfficiencyParams = EFF) -> tuple[float, float, str]:
+    """(core efficiency at the precision's peak, peak TFLOPS used, note) for a GPU -- before model factors.
+
+    fp8 is modelled as ``fp8_speedup`` × the bf16 tokens/s, so the efficiency relative to the fp8 peak is
+    ``base × speedup × bf16_peak / fp8_peak``.
+    """
+    base = e.base_by_arch.get(arch_key(gpu.architecture), e.base_default)
+    base *= e.segment_factor.get(gpu.segment, 1.0)
+    note = ""
+    if precision == "fp8":
+        bf = gpu.peak_tflops("bf16")
+        if gpu.fp8_tflops:
+            peak = float(gpu.fp8_tflops)
+            return base * e.fp8_speedup * bf / peak, peak, ""
+        return base, bf, f"{gpu.name} has no fp8 tensor cores: timed at its bf16/fp16 rate"
+    peak = gpu.peak_tflops(precision)
+    if precision in ("bf16", "fp16") and not gpu.supports(precision):
+        note = f"{gpu.name} has no {precision} tensor rate: timed at {'fp16' if gpu.fp16_tflops else 'fp32'}"
+        if not gpu.fp16_tflops and not gpu.bf16_tflops:
+            base *= e.fp32_factor
+    elif precision == "tf32":
+        base *= e.tf32_factor if gpu.tf32_tflops else e.fp32_factor
+    elif precision == "fp32":
+        base *= e.fp32_factor
+    return base, peak, note
+
+
+# --------------------------------------------------------------------------------------------------
+# Bandwidths and collectives (nccl-tests PERFORMANCE.md: all-reduce 2·S·(n-1)/n, AG/RS S·(n-1)/n)
+# --------------------------------------------------------------------------------------------------
+
+_PCIE_GBPS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}  # GB/s per direction, x16
+
+
+def intra_node_bw(gpu: GPU, gpn: int, e: EfficiencyParams = EFF) -> tuple[float, str]:
+    """Effective per-GPU bus bandwidth inside a node, bytes/s, and the link name."""
+    if gpu.nvlink_gbps > 0 and (gpu.nvlink_multi_gpu or gpn <= 2):
+        return gpu.nvlink_gbps / 2 * 1e9 * e.nvlink_eff, "NVLink"
+    bw = _PCIE_GBPS.get(gpu.pcie_gen, 31.5) * 1e9 * e.pcie_eff
+    if not gpu.p2p:
+        return bw * e.no_p2p_factor, "PCIe (no P2P)"
+    return bw, "PCIe"
+
+
+def inter_node_bw(gpu: GPU, gpn: int, e: EfficiencyParams = EFF) -> tuple[float, str]:
+    """Assumed inter-node bandwidth per GPU, bytes/s, and a description."""
+    if gpu.segment == "datacenter" and gpu.form_factor in ("sxm", "oam", "nvl"):
+        gb = e.net_gbps_per_gpu_sxm
+        return gb / 8 * 1e9 * e.net_eff, f"{gb:g} Gb/s per GPU"
+    per_node = e.net_gbps_per_node_pcie if gpu.segment == "datacenter" else e.net_gbps_per_node_other
+    return per_node / 8 * 1e9 * e.net_eff / max(1, gpn), f"{per_node:g} Gb/s per node"
+
+
+def allreduce_time(nbytes: float, n: int, bw: float) -> float:
+    return 0.0 if n <= 1 else 2.0 * nbytes * (n - 1) / n / bw
+
+
+def allgather_time(nbytes: float, n: int, bw: float) -> float:
+    return 0.0 if n <= 1 else nbytes * (n - 1) / n / bw
+
+
+# --------------------------------------------------------------------------------------------------
+# Step time for one plan
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ComputeConsts:
+    """Per-requirements constants for the time model (built once by ``estimate.prepare``)."""
+
+    is_token: bool
+    units_per_sample: float  # tokens per sequence (token models) or 1 (images / clips)
+    model_flops_per_unit: float  # model FLOPs per token or per sample
+    hw_flops_per_unit: dict[str, float]  # by checkpointing mode
+    static_factor: float  # static_model_factor(...)
+    layers: int
+    hidden: int
+    seq: int
+    p_total: float
+    p_trainable: float
+    w_comm_bytes: float  # bytes per parameter moved by a ZeRO-3 all-gather (16-bit weights, 0.52 QLoRA)
+    g_comm_bytes: float  # bytes per gradient element reduced (2 mixed, 4 fp32)
+    e: EfficiencyParams = EFF
+
+
+@dataclass(slots=True)
+class StepTime:
+    step_s: float
+    compute_s: float
+    bubble_s: float
+    dp_comm_s: float  # exposed data-parallel / ZeRO communication per step
+    tp_comm_s: float
+    offload_s: float
+    core_eff: float
+
+
+def step_time(
+    cc: ComputeConsts, gpu: GPU, core_gpu: float, peak_tflops: float, count: int, gpn: int, nodes: int,
+    dp: int, tp: int, pp: int, zero: int, offload: str, mb: int, ga: int, ckpt: str,
+) -> StepTime:
+    """Seconds per optimizer step: compute + pipeline bubble + exposed communication + offload."""
+    e = cc.e
+    core = core_gpu * cc.static_factor
+    if nodes > 1:
+        core *= max(0.5, 1.0 - e.per_node_doubling_loss * math.log2(nodes))
+    core = min(core, e.max_core)
+    peak = peak_tflops * 1e12
+    mp = tp * pp
+    units_mb = mb * cc.units_per_sample
+    t_mb = units_mb * cc.hw_flops_per_unit[ckpt] / mp / (peak * core)
+    compute = t_mb * ga
+    bubble = t_mb * (pp - 1) if pp > 1 else 0.0  # 1F1B: (p - 1)/m of the ideal time (Narayanan 2021 §2.2)
+
+    intra, _ = intra_node_bw(gpu, gpn, e)
+    inter, _ = inter_node_bw(gpu, gpn, e)
+    p_mp = cc.p_total / mp
+    tr_mp = cc.p_trainable / mp
+    dp_bw = inter if (nodes > 1 and nodes > pp) else intra
+    dp_comm = 0.0
+    if dp > 1:
+        if zero >= 3:
+            # per micro-batch: all-gather params (fwd + bwd) + reduce-scatter grads = 1.5x DDP volume (ZeRO §7)
+            t = (2 * allgather_time(cc.w_comm_bytes * p_mp, dp, dp_bw)
+                 + allgather_time(cc.g_comm_bytes * tr_mp, dp, dp_bw))
+            dp_comm = ga * max(0.0, t - e.dp_overlap * t_mb)
+        else:
+            # once per step: gradient all-reduce (ZeRO-1/2: reduce-scatter + all-gather, same volume),
+            # overlapped with the backward pass (2/3 of the last micro-batch)
+            t = allreduce_time(cc.g_comm_bytes * tr_mp, dp, dp_bw)
+            dp_comm = max(0.0, t - e.dp_overlap * (2.0 / 3.0) * t_mb)
+    tp_comm = 0.0
+    if tp > 1 and cc.is_token:
+        # Megatron: 2 all-reduces forward + 2 backward per layer of s·b·h 16-bit activations (§3 of
+        # Shoeybi et al. 2019); one more pair with full recompute
+        n_ar = 6 if ckpt == "full" else 4
+        bw = intra if tp <= gpn else inter
+        per = allreduce_time(2.0 * units_mb * cc.hidden, tp, bw)
+        tp_comm = ga * (cc.layers / pp) * n_ar * per * (1.0 - e.tp_overlap)
+    off = 0.0
+    if offload != "none":
+        pcie = _PCIE_GBPS.get(gpu.pcie_gen, 31.5) * 1e9 * e.pcie_eff
+        shard = tr_mp / (dp if zero >= 1 else 1)
+        # grads to host + updated 16-bit params back, then CPU Adam on this node's shards
+        off = (cc.g_comm_bytes + 2.0) * shard / pcie
+        off += shard * min(gpn, count) / e.cpu_adam_params_per_s_per_node
+        if offload == "optimizer+params":
+            # each micro-batch streams this GPU's parameter shard from host twice (fwd, bwd), half hidden
+            off += ga * 0.5 * 2 * cc.w_comm_bytes * p_mp / dp / pcie
+    step = compute + bubble + dp_comm + tp_comm + off
+    return StepTime(step, compute, bubble, dp_comm, tp_comm, off, core)

@@ -1,0 +1,511 @@
+"""The estimator: memory per GPU, parallel plan, throughput and time for one GPU type × count.
+
+Two entry points share one code path (no duplicated formulas):
+
+* ``estimate(req, catalog, gpu=None, count=None, gpus_per_node=None) -> Estimate`` -- the full, typed
+  pydantic answer with breakdowns, plan, throughput, time, problems and assumptions. Invalid input
+  (unknown GPU id, missing model information) raises ``GpuwizError``; valid input never raises: an
+  infeasible case returns ``feasible=False`` with ``problems`` in words.
+* The fast path for the recommender, which scores hundreds of GPU × count candidates per keystroke::
+
+      ctx = prepare(req, catalog)          # resolve the model and per-requirement constants once
+      r = quick(ctx, "h100-sxm", 8)        # -> QuickResult (NamedTuple): fits, per_gpu_gib, wall_hours,
+                                           #    gpu_hours, mfu, tokens/samples per s, plan, reason
+
+  ``estimate`` is ``prepare`` + ``quick`` + building the pydantic models (``estimate_from(ctx, ...)``
+  reuses a ``ctx``). ``quick`` does closed-form arithmetic only (the memory is linear in the
+  micro-batch, so the plan search solves for the micro-batch instead of trying values).
+
+Models: ``core.memory`` (bytes), ``core.compute`` (FLOPs, efficiency, communication, step time),
+``core.parallel`` (plan choice), ``core.arch`` (parameter count). Calibration (``calibration:`` in the
+config) wins: measured tokens/s (or samples/s), MFU and peak memory replace the model's values at the
+user's own hardware (``hardware:``) and scale the model's values for other candidates; without
+``hardware:`` they replace the values for every candidate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from gpuwiz.core.arch import fmt_params, largest_layer_params, lora_params, resolve_model
+from gpuwiz.core.catalog import GPU, Catalog, did_you_mean
+from gpuwiz.core.compute import (
+    EFF,
+    ComputeConsts,
+    EfficiencyParams,
+    StepTime,
+    gpu_factor,
+    hardware_flops_per_token,
+    inter_node_bw,
+    intra_node_bw,
+    model_flops_per_token,
+    static_model_factor,
+    step_time,
+)
+from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.memory import PARAMS, MemoryConsts, MemoryParams, MemParts, memory_consts, plan_memory, state_bytes
+from gpuwiz.core.models import (
+    Estimate,
+    Memory,
+    MemoryBreakdown,
+    ModelInfo,
+    Plan,
+    Requirements,
+    ResolvedModel,
+    Throughput,
+    Time,
+)
+from gpuwiz.core.parallel import Choice, Pinned, Shape, candidate_shapes, choose, ckpt_options, shape_problem
+from gpuwiz.core.units import GIB
+
+TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
+NONTOKEN_MB_CAP = 64
+BYTES_PER_TOKEN = 4.0  # ~4 bytes of English text per BPE token (OpenAI tokenizer rule of thumb)
+DEFAULT_GB_PRETRAIN_TOKENS = 4 * 2**20  # Llama 1/2 pre-training global batch: 4M tokens
+DEFAULT_GB_FINETUNE = 64  # sequences
+DEFAULT_GB_NONTOKEN = 256  # images (ResNet-50 standard batch, Goyal et al. 2017)
+DEFAULT_GOODPUT = 0.9  # Llama 3: >90 % effective training time at 16k GPUs (§3.8)
+
+
+class QuickResult(NamedTuple):
+    fits: bool
+    per_gpu_gib: float
+    capacity_gib: float
+    wall_hours: float
+    gpu_hours: float
+    mfu: float
+    tokens_per_s_per_gpu: float | None
+    samples_per_s_per_gpu: float | None
+    plan: str  # e.g. "ZeRO-3, mb 4, ckpt selective"
+    reason: str | None  # why it does not fit / run, in words
+    nodes: int
+    gpus_per_node: int
+    host_ram_gib: float  # per node (CPU offload)
+    detail: "_Detail"
+
+
+@dataclass(slots=True)
+class _Detail:
+    gpu: GPU
+    count: int
+    gpn: int
+    nodes: int
+    choice: Choice
+    ga: int
+    mem: MemParts
+    mem_scale: float
+    st: StepTime
+    peak_tflops: float
+    units_per_s_per_gpu: float
+    problems: list[str]
+    notes: list[str]
+
+
+@dataclass(slots=True)
+class Context:
+    """Everything that depends only on the requirements (built once by ``prepare``)."""
+
+    req: Requirements
+    catalog: Catalog
+    model: ResolvedModel
+    mc: MemoryConsts
+    cc: ComputeConsts
+    pinned: Pinned
+    ckpts: tuple[str, ...]
+    seq: int
+    global_batch: int
+    global_batch_defaulted: bool
+    total_units: float  # tokens (token models) or samples
+    data_note: str
+    p_trainable: float
+    goodput: float
+    headroom: float
+    eff: EfficiencyParams
+    notes: list[str]
+    gpus: dict[str, GPU]
+    mem_scale: float = 1.0
+    thr_scale: float = 1.0  # calibration with a reference config
+    thr_direct: float | None = None  # units/s/GPU replacing the model (calibration without hardware)
+    calib_notes: list[str] = field(default_factory=list)
+    _shape_cache: dict[tuple[int, ...], list[Shape]] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------------
+# prepare
+# --------------------------------------------------------------------------------------------------
+
+
+def prepare(
+    req: Requirements, catalog: Catalog, *, eff: EfficiencyParams = EFF, mem_params: MemoryParams = PARAMS
+) -> Context:
+    """Resolve the model and precompute every per-requirement constant (raises GpuwizError on bad input)."""
+    model = resolve_model(req.model, catalog)
+    tr = req.training
+    notes: list[str] = list(model.notes)
+    seq = int(req.model.seq_len or model.seq_len or 1)
+    res = req.model.resolution or model.resolution
+    lora = tr.method in ("lora", "qlora")
+    p_adapter = lora_params(model, tr.lora_rank) if lora else 0.0
+    p_tr = p_adapter if lora else model.params_total
+    mc = memory_consts(model, tr.method, tr.precision, tr.optimizer, tr.flash_attention, tr.lora_rank, seq, res,
+                       p_adapter, largest_layer_params(model), mem_params)
+
+    if model.is_token_model:
+        L, h = model.layers or 1, model.hidden or 1
+        mflops = model_flops_per_token(model.params_active, L, h, seq, tr.method)
+        hw = {ck: hardware_flops_per_token(model.params_active, L, h, seq, tr.method, ck)
+              for ck in ("none", "selective", "full")}
+        units_per_sample = float(seq)
+    else:
+        ref = model.resolution or res or 1
+        scale = ((res or ref) / ref) ** 2  # per-sample FLOPs scale with pixels (§3.6)
+        mflops = (model.train_gflops_per_sample or 0.0) * 1e9 * scale
+        if lora:
+            mflops *= 2.0 / 3.0  # no weight-gradient GEMMs for frozen weights (4N vs 6N)
+        hw = {"none": mflops, "selective": mflops * 1.15, "full": mflops * 4.0 / 3.0}
+        units_per_sample = 1.0
+        L, h = model.layers or 1, model.hidden or 1
+    static = static_model_factor(model.params_active, seq if model.is_token_model else None, model.family,
+                                 model.is_token_model, tr.method, eff)
+    w_b, g_b, _ = state_bytes(tr.precision, tr.optimizer)
+    cc = ComputeConsts(
+        is_token=model.is_token_model, units_per_sample=units_per_sample, model_flops_per_unit=mflops,
+        hw_flops_per_unit=hw, static_factor=static, layers=L, hidden=h, seq=seq, p_total=model.params_total,
+        p_trainable=p_tr, w_comm_bytes=mc.frozen_bytes if lora else w_b, g_comm_bytes=g_b, e=eff,
+    )
+
+    # Data → total tokens / samples
+    d = req.data
+    total, data_note = 0.0, ""
+    if model.is_token_model:
+        if d.tokens:
+            total = d.tokens * d.epochs
+            data_note = f"{total:.3g} tokens ({d.tokens:.3g} × {d.epochs:g} epochs)"
+        elif d.samples:
+            total = d.samples * d.epochs * seq
+            data_note = f"{total:.3g} tokens = {d.samples:.3g} samples × {d.epochs:g} epochs × {seq} tokens (packed)"
+        elif d.dataset_gb:
+            total = d.dataset_gb * 1e9 / BYTES_PER_TOKEN * d.epochs
+            data_note = f"{total:.3g} tokens from {d.dataset_gb:g} GB of text at ~4 bytes/token × {d.epochs:g} epochs"
+    else:
+        kb = d.sample_kb
+        if d.samples:
+            total = d.samples * d.epochs
+            data_note = f"{total:.3g} samples ({d.samples:.3g} × {d.epochs:g} epochs)"
+        elif d.dataset_gb and kb:
+            total = d.dataset_gb * 1e6 / kb * d.epochs
+            data_note = f"{total:.3g} samples from {d.dataset_gb:g} GB at {kb:g} kB/sample × {d.epochs:g} epochs"
+    if not total:
+        data_note = "no data size given (data.tokens or data.samples): time not estimated"
+
+    if tr.global_batch:
+        gb, gb_def = int(tr.global_batch), False
+    elif not model.is_token_model:
+        gb, gb_def = DEFAULT_GB_NONTOKEN, True
+    elif tr.method == "pretrain":
+        gb, gb_def = max(1, DEFAULT_GB_PRETRAIN_TOKENS // seq), True
+    else:
+        gb, gb_def = DEFAULT_GB_FINETUNE, True
+
+    par = tr.parallel
+    pinned = Pinned(
+        zero=par.zero_stage if par else None, tp=par.tp if par else None, pp=par.pp if par else None,
+        offload=par.offload if par else None, micro_batch=tr.micro_batch, ckpt=tr.activation_checkpointing,
+    )
+    good = DEFAULT_GOODPUT
+    try:
+        good = float(catalog.fac("goodput"))
+    except KeyError:
+        pass
+    ctx = Context(
+        req=req, catalog=catalog, model=model, mc=mc, cc=cc, pinned=pinned, ckpts=ckpt_options(mc, pinned), seq=seq,
+        global_batch=gb, global_batch_defaulted=gb_def, total_units=float(total), data_note=data_note,
+        p_trainable=p_tr, goodput=good, headroom=float(req.deployment.headroom), eff=eff, notes=notes,
+        gpus=catalog.gpu_map(),
+    )
+    _calibrate(ctx)
+    return ctx
+
+
+def _calibrate(ctx: Context) -> None:
+    cal = ctx.req.calibration
+    if cal is None:
+        return
+    hw = ctx.req.hardware
+    ref_gpu = ctx.gpus.get(hw.gpu) if hw and hw.gpu else None
+    ref = None
+    if ref_gpu is not None:
+        ref = quick(ctx, ref_gpu, int(hw.count or 1), hw.gpus_per_node)  # type: ignore[union-attr]
+        where = f"{hw.count or 1}× {ref_gpu.name}"  # type: ignore[union-attr]
+    if cal.peak_memory_gib:
+        if ref is not None:
+            raw = ref.per_gpu_gib
+            where_m = where
+        else:
+            # GPU-independent reference: one GPU, no sharding, the configured micro-batch / checkpointing
+            mb = ctx.pinned.micro_batch or 1
+            ck = ctx.pinned.ckpt or "none"
+            raw = plan_memory(ctx.mc, 1, 1, 1, 1, 0, "none", mb, ck).total / GIB
+            where_m = f"one GPU, no sharding, micro-batch {mb}, checkpointing {ck}"
+        ctx.mem_scale = cal.peak_memory_gib / raw if raw > 0 else 1.0
+        ctx.calib_notes.append(
+            f"calibration: measured peak {cal.peak_memory_gib:g} GiB at {where_m} (model: {raw:.1f} GiB) → "
+            f"memory scaled ×{ctx.mem_scale:.2f} for every plan")
+    units = None
+    label = ""
+    if cal.tokens_per_s_per_gpu:
+        units = cal.tokens_per_s_per_gpu / (ctx.cc.units_per_sample if not ctx.cc.is_token else 1.0)
+        label = f"{cal.tokens_per_s_per_gpu:g} tokens/s/GPU"
+        if not ctx.cc.is_token:
+            units = cal.tokens_per_s_per_gpu
+    elif cal.samples_per_s_per_gpu:
+        units = cal.samples_per_s_per_gpu * ctx.cc.units_per_sample
+        label = f"{cal.samples_per_s_per_gpu:g} samples/s/GPU"
+    elif cal.mfu:
+        label = f"MFU {cal.mfu:g}"
+    if not label:
+        return
+    if ref is not None:
+        raw_units = ref.detail.units_per_s_per_gpu
+        if units is None:  # MFU given
+            target = cal.mfu  # type: ignore[assignment]
+            raw_mfu = ref.mfu
+            ctx.thr_scale = target / raw_mfu if raw_mfu > 0 else 1.0
+        else:
+            ctx.thr_scale = units / raw_units if raw_units > 0 else 1.0
+        ctx.calib_notes.append(
+            f"calibration: measured {label} on {where} → model throughput scaled ×{ctx.thr_scale:.2f} "
+            f"(other GPUs and counts scaled by the same factor)")
+    else:
+        if units is None:
+            ctx.thr_direct = -float(cal.mfu)  # negative marks "MFU given": converted per GPU in quick()
+        else:
+            ctx.thr_direct = units
+        ctx.calib_notes.append(f"calibration: measured {label} used for every candidate (no hardware: section)")
+
+
+# --------------------------------------------------------------------------------------------------
+# quick (the fast path)
+# --------------------------------------------------------------------------------------------------
+
+
+def _mb_cap(ctx: Context, dp: int) -> int:
+    if ctx.model.is_token_model:
+        cap = max(1, TOKENS_PER_MICROBATCH_CAP // max(1, ctx.seq))
+    else:
+        cap = ctx.model.default_micro_batch or NONTOKEN_MB_CAP
+    return max(1, min(cap, ctx.global_batch // max(1, dp)))
+
+
+def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> QuickResult:
+    """Fast evaluation of one candidate (see module docstring). Never raises for a known GPU."""
+    g = gpu if isinstance(gpu, GPU) else ctx.gpus.get(gpu)
+    if g is None:
+        raise GpuwizError(f"hardware.gpu: unknown GPU id {gpu!r}{did_you_mean(str(gpu), list(ctx.gpus))}")
+    count = max(1, int(count))
+    gpn = max(1, min(count, int(gpus_per_node or g.max_per_node)))
+    nodes = -(-count // gpn)
+    problems: list[str] = []
+    notes: list[str] = []
+    model = ctx.model
+
+    nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
+    key = (count, gpn, nodes, nvlink_tp)
+    shapes = ctx._shape_cache.get(key)
+    if shapes is None:
+        shapes = candidate_shapes(count, gpn, nodes, nvlink_tp, model.is_token_model, model.heads or 1,
+                                  model.kv_heads or model.heads or 1, model.layers or 1, ctx.pinned)
+        ctx._shape_cache[key] = shapes
+    if ctx.pinned.any_layout:
+        bad = shape_problem(shapes[0], count, model.heads or 1, model.layers or 1, gpn, nvlink_tp > 1)
+        if bad:
+            problems.append(bad)
+
+    capacity = g.memory_gib
+    usable = capacity * (1.0 - ctx.headroom)
+    budget = usable * GIB / ctx.mem_scale
+    ch = choose(ctx.mc, shapes, budget, count, lambda dp: _mb_cap(ctx, dp), ctx.pinned, ctx.ckpts)
+    s = ch.shape
+    mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt)
+    per_gpu = mem.total / GIB * ctx.mem_scale
+    fits = per_gpu <= usable + 1e-9 and not problems
+    if not ch.fits:
+        how = (f"{s.framework(count)}, checkpointing {ch.ckpt}, micro-batch {ch.mb}")
+        problems.append(
+            f"does not fit: needs {per_gpu:.1f} GiB per GPU with the leanest plan ({how}); "
+            f"{g.name} has {usable:.1f} GiB usable ({capacity:g} GiB less {ctx.headroom:.0%} headroom)")
+
+    ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
+    core_gpu, peak, pnote = gpu_factor(g, ctx.req.training.precision, ctx.eff)
+    if pnote:
+        notes.append(pnote)
+    st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
+                   ch.mb, ga, ch.ckpt)
+    units_step = ch.mb * ga * ch.dp * ctx.cc.units_per_sample
+    ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
+    if ctx.thr_direct is not None:
+        if ctx.thr_direct < 0:  # calibrated MFU
+            ups = -ctx.thr_direct * peak * 1e12 / ctx.cc.model_flops_per_unit
+        else:
+            ups = ctx.thr_direct
+    else:
+        ups *= ctx.thr_scale
+    mfu = ups * ctx.cc.model_flops_per_unit / (peak * 1e12) if peak > 0 else 0.0
+
+    good = ctx.goodput if count > ctx.eff.goodput_min_gpus else 1.0
+    if ctx.total_units > 0 and ups > 0:
+        wall = ctx.total_units / (ups * count) / 3600.0 / good
+    else:
+        wall = 0.0
+    host_node = mem.host_per_gpu / GIB * gpn
+    tok = ups if model.is_token_model else None
+    smp = ups / ctx.cc.units_per_sample if ctx.cc.units_per_sample else None
+    plan_s = f"{s.framework(count)}, mb {ch.mb}, ckpt {ch.ckpt}"
+    return QuickResult(
+        fits=fits, per_gpu_gib=per_gpu, capacity_gib=capacity, wall_hours=wall, gpu_hours=wall * count, mfu=mfu,
+        tokens_per_s_per_gpu=tok, samples_per_s_per_gpu=smp, plan=plan_s, reason=problems[0] if problems else None,
+        nodes=nodes, gpus_per_node=gpn, host_ram_gib=host_node,
+        detail=_Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, st, peak, ups, problems, notes),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# estimate (the full answer)
+# --------------------------------------------------------------------------------------------------
+
+
+def estimate(
+    req: Requirements, catalog: Catalog, gpu: str | None = None, count: int | None = None,
+    gpus_per_node: int | None = None,
+) -> Estimate:
+    """Full estimate for one GPU type × count (see module docstring)."""
+    hw = req.hardware
+    gpu = gpu or (hw.gpu if hw else None)
+    if not gpu:
+        raise GpuwizError("hardware.gpu: no GPU given (set hardware.gpu or pass a GPU id)")
+    if gpu not in catalog.gpu_map():
+        raise GpuwizError(f"hardware.gpu: unknown GPU id {gpu!r}{did_you_mean(gpu, [g.id for g in catalog.gpus])}")
+    count = count or (hw.count if hw else None) or 1
+    if gpus_per_node is None and hw is not None and hw.gpus_per_node and (hw.gpu in (None, gpu)):
+        gpus_per_node = hw.gpus_per_node
+    return estimate_from(prepare(req, catalog), gpu, count, gpus_per_node)
+
+
+def _fmt_b(n: float) -> str:
+    return fmt_params(n)
+
+
+def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> Estimate:
+    """Build the full ``Estimate`` from a prepared context (same arithmetic as ``quick``)."""
+    q = quick(ctx, gpu, count, gpus_per_node)
+    d = q.detail
+    g, ch, s, st, model, tr = d.gpu, d.choice, d.choice.shape, d.st, ctx.model, ctx.req.training
+    scale = d.mem_scale
+    m = d.mem
+    bd = MemoryBreakdown(
+        weights=m.weights / GIB * scale, gradients=m.gradients / GIB * scale, optimizer=m.optimizer / GIB * scale,
+        activations=m.activations / GIB * scale, overhead=m.overhead / GIB * scale,
+    )
+    usable = q.capacity_gib * (1 - ctx.headroom)
+    memory = Memory(
+        per_gpu_gib=q.per_gpu_gib, capacity_gib=q.capacity_gib, usable_gib=usable, breakdown=bd, fits=q.fits,
+        headroom_frac=1 - q.per_gpu_gib / q.capacity_gib, host_ram_gib=q.host_ram_gib,
+    )
+    plan = Plan(
+        gpus=d.count, gpus_per_node=d.gpn, nodes=d.nodes, dp=ch.dp, tp=s.tp, pp=s.pp, zero_stage=s.zero,
+        offload=s.offload, micro_batch=ch.mb, grad_accum=d.ga, activation_checkpointing=ch.ckpt,
+        framework=s.framework(d.count),
+    )
+    thr = Throughput(
+        tokens_per_s_per_gpu=q.tokens_per_s_per_gpu, samples_per_s_per_gpu=q.samples_per_s_per_gpu, mfu=q.mfu,
+        peak_tflops=d.peak_tflops, achieved_tflops=q.mfu * d.peak_tflops,
+        step_time_s=(ch.mb * d.ga * ch.dp * ctx.cc.units_per_sample) / (d.units_per_s_per_gpu * d.count)
+        if d.units_per_s_per_gpu > 0 else None,
+    )
+    time = Time(wall_hours=q.wall_hours, gpu_hours=q.gpu_hours,
+                total_pflop=ctx.total_units * ctx.cc.model_flops_per_unit / 1e15)
+    info = ModelInfo(name=model.name, family=model.family, params_total=model.params_total,
+                     params_active=model.params_active, params_trainable=ctx.p_trainable)
+    return Estimate(
+        gpu=g.id, gpu_name=g.name, model=info, memory=memory, plan=plan, throughput=thr, time=time,
+        feasible=q.fits and not d.problems, problems=list(d.problems),
+        assumptions=_assumptions(ctx, q),
+    )
+
+
+def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
+    d = q.detail
+    g, ch, s, st, model, tr = d.gpu, d.choice, d.choice.shape, d.st, ctx.model, ctx.req.training
+    out: list[str] = list(ctx.notes)
+    if model.is_token_model:
+        out.append(f"sequence length {ctx.seq} tokens")
+        out.append("FlashAttention on" if tr.flash_attention else "FlashAttention off (attention scores stored)")
+    # Method / states
+    w, gb, o = state_bytes(tr.precision, tr.optimizer)
+    opt_name = {"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD with momentum"}[tr.optimizer]
+    if tr.method in ("lora", "qlora"):
+        base = ("NF4 ≈ 4.13 bits/param (QLoRA)" if tr.method == "qlora"
+                else f"{ctx.mc.frozen_bytes:g} B/param")
+        out.append(f"{tr.method.upper() if tr.method == 'qlora' else 'LoRA'} r={tr.lora_rank} on all linear layers: "
+                   f"{_fmt_b(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base {base}")
+        out.append(f"adapters: {tr.precision} + {opt_name}, {w + gb + o:g} B per trainable param")
+    else:
+        out.append(f"model states: {tr.precision} {'mixed precision ' if w == 2 else ''}+ {opt_name}, "
+                   f"{w + gb + o:g} B/param ({w:g} weights + {gb:g} grads + {o:g} optimizer)")
+    # Plan
+    chosen = "as configured" if ctx.pinned.any_layout else "simplest that fits"
+    out.append(f"plan: {s.framework(d.count)} ({chosen}); dp={ch.dp} tp={s.tp} pp={s.pp}, "
+               f"{d.nodes} node(s) × {d.gpn} GPUs")
+    ck_why = "as configured" if ctx.pinned.ckpt else ("chosen to fit" if ch.ckpt != "none" else "not needed")
+    out.append(f"activation checkpointing: {ch.ckpt} ({ck_why})")
+    mb_why = "as configured" if ctx.pinned.micro_batch else f"largest power of two ≤ {_mb_cap(ctx, ch.dp)} that fits"
+    out.append(f"micro-batch {ch.mb} ({mb_why}), gradient accumulation {d.ga}")
+    unit = "sequences" if model.is_token_model else "samples"
+    if ctx.global_batch_defaulted:
+        out.append(f"global batch {ctx.global_batch} {unit} (default; set training.global_batch)")
+    if s.offload != "none":
+        out.append(f"CPU offload ({s.offload}): {q.host_ram_gib:.0f} GiB pinned host RAM per node "
+                   f"(DeepSpeed buffer factor 1.5); slow")
+    prm = ctx.mc.params
+    out.append(f"overhead: CUDA context {prm.cuda_context_gib:g} GiB + framework/NCCL + comm buckets"
+               f"{' + ZeRO-3 gathered-layer buffer' if s.zero >= 3 else ''} + {prm.fragmentation:.0%} fragmentation")
+    out.append(f"headroom: {ctx.headroom:.0%} of GPU memory kept free (deployment.headroom)")
+    # Throughput
+    _, link = intra_node_bw(g, d.gpn, ctx.eff)
+    scale = f"{d.count} GPU{'s' if d.count > 1 else ''}" + (f" {link}" if d.count > 1 else "")
+    if d.nodes > 1:
+        _, net = inter_node_bw(g, d.gpn, ctx.eff)
+        scale += f", {d.nodes} nodes over {net} (assumed network)"
+    size = _fmt_b(model.params_active)
+    seq = f", seq {ctx.seq}" if model.is_token_model else ""
+    out.append(f"MFU {q.mfu:.2f} from: {g.name} {tr.precision}, {size}{' active' if model.family == 'moe' else ''}"
+               f"{seq}, {scale}, {tr.method}")
+    parts = [f"compute {st.compute_s:.2f} s"]
+    if st.bubble_s:
+        parts.append(f"pipeline bubble {st.bubble_s:.2f} s")
+    if st.dp_comm_s:
+        parts.append(f"exposed DP/ZeRO comm {st.dp_comm_s:.2f} s")
+    if st.tp_comm_s:
+        parts.append(f"TP comm {st.tp_comm_s:.2f} s")
+    if st.offload_s:
+        parts.append(f"offload {st.offload_s:.2f} s")
+    if ctx.thr_direct is None and ctx.thr_scale == 1.0:
+        out.append("step time: " + ", ".join(parts))
+    if tr.method == "qlora":
+        out.append("QLoRA: NF4 dequantisation slows each step (efficiency × "
+                   f"{ctx.eff.qlora_factor:g})")
+    fl = ("4·N + 12·L·h·s (LoRA: no weight-gradient GEMMs)" if tr.method in ("lora", "qlora")
+          else "6·N + 12·L·h·s")
+    if model.is_token_model:
+        out.append(f"FLOPs per token {fl}{'; full recompute executes 8·N' if ch.ckpt == 'full' else ''}")
+    else:
+        out.append(f"FLOPs per sample {ctx.cc.model_flops_per_unit / 1e9:.1f} GFLOP (published figure"
+                   f"{', scaled by resolution²' if ctx.req.model.resolution else ''})")
+    out.extend(d.notes)
+    if d.count > ctx.eff.goodput_min_gpus:
+        out.append(f"goodput {ctx.goodput:.2f} applied (> {ctx.eff.goodput_min_gpus} GPUs: failures and restarts)")
+    out.append(ctx.data_note)
+    out.extend(ctx.calib_notes)
+    return out

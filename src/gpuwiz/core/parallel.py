@@ -1,0 +1,163 @@
+"""Choose the parallel plan: the simplest layout that fits in memory.
+
+Order (research note §3.3 and §3.10: keep TP inside an NVLink domain, prefer DP/FSDP + PP across nodes):
+
+1. DDP (ZeRO-0)            -- every GPU holds all model states
+2. ZeRO-1, ZeRO-2, ZeRO-3  -- shard optimizer states, then gradients, then parameters (FSDP)
+3. TP = 2, 4, 8 within a node, only over NVLink (+ ZeRO-1 on the data-parallel dimension, Megatron
+   distributed optimizer)
+4. PP = 2, 4, ... (across nodes; inside a node too when there is no NVLink), with TP filling the node
+5. CPU offload (optimizer, then optimizer + parameters) on ZeRO-3 -- last resort, slow
+
+For each layout the activation checkpointing is none, then selective (only where it saves memory: it
+equals "none" when FlashAttention already drops the attention-score term), then full; the first that
+fits with micro-batch ≥ 1 wins, with the largest power-of-two micro-batch ≤ the cap. Values pinned in
+``training.parallel`` / ``training.micro_batch`` / ``training.activation_checkpointing`` are kept.
+The search is closed-form per layout (memory is linear in the micro-batch), so it is cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwiz.core.memory import MemoryConsts, max_micro_batch
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    zero: int
+    tp: int
+    pp: int
+    offload: str
+
+    def framework(self, count: int) -> str:
+        if self.tp > 1 or self.pp > 1:
+            deg = " ".join(x for x in (f"TP={self.tp}" if self.tp > 1 else "", f"PP={self.pp}" if self.pp > 1 else "") if x)
+            z = f" + ZeRO-{self.zero}" if self.zero else ""
+            off = f" + CPU offload ({self.offload})" if self.offload != "none" else ""
+            return f"Megatron-LM {deg}{z}{off}"
+        if self.offload != "none":
+            return f"DeepSpeed ZeRO-{self.zero} + CPU offload ({self.offload})"
+        if self.zero == 3:
+            return "PyTorch FSDP (ZeRO-3)"
+        if self.zero in (1, 2):
+            return f"DeepSpeed ZeRO-{self.zero}"
+        return "PyTorch DDP" if count > 1 else "PyTorch (single GPU)"
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    zero: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    offload: str | None = None
+    micro_batch: int | None = None
+    ckpt: str | None = None
+
+    @property
+    def any_layout(self) -> bool:
+        return any(v is not None for v in (self.zero, self.tp, self.pp, self.offload))
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, v = [], 2
+    while v <= n:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def candidate_shapes(
+    count: int, gpn: int, nodes: int, nvlink_tp_max: int, is_token: bool, heads: int, kv_heads: int,
+    layers: int, pinned: Pinned,
+) -> list[Shape]:
+    """Layouts in order of simplicity (see module docstring), filtered by pinned values."""
+    shapes: list[Shape] = [Shape(0, 1, 1, "none")]
+    if count > 1:
+        shapes += [Shape(1, 1, 1, "none"), Shape(2, 1, 1, "none"), Shape(3, 1, 1, "none")]
+    if is_token and count > 1:
+        for tp in _pow2_upto(min(8, gpn, nvlink_tp_max)):
+            if count % tp == 0 and heads % tp == 0 and (kv_heads % tp == 0 or tp % kv_heads == 0):
+                shapes.append(Shape(1 if count // tp > 1 else 0, tp, 1, "none"))
+        tp_fill = max([1] + [t for t in _pow2_upto(min(8, gpn, nvlink_tp_max))
+                             if count % t == 0 and heads % t == 0])
+        for pp in _pow2_upto(min(layers, count // tp_fill)):
+            if (count // tp_fill) % pp == 0:
+                dp = count // (tp_fill * pp)
+                shapes.append(Shape(1 if dp > 1 else 0, tp_fill, pp, "none"))
+    if count > 1:
+        shapes += [Shape(3, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
+    else:
+        shapes += [Shape(2, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
+    if pinned.any_layout:
+        keep = [s for s in shapes if (pinned.zero is None or s.zero == pinned.zero)
+                and (pinned.tp is None or s.tp == pinned.tp) and (pinned.pp is None or s.pp == pinned.pp)
+                and (pinned.offload is None or s.offload == pinned.offload)]
+        if not keep:
+            keep = [Shape(pinned.zero or 0, pinned.tp or 1, pinned.pp or 1, pinned.offload or "none")]
+        shapes = keep
+    return shapes
+
+
+def shape_problem(shape: Shape, count: int, heads: int, layers: int, gpn: int, nvlink: bool) -> str | None:
+    """Why a (pinned) layout cannot run on this hardware, or None."""
+    mp = shape.tp * shape.pp
+    if count % mp:
+        return f"training.parallel: tp × pp = {mp} does not divide {count} GPUs"
+    if shape.tp > 1 and heads % shape.tp:
+        return f"training.parallel.tp: {shape.tp} does not divide the {heads} attention heads"
+    if shape.pp > layers:
+        return f"training.parallel.pp: {shape.pp} stages for {layers} layers"
+    if shape.tp > gpn:
+        return f"training.parallel.tp: {shape.tp} spans nodes ({gpn} GPUs per node); tensor parallel needs NVLink"
+    return None
+
+
+@dataclass(slots=True)
+class Choice:
+    shape: Shape
+    dp: int
+    mb: int
+    ckpt: str
+    fits: bool
+    need_bytes: float  # total at the chosen micro-batch (unscaled)
+    shapes_tried: int
+
+
+def ckpt_options(mc: MemoryConsts, pinned: Pinned) -> tuple[str, ...]:
+    if pinned.ckpt is not None:
+        return (pinned.ckpt,)
+    if mc.is_token and mc.act_layer["selective"] >= mc.act_layer["none"]:
+        return ("none", "full")
+    return ("none", "selective", "full")
+
+
+def choose(
+    mc: MemoryConsts, shapes: list[Shape], budget_bytes: float, count: int, mb_cap_fn, pinned: Pinned,
+    ckpts: tuple[str, ...],
+) -> Choice:
+    """First (layout, checkpointing) that fits with micro-batch ≥ 1; else the least-memory one."""
+    best: Choice | None = None
+    want = pinned.micro_batch
+    for i, s in enumerate(shapes):
+        dp = max(1, count // (s.tp * s.pp))
+        for ck in ckpts:
+            mbmax, fixed, per = max_micro_batch(mc, budget_bytes, count, dp, s.tp, s.pp, s.zero, s.offload, ck)
+            if want is not None:
+                if mbmax >= want:
+                    return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
+                need = fixed + per * want
+            elif mbmax >= 1:
+                cap = mb_cap_fn(dp)
+                mb = 1
+                lim = min(mbmax, cap)
+                while mb * 2 <= lim:
+                    mb *= 2
+                return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
+            else:
+                need = fixed + per
+            if best is None or need < best.need_bytes:
+                best = Choice(s, dp, want or 1, ck, False, need, i + 1)
+    assert best is not None
+    best.shapes_tried = len(shapes)
+    return best
