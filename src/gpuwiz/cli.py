@@ -106,6 +106,37 @@ def _write_out(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+def _in_config(exc: Exception, config: str) -> Exception:
+    """Engine errors name a field ("model.preset: no model given"); say which file (and line)."""
+    import re
+
+    from gpuwiz.core.errors import GpuwizError, format_problem
+    from gpuwiz.core.models import Requirements
+    from gpuwiz.core.yamlio import load_file
+
+    try:
+        _, lines = load_file(config)
+    except GpuwizError:
+        lines = None
+    problems = []
+    for problem in getattr(exc, "problems", [str(exc)]):
+        field, sep, what = problem.partition(": ")
+        if sep and re.fullmatch(r"[a-z_]+(\.[a-z0-9_]+)*", field) and field.split(".")[0] in Requirements.model_fields:
+            path: tuple[str | int, ...] = tuple(field.split("."))
+            line = None
+            while path and lines is not None:  # the field's line, or the nearest section the file has
+                if lines.has(path):
+                    line = lines.line(path)
+                    break
+                path = path[:-1]
+            problems.append(format_problem(config, line, field, what))
+        elif problem.startswith(config):
+            problems.append(problem)
+        else:
+            problems.append(format_problem(config, None, None, problem))
+    return GpuwizError(problems[0], problems=problems)
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     from gpuwiz.core.catalog import load_catalog
     from gpuwiz.core.config_io import load_config
@@ -121,7 +152,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             catalog.gpu(args.gpu)  # did-you-mean for an unknown id
         except GpuwizError as exc:
             raise GpuwizError(f"gpuwiz: --gpu: {exc}") from None
-    est = estimate(req, catalog, gpu=args.gpu, count=args.count, gpus_per_node=args.gpus_per_node)
+    from gpuwiz.core.errors import GpuwizError
+
+    try:
+        est = estimate(req, catalog, gpu=args.gpu, count=args.count, gpus_per_node=args.gpus_per_node)
+    except GpuwizError as exc:
+        raise _in_config(exc, args.config) from None
     sys.stdout.write(render_estimate(est, args.format))
     return 0
 
@@ -134,7 +170,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(args.catalog)
     req = load_config(args.config, catalog=catalog)
-    rec = recommend(req, catalog, objective=args.objective)
+    from gpuwiz.core.errors import GpuwizError
+
+    if args.output and os.path.realpath(args.output) == os.path.realpath(args.config):
+        raise GpuwizError(f"{args.output}: -o would overwrite the config with the report; give another file name")
+    try:
+        rec = recommend(req, catalog, objective=args.objective)
+    except GpuwizError as exc:
+        raise _in_config(exc, args.config) from None
     _write_out(render_recommendation(rec, req, args.format), args.output)
     return 0
 
