@@ -313,6 +313,19 @@ class Build(BaseModel):
     software: list[str] = Field(default_factory=list)
     bom: list[BomLine] = Field(default_factory=list)
     capex_usd: float = 0.0
+    # Sizing numbers behind the choices (core.system), for reports and pitfall messages
+    chassis: str = ""
+    cpu_cores_needed: int = 0  # per node (data-loader rule)
+    pcie_lanes_needed: int = 0  # per node
+    vram_gb: float = 0.0  # total GPU memory per node, decimal GB
+    storage_tb: float = 0.0  # local capacity per node (fast + bulk)
+    storage_needed_tb: float = 0.0  # dataset copies + checkpoints + free space, whole build
+    checkpoint_gb: float = 0.0  # one full training checkpoint
+    read_gbps_needed: float = 0.0  # data pipeline, per node
+    read_gbps: float = 0.0  # what the fast tier gives, per node
+    network_gbps_per_gpu: float = 0.0  # inter-node (multi-node builds); 0 for single node
+    rdma: bool = False
+    max_power_w: int = 0  # per node, worst case (PSU sizing)
 
 
 class Alternative(BaseModel):
@@ -373,6 +386,10 @@ class CostAnalysis(BaseModel):
     rent_usd_per_gpu_hour: float | None = None
     flip_inputs: list[str] = Field(default_factory=list)
     monthly: list[MonthPoint] = Field(default_factory=list)
+    buy_option: str = ""  # the owned build the on-prem TCO describes, in words
+    rent_option: str = ""  # the cloud offer the rent side describes, in words
+    rent_usd_total: float | None = None  # renting over the horizon
+    hybrid_usd_total: float | None = None  # own part, rent the rest, over the horizon
 
 
 class Recommendation(BaseModel):

@@ -1,0 +1,367 @@
+"""Rent vs buy: cloud cost per run, on-prem TCO, and the verdict.
+
+Formulas follow ../shared/research/tco_and_pitfalls.md §C (defaults and sources in the catalog's
+``facility`` section; the user's ``deployment`` values override them):
+
+- Cloud (§C2): cost per run = instance $/h x instances x wall hours; spot adds the
+  checkpoint-and-restart overhead (``spot_overhead_frac``); reserved capacity is billed 24/7, so
+  its cost per run is the larger of (rate x hours) and (yearly commitment / runs per year).
+- On-prem (§C1): capex (GPUs + server + network + storage), power = (idle + (train - idle) x u) x
+  PUE x 8760 h x $/kWh with idle ~25 % and train ~75 % of max draw (Epoch ``server_TDP_fraction``),
+  space (colocation $/kW/month on the node's max draw, CBRE; or office space per GPU), maintenance
+  (fraction of capex per year), staff (max(min FTE, nodes / nodes-per-FTE) x loaded salary),
+  residual value = capex x residual_frac ** (years / depreciation_years) (Epoch: value x0.72/yr).
+- Decision (§C3): break-even utilisation = fixed cost per year / (GPUs x 8760 x (cloud $/GPU-h -
+  power $/GPU-h)); payback months = capex / (monthly rent avoided - monthly on-prem opex); hybrid =
+  own the base load, burst the peaks to the cloud.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuwiz.core.catalog import Catalog, CloudInstance
+from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
+from gpuwiz.core.units import HOURS_PER_MONTH, HOURS_PER_YEAR
+
+IDLE_FRAC = 0.25  # idle draw as a fraction of max (judgement, 0.15-0.35; tco_and_pitfalls §C4)
+BUY_MARGIN = 0.9  # buy only when it is clearly (>= 10 %) cheaper than renting over the horizon
+
+
+def _fac(cat: Catalog, key: str, default: float) -> float:
+    f = cat.facility.get(key)
+    return f.value if f is not None else default
+
+
+def years(req: Requirements) -> float:
+    return float(req.deployment.horizon_years)
+
+
+def runs_per_year(req: Requirements) -> float:
+    return float(req.schedule.runs_per_month) * 12.0
+
+
+# ---- cloud ---------------------------------------------------------------------------------------
+
+
+def instance_count(inst: CloudInstance, gpus_total: int, gpus_per_node: int) -> int | None:
+    """Instances of this type needed for the plan, or None if the shape does not match.
+
+    One instance when it holds all the GPUs; otherwise whole instances that each hold at least a
+    node's worth (tensor parallel stays inside NVLink).
+    """
+    if inst.gpu_count >= gpus_total:
+        return 1
+    # Several instances train as one job only over RDMA (tco_and_pitfalls §B10, P21).
+    if inst.gpu_count >= gpus_per_node and inst.rdma:
+        return math.ceil(gpus_total / inst.gpu_count)
+    return None
+
+
+def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
+                  wall_hours: float, storage_tb: float = 0.0) -> list[CloudOption]:
+    """Every catalog cloud offer for this GPU type and count, cheapest on-demand run first."""
+    rpy = runs_per_year(req)
+    spot_over = _fac(cat, "spot_overhead_frac", 0.1)
+    r1 = _fac(cat, "reserved_1y_discount", 0.3)
+    st_rate = _fac(cat, "cloud_storage_usd_per_tb_month", 23.0)
+    out: list[CloudOption] = []
+    for inst in cat.cloud_instances:
+        if inst.gpu != gpu_id:
+            continue
+        n = instance_count(inst, gpus_total, gpus_per_node)
+        if n is None:
+            continue
+        # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
+        hours = wall_hours
+        storage = storage_tb * st_rate * max(hours, 1.0) / HOURS_PER_MONTH
+        rate = inst.price_usd_per_hour * n
+        per_run = rate * hours + storage
+        spot = (inst.spot_usd_per_hour * n * hours * (1 + spot_over) + storage) if inst.spot_usd_per_hour else None
+        res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
+        res_per_run = max(res_rate * hours, res_rate * HOURS_PER_YEAR / max(rpy, 1e-9)) + storage
+        out.append(CloudOption(
+            provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
+            gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
+            usd_per_hour=round(rate, 4), cost_per_run_usd=round(per_run, 2),
+            cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
+            cost_per_run_reserved_usd=round(res_per_run, 2),
+            cost_per_year_usd=round(per_run * rpy, 2), source=inst.source,
+        ))
+    out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
+    return out
+
+
+def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
+                  countries: set[str] | None = None) -> tuple[float, CloudInstance, int] | None:
+    """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path)."""
+    best: tuple[float, CloudInstance, int] | None = None
+    for inst in cat.cloud_instances:
+        if inst.gpu != gpu_id or (countries is not None and inst.country.upper() not in countries):
+            continue
+        n = instance_count(inst, gpus_total, gpus_per_node)
+        if n is None:
+            continue
+        rate = inst.price_usd_per_hour * n
+        if best is None or rate < best[0]:
+            best = (rate, inst, n)
+    return best
+
+
+# ---- on-prem -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OnPremParts:
+    """Yearly pieces of owning a build, for the verdict and what-if math."""
+
+    capex: float
+    residual: float  # at the end of the horizon
+    power_idle_per_year: float  # paid whatever the utilisation
+    power_per_gpu_hour: float  # extra energy cost of one busy GPU-hour
+    space: float
+    maintenance: float
+    staff: float
+    gpus: int
+    colo: bool
+
+    def fixed_per_year(self, y: float) -> float:
+        return (self.capex - self.residual) / y + self.power_idle_per_year + self.space + self.maintenance + self.staff
+
+    def opex_per_year(self, busy_gpu_hours: float) -> float:
+        return self.power_idle_per_year + self.power_per_gpu_hour * busy_gpu_hours + self.space + self.maintenance + self.staff
+
+    def total(self, y: float, busy_gpu_hours_per_year: float) -> float:
+        return self.capex - self.residual + y * self.opex_per_year(busy_gpu_hours_per_year)
+
+
+def onprem_parts(req: Requirements, cat: Catalog, build: Build, capex: float | None = None) -> OnPremParts:
+    d = req.deployment
+    y = years(req)
+    capex = build.capex_usd if capex is None else capex
+    gpus = build.gpus_per_node * build.nodes
+    colo = d.site == "colo" or (d.site in ("any", "cloud") and not build.site.startswith(("desk", "office")))
+    if d.site in ("desk", "office", "server-room"):
+        colo = False
+    pue = d.pue or (_fac(cat, "pue", 1.25) if colo else _fac(cat, "pue_office", 1.6))
+    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else _fac(cat, "electricity_usd_per_kwh", 0.08)
+    max_kw = build.max_power_w / 1000.0
+    sustained_kw = build.power_w / 1000.0
+    idle_kw = IDLE_FRAC * max_kw
+    power_idle = build.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
+    power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(build.gpus_per_node, 1) * pue * kwh
+    if colo:
+        rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else _fac(cat, "colo_usd_per_kw_month", 184.0)
+        space = build.nodes * max_kw * rate * 12
+    else:
+        space = gpus * _fac(cat, "office_space_usd_per_gpu_year", 200.0)
+    maint = _fac(cat, "maintenance_frac_per_year", 0.1) * capex
+    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else _fac(cat, "staff_usd_per_year", 150_000.0)
+    # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
+    # cluster needs a real part-time admin (ml-engineering ai-battlefield; 0.25-0.5 FTE per 4-GPU
+    # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.
+    if build.nodes > 1:
+        min_fte = 0.25
+    elif colo or build.gpus_per_node > 4:
+        min_fte = 0.1
+    else:
+        min_fte = 0.05
+    fte = max(min_fte, build.nodes / max(_fac(cat, "staff_nodes_per_fte", 50.0), 1e-9))
+    staff = fte * salary
+    depr = _fac(cat, "depreciation_years", 5.0)
+    resid_frac = _fac(cat, "residual_value_frac", 0.2)
+    residual = capex * resid_frac ** (y / max(depr, 1e-9))
+    return OnPremParts(capex=capex, residual=residual, power_idle_per_year=power_idle,
+                       power_per_gpu_hour=power_per_gpu_hour, space=space, maintenance=maint, staff=staff,
+                       gpus=gpus, colo=colo)
+
+
+def onprem_tco(req: Requirements, parts: OnPremParts, busy_gpu_hours_per_year: float) -> OnPremTCO:
+    y = years(req)
+    cap_hours = parts.gpus * HOURS_PER_YEAR
+    u = min(1.0, busy_gpu_hours_per_year / cap_hours) if cap_hours else 0.0
+    total = parts.total(y, busy_gpu_hours_per_year)
+    delivered = busy_gpu_hours_per_year * y
+    power = parts.power_idle_per_year + parts.power_per_gpu_hour * busy_gpu_hours_per_year
+    return OnPremTCO(
+        capex_usd=round(parts.capex, 2), power_usd_per_year=round(power, 2),
+        space_usd_per_year=round(parts.space, 2), maintenance_usd_per_year=round(parts.maintenance, 2),
+        staff_usd_per_year=round(parts.staff, 2), residual_value_usd=round(parts.residual, 2),
+        total_usd=round(total, 2), usd_per_gpu_hour=round(total / delivered, 4) if delivered > 0 else 0.0,
+        utilization=round(u, 4),
+    )
+
+
+# ---- verdict -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RentRef:
+    """The rent side of the comparison: the cheapest way to run the same work in the cloud."""
+
+    usd_per_run: float
+    label: str  # "8x H100 on Lambda (gpu_8x_h100_sxm5)"
+    usd_per_gpu_hour: float  # the offer's price per GPU-hour
+    reserved_usd_per_year: float | None = None  # commitment that covers the runs
+    spot_usd_per_run: float | None = None
+
+
+def busy_hours(req: Requirements, gpu_hours_per_run: float, gpus: int) -> float:
+    """GPU-hours per year the owned build is busy: the workload, or the user's utilisation."""
+    work = gpu_hours_per_run * runs_per_year(req)
+    if req.deployment.utilization is not None:
+        return max(work, req.deployment.utilization * gpus * HOURS_PER_YEAR)
+    return min(work, gpus * HOURS_PER_YEAR)
+
+
+def rent_per_year(req: Requirements, rent: RentRef, gpu_hours_per_run: float, busy: float) -> float:
+    """Yearly cloud cost of the same work (on-demand, or the reservation if that is cheaper)."""
+    runs_eq = runs_per_year(req)
+    if gpu_hours_per_run > 0 and req.deployment.utilization is not None:
+        runs_eq = max(runs_eq, busy / gpu_hours_per_run)
+    od = rent.usd_per_run * runs_eq
+    if rent.reserved_usd_per_year is not None:
+        return min(od, rent.reserved_usd_per_year)
+    return od
+
+
+def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_run: float,
+            cloud: list[CloudOption], rent: RentRef | None, gpu_priced: bool = True) -> CostAnalysis:
+    """Rent vs buy: owning ``build`` (which needs ``gpu_hours_per_run`` per run) against ``rent``,
+    the cheapest cloud way to do the same work (possibly on another GPU type)."""
+    y = years(req)
+    mode = req.deployment.mode
+    months = max(1, int(math.ceil(y * 12)))
+    if build is None or not gpu_priced:
+        if rent is None:
+            return CostAnalysis(verdict="rent", verdict_reason="no priced hardware or cloud offer in the catalog")
+        rent_year = rent.usd_per_run * runs_per_year(req)
+        return CostAnalysis(
+            cloud=cloud, verdict="rent",
+            verdict_reason=f"no purchase price for this GPU in the catalog; rent {rent.label} at ${rent.usd_per_run:,.0f} per run",
+            rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
+            monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0) for m in range(months + 1)],
+        )
+    gpus = build.gpus_per_node * build.nodes
+    buy_label = f"{build.nodes}x " if build.nodes > 1 else ""
+    buy_label += f"{build.gpus_per_node}x {build.gpu_name}" + (f" ({build.chassis})" if build.chassis else "") + f", ${build.capex_usd:,.0f}"
+    parts = onprem_parts(req, cat, build)
+    busy = busy_hours(req, gpu_hours_per_run, gpus)
+    tco = onprem_tco(req, parts, busy)
+    buy_total = tco.total_usd
+    opex_year = parts.opex_per_year(busy)
+
+    if rent is None:
+        series = [MonthPoint(month=m, rent_usd=0.0, buy_usd=round(parts.capex + opex_year / 12 * m, 2))
+                  for m in range(months + 1)]
+        return CostAnalysis(cloud=cloud, onprem=tco, verdict="buy",
+                            verdict_reason="no cloud offer in the catalog can run this workload; buying is the only option priced",
+                            monthly=series, buy_option=buy_label)
+
+    rent_year = rent_per_year(req, rent, gpu_hours_per_run, busy)
+    rent_total = rent_year * y
+    # The cloud's price for the work one owned GPU-hour does (normalises across GPU types).
+    p_equiv = rent.usd_per_run / gpu_hours_per_run if gpu_hours_per_run > 0 else rent.usd_per_gpu_hour
+    denom = gpus * HOURS_PER_YEAR * (p_equiv - parts.power_per_gpu_hour)
+    breakeven = parts.fixed_per_year(y) / denom if denom > 0 else None
+    saving_month = rent_year / 12 - opex_year / 12
+    payback = parts.capex / saving_month if saving_month > 0 else None
+
+    # Hybrid (§C3): own part of the build for the base load, rent the rest. Each run needs the
+    # whole build at once to meet its deadline, so owning k of N nodes covers k/N of every run;
+    # worth saying when owning and renting are within 10 % of each other (a toss-up that hedges
+    # cloud price drift against obsolescence) and the build splits.
+    hybrid_total = None
+    hybrid_own = 0
+    units = build.nodes if build.nodes > 1 else build.gpus_per_node
+    close = abs(buy_total - rent_total) <= 0.10 * min(buy_total, rent_total)
+    if units > 1 and close:
+        hybrid_own = max(1, units // 2)
+        share = hybrid_own / units
+        sub = build.model_copy(update={"nodes": hybrid_own} if build.nodes > 1 else {"gpus_per_node": hybrid_own})
+        p = onprem_parts(req, cat, sub, capex=parts.capex * share)
+        hybrid_total = p.total(y, busy * share) + (1 - share) * rent_total
+
+    u = tco.utilization
+    be_txt = f"{breakeven:.0%}" if breakeven is not None and breakeven <= 1 else "never (above 100 %)"
+    if mode == "rent":
+        verdict, reason = "rent", f"you asked to rent; over {y:g} years renting costs ${rent_total:,.0f} vs ${buy_total:,.0f} to own"
+    elif mode == "buy":
+        verdict, reason = "buy", f"you asked to buy; owning costs ${buy_total:,.0f} over {y:g} years vs ${rent_total:,.0f} renting"
+    elif hybrid_total is not None:
+        verdict = "hybrid"
+        what = "nodes" if build.nodes > 1 else "GPUs"
+        reason = (f"owning and renting are within 10 % (${buy_total:,.0f} vs ${rent_total:,.0f} over {y:g} years): own "
+                  f"{hybrid_own} of {units} {what} for the base load and burst the rest to {rent.label} "
+                  f"(${hybrid_total:,.0f}), hedging cloud price drift against obsolescence")
+    elif buy_total < BUY_MARGIN * rent_total:
+        verdict = "buy"
+        reason = (f"owned GPUs busy {u:.0%} of the time (break-even {be_txt}); over {y:g} years owning costs "
+                  f"${buy_total:,.0f} vs ${rent_total:,.0f} renting {rent.label}"
+                  + (f"; pays back in {payback:.0f} months" if payback else ""))
+    else:
+        verdict = "rent"
+        reason = (f"owned GPUs would be busy only {u:.0%} of the time (break-even {be_txt}); renting {rent.label} "
+                  f"costs ${rent_total:,.0f} over {y:g} years vs ${buy_total:,.0f} to own")
+
+    flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus, p_equiv)
+    series = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2),
+                         buy_usd=round(parts.capex + opex_year / 12 * m, 2)) for m in range(months + 1)]
+    return CostAnalysis(
+        cloud=cloud, onprem=tco, verdict=verdict, verdict_reason=reason,
+        breakeven_utilization=round(breakeven, 4) if breakeven is not None else None,
+        payback_months=round(payback, 1) if payback is not None else None,
+        rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4), flip_inputs=flips, monthly=series,
+        buy_option=buy_label, rent_option=rent.label, rent_usd_total=round(rent_total, 2),
+        hybrid_usd_total=round(hybrid_total, 2) if hybrid_total is not None else None,
+    )
+
+
+def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float, busy: float,
+                breakeven: float | None, rent_total: float, buy_total: float, verdict: str, gpus: int,
+                p_equiv: float) -> list[str]:
+    """The inputs that would turn the verdict around, each with the value where it flips."""
+    y = years(req)
+    out: list[str] = []
+    buying = buy_total < rent_total
+    if breakeven is not None and breakeven <= 1 and gph > 0:
+        runs = breakeven * gpus * HOURS_PER_YEAR / gph / 12
+        now = busy / (gpus * HOURS_PER_YEAR)
+        side = "buying" if not buying else "renting"
+        cmp = "above" if not buying else "below"
+        out.append(f"utilisation {cmp} {breakeven:.0%} (now {now:.0%}), i.e. about {runs:,.1f} runs/month "
+                   f"instead of {req.schedule.runs_per_month:g}, would favour {side}")
+    elif breakeven is None or breakeven > 1:
+        out.append("no utilisation makes buying cheaper at this cloud price (break-even above 100 %)")
+    # Cloud price at which the totals meet.
+    if rent_total > 0:
+        p_flip = p_equiv * buy_total / rent_total
+        side = "buying" if not buying else "renting"
+        word = "above" if not buying else "below"
+        out.append(f"a cloud price {word} ${p_flip:,.2f} per GPU-hour-equivalent (now ${p_equiv:,.2f}) would favour {side}")
+    # Horizon.
+    for h in (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10):
+        if h == y:
+            continue
+        resid = parts.capex * (parts.residual / parts.capex) ** (h / y) if parts.capex > 0 and parts.residual > 0 else 0.0
+        b = parts.capex - resid + h * parts.opex_per_year(busy)
+        r = rent_total / y * h
+        if (b < r) != buying and ((h > y) if not buying else (h < y)):
+            out.append(f"a horizon of {h:g} years (now {y:g}) would favour {'buying' if b < r else 'renting'}")
+            break
+    # Electricity (only matters when buying wins or is close).
+    if buying and parts.power_per_gpu_hour > 0 and busy > 0:
+        kwh_now = req.deployment.electricity_usd_per_kwh
+        gap = rent_total - buy_total
+        energy_cost_y = (parts.power_idle_per_year + parts.power_per_gpu_hour * busy) * y
+        if energy_cost_y > 0:
+            factor = 1 + gap / energy_cost_y
+            now = kwh_now if kwh_now is not None else None
+            out.append(f"electricity at {factor:.1f}x today's price{f' (${now * factor:.2f}/kWh)' if now else ''} would favour renting")
+    if rent.spot_usd_per_run is not None and verdict != "rent":
+        spot_total = rent.spot_usd_per_run * runs_per_year(req) * y
+        if spot_total < buy_total:
+            out.append(f"spot instances (${rent.spot_usd_per_run:,.0f}/run incl. restarts) would make renting cheaper, "
+                       "if the jobs checkpoint and can miss the deadline")
+    return out

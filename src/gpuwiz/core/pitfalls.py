@@ -1,0 +1,600 @@
+"""Pitfall rules: (requirements, build, estimate, cost) -> warnings that quote their numbers.
+
+Each rule has an id, a severity (block / high / medium / info), a message built from the numbers
+that triggered it, and its source. The rules and their sources come from
+../shared/research/tco_and_pitfalls.md §B and §D (rule ids P01-P30 noted beside each rule).
+``check(ctx)`` runs them all and returns the pitfalls sorted by severity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gpuwiz.core.catalog import GPU, Catalog
+from gpuwiz.core.models import Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
+from gpuwiz.core.units import GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+
+SEVERITY_ORDER = {"block": 0, "high": 1, "medium": 2, "info": 3}
+GB_PER_GIB = GIB / 1e9
+
+
+@dataclass(frozen=True)
+class Context:
+    req: Requirements
+    cat: Catalog
+    gpu: GPU | None = None
+    build: Build | None = None
+    est: Estimate | None = None
+    cost: CostAnalysis | None = None
+    found: bool = True
+
+    @property
+    def buying(self) -> bool:
+        if self.req.deployment.mode == "buy":
+            return True
+        return bool(self.cost and self.cost.verdict in ("buy", "hybrid"))
+
+    @property
+    def owns_hardware(self) -> bool:
+        """Physical rules (power, heat, PSU, lanes) matter only for hardware the user will host."""
+        if self.req.deployment.mode == "rent" or self.req.deployment.site == "cloud":
+            return False
+        return not (self.cost and self.cost.verdict == "rent")
+
+    @property
+    def renting(self) -> bool:
+        if self.req.deployment.mode == "rent":
+            return True
+        return bool(self.cost and self.cost.verdict in ("rent", "hybrid"))
+
+    @property
+    def gpus_per_node(self) -> int:
+        if self.build:
+            return self.build.gpus_per_node
+        return self.est.plan.gpus_per_node if self.est else 1
+
+    @property
+    def nodes(self) -> int:
+        if self.build:
+            return self.build.nodes
+        return self.est.plan.nodes if self.est else 1
+
+    def on_site(self, *kinds: str) -> bool:
+        """Is the build going to live at one of these sites (user's choice, else inferred)?"""
+        site = self.req.deployment.site
+        if site != "any":
+            return site in kinds
+        placed = (self.build.site if self.build else "").split(" ")[0].lower()
+        inferred = {"desk": "desk", "office": "office", "server": "server-room", "colocation": "colo"}.get(placed, "")
+        return inferred in kinds
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: Severity  # the usual severity; a rule may escalate or lower it
+    source: str
+    fn: Callable[[Context], tuple[Severity, str] | str | None] = field(repr=False)
+
+
+RULES: list[Rule] = []
+
+
+def rule(rid: str, severity: Severity, source: str) -> Callable[[Callable[[Context], tuple[Severity, str] | str | None]], Callable[[Context], tuple[Severity, str] | str | None]]:
+    def deco(fn: Callable[[Context], tuple[Severity, str] | str | None]) -> Callable[[Context], tuple[Severity, str] | str | None]:
+        RULES.append(Rule(rid, severity, source, fn))
+        return fn
+    return deco
+
+
+def check(ctx: Context) -> list[Pitfall]:
+    out: list[Pitfall] = []
+    for r in RULES:
+        res = r.fn(ctx)
+        if res is None:
+            continue
+        sev, msg = (res if isinstance(res, tuple) else (r.severity, res))
+        out.append(Pitfall(id=r.id, severity=sev, message=msg, source=r.source))
+    out.sort(key=lambda p: SEVERITY_ORDER[p.severity])
+    return out
+
+
+def _is(gpu: GPU | None, *needles: str) -> bool:
+    return bool(gpu) and any(n in gpu.id for n in needles)  # type: ignore[union-attr]
+
+
+# ---- memory and sizing ---------------------------------------------------------------------------
+
+
+@rule("vram-headroom", "medium", "HF Accelerate / EleutherAI (+20 %); pytorch/pytorch#107667 (CUDA context); "
+      "PyTorch devlog 2026-06-01 (fragmentation)")
+def _vram_headroom(c: Context) -> tuple[Severity, str] | None:  # P01
+    if not c.est or not c.est.memory.fits:
+        return None
+    m = c.est.memory
+    free = 1.0 - m.per_gpu_gib / m.capacity_gib if m.capacity_gib else 0.0
+    if free >= 0.35:
+        return None
+    sev: Severity = "high" if free < 0.20 else "medium"
+    return sev, (f"Estimated {m.per_gpu_gib:.1f} GiB per GPU on a {m.capacity_gib:.0f} GiB card leaves {free:.0%} free. "
+                 "CUDA context (0.3-1 GB per process), allocator fragmentation and activation spikes often take 20 %+; "
+                 "if you estimate 40 GB, get the 80 GB card, or plan activation checkpointing / a smaller micro-batch.")
+
+
+@rule("does-not-fit", "block", "ZeRO (Rajbhandari et al. 2019, 16 B/param); ml-engineering training/performance (18 B/param)")
+def _does_not_fit(c: Context) -> str | None:  # P02
+    if c.est is None or c.est.feasible:
+        return None
+    m = c.est.memory
+    why = "; ".join(c.est.problems[:2])
+    return (f"Needs {m.per_gpu_gib:.1f} GiB per GPU but {c.est.plan.gpus} x {c.est.gpu_name} give {m.usable_gib:.1f} GiB usable each"
+            + (f" ({why})" if why else "")
+            + ". Add GPUs, shard with ZeRO-3/FSDP, offload, or fine-tune with LoRA/QLoRA.")
+
+
+@rule("legacy-gpu", "high", "ml-engineering; Dettmers GPU guide (via ukcamo) [weak]")
+def _legacy(c: Context) -> str | None:  # P03
+    g = c.gpu
+    if g is None:
+        return None
+    params_b = (c.est.model.params_total / 1e9) if c.est else (c.req.model.params_b or 0)
+    old = g.architecture.lower() in ("maxwell", "pascal", "kepler")
+    small = g.memory_gib < 12 and params_b >= 1
+    if not (old or small):
+        return None
+    what = f"{g.architecture.title()} has no tensor cores" if old else f"{g.memory_gib:g} GiB is too little for a {params_b:.1f}B model"
+    return f"{g.name}: {what}; modern training on it is impractical."
+
+
+@rule("underprovisioned", "high", "tco_and_pitfalls §B18; the estimate's wall-clock time vs schedule")
+def _under(c: Context) -> str | None:  # seeds: under-provisioning
+    if not c.est or not c.est.feasible:
+        return None
+    h = c.est.time.wall_hours
+    dl = c.req.schedule.deadline_days
+    if dl and h > dl * 24:
+        return (f"One run takes {h:,.0f} h ({h / 24:,.1f} days) on {c.est.plan.gpus} x {c.est.gpu_name}, "
+                f"past the {dl:g}-day deadline; add GPUs or relax the deadline.")
+    monthly = h * c.req.schedule.runs_per_month
+    if monthly > HOURS_PER_MONTH:
+        return (f"{c.req.schedule.runs_per_month:g} runs/month x {h:,.0f} h = {monthly:,.0f} h, more than the "
+                f"{HOURS_PER_MONTH:.0f} h in a month: this build cannot keep up; add GPUs or rent bursts.")
+    return None
+
+
+@rule("deadline-tight", "medium", "Llama 3 paper (419 interruptions in 54 days); ml-engineering fault-tolerance")
+def _deadline_tight(c: Context) -> str | None:
+    if not c.est or not c.est.feasible or not c.req.schedule.deadline_days:
+        return None
+    h, dl = c.est.time.wall_hours, c.req.schedule.deadline_days * 24
+    if h <= 0.8 * dl or h > dl:
+        return None
+    return (f"A run takes {h:,.0f} h of a {dl:,.0f} h deadline ({h / dl:.0%}): no slack for failures, restarts or "
+            "a slower-than-estimated pipeline; plan ~20 % margin.")
+
+
+@rule("overprovisioned", "high", "tco_and_pitfalls §C3 (break-even); Uptime Institute 'Sweat dedicated GPU clusters' (2024)")
+def _over(c: Context) -> str | None:  # P04
+    if not c.buying or not c.cost or not c.cost.onprem:
+        return None
+    u = c.cost.onprem.utilization
+    be = c.cost.breakeven_utilization
+    if be is not None and u >= be:
+        return None
+    if be is None and u >= 0.5:
+        return None
+    gpus = c.nodes * c.gpus_per_node
+    need = u * gpus * HOURS_PER_YEAR
+    rent = f"; renting at ${c.cost.rent_usd_per_gpu_hour:.2f}/GPU-h" if c.cost.rent_usd_per_gpu_hour else ""
+    be_txt = f"{be:.0%}" if be is not None else "unreachable"
+    return (f"You need ~{need:,.0f} GPU-h/yr; these {gpus} GPUs offer {gpus * HOURS_PER_YEAR:,.0f}. At {u:.0%} utilisation "
+            f"(break-even {be_txt}) the hardware sits idle most of the year{rent} is cheaper.")
+
+
+@rule("short-horizon", "high", "tco_and_pitfalls §C3 (payback)")
+def _short_horizon(c: Context) -> str | None:  # P05
+    if not c.buying or not c.cost:
+        return None
+    months = c.req.deployment.horizon_years * 12
+    pb = c.cost.payback_months
+    if pb is not None and pb <= months:
+        return None
+    if pb is None and c.cost.verdict != "buy" and c.req.deployment.mode != "buy":
+        return None
+    pb_txt = f"{pb:.0f} months" if pb is not None else "never (renting is cheaper every month)"
+    return f"Payback is {pb_txt} but the horizon is {months:.0f} months: rent or lease instead of buying."
+
+
+@rule("reserved-vs-buy", "info", "tco_and_pitfalls §A3 (reserved capacity is paid 24/7); GCP/AWS/Azure commitment tables")
+def _reserved(c: Context) -> str | None:  # P06
+    if not c.cost or not c.cost.onprem or not c.cost.cloud or not c.build:
+        return None
+    tco = c.cost.onprem
+    gpus = c.build.nodes * c.build.gpus_per_node
+    y = c.req.deployment.horizon_years
+    full_hours = gpus * HOURS_PER_YEAR * y
+    owned_full = (tco.capex_usd - tco.residual_value_usd + y * (tco.space_usd_per_year + tco.maintenance_usd_per_year
+                  + tco.staff_usd_per_year + tco.power_usd_per_year / max(tco.utilization, 0.05))) / full_hours
+    best = c.cost.cloud[0]
+    if best.cost_per_run_reserved_usd is None:
+        return None
+    r1 = c.cat.facility["reserved_1y_discount"].value if "reserved_1y_discount" in c.cat.facility else 0.3
+    res_rate = best.usd_per_hour * (1 - r1) / (best.gpus_per_instance * best.instances)
+    if owned_full >= res_rate:
+        return None
+    return (f"A 24/7 reservation ({best.provider} {best.instance}, ~${res_rate:.2f}/GPU-h) costs more than owning at full "
+            f"utilisation (~${owned_full:.2f}/GPU-h): if you would reserve anyway and can host it, buying is cheaper.")
+
+
+# ---- used and consumer hardware ------------------------------------------------------------------
+
+
+@rule("ex-mining", "medium", "gregable.com eBay scrape 2022-09-17 (the Merge); svethardware.cz 2021 (GDDR6X 110 C); "
+      "gearverify checklist 2026 [weak]")
+def _mining(c: Context) -> str | None:  # P07
+    g = c.gpu
+    if not (g and c.req.deployment.used_hardware and g.mining_era):
+        return None
+    return (f"A used {g.name} from the 2017-2022 mining era is likely ex-mining (the Ethereum Merge of 2022-09-15 "
+            "dumped ~20 M cards). Check fans, PCB/memory discoloration, an unmodified BIOS (not flashed or spoofed), "
+            "run a VRAM burn-in for hours watching memory-junction temperature and Xid errors, and whether the warranty "
+            "survives mining use and transfers.")
+
+
+@rule("gddr6x-thermals", "medium", "svethardware.cz 2021 (3090 FE 110 C); reviews4000 2020 [weak]; Micron GDDR6X 95 C")
+def _gddr6x(c: Context) -> str | None:  # P08
+    if not _is(c.gpu, "3080", "3090"):
+        return None
+    if not (c.req.deployment.used_hardware or c.gpus_per_node >= 3):
+        return None
+    return (f"{c.gpu.name} GDDR6X is rated to ~95 C; mining and dense builds ({c.gpus_per_node} per box) have seen "  # type: ignore[union-attr]
+            "104-110 C. Monitor memory-junction temperature and re-pad cards that run above 100 C.")
+
+
+@rule("consumer-no-p2p", "medium", "TweakTown 2022 (no NVLink on Ada); NVIDIA/nccl#1127; nccl-tests#117; "
+      "tinygrad/open-gpu-kernel-modules#45")
+def _p2p(c: Context) -> tuple[Severity, str] | None:  # P09
+    g = c.gpu
+    if not g or g.segment != "consumer" or g.p2p or g.nvlink_gbps > 0 or c.gpus_per_node < 2:
+        return None
+    plan = c.est.plan if c.est else None
+    heavy = bool(plan and (plan.tp > 1 or plan.pp > 1 or plan.zero_stage >= 3))
+    sev: Severity = "high" if heavy else "medium"
+    what = f" and the plan uses {plan.framework} (TP={plan.tp}, ZeRO-{plan.zero_stage})" if heavy and plan else ""
+    return sev, (f"{c.gpus_per_node} x {g.name}: no NVLink and no supported peer-to-peer{what}; all-reduce goes through host "
+                 "memory and NCCL can hang (set NCCL_P2P_DISABLE=1). Prefer data-parallel with small gradients, or "
+                 "workstation / data-centre GPUs.")
+
+
+@rule("consumer-density", "high", "Puget Systems ML hardware recommendations (via sipoch) [weak]")
+def _density(c: Context) -> str | None:  # P10
+    g = c.gpu
+    if not c.owns_hardware or not g or g.segment != "consumer" or c.gpus_per_node <= 2 or g.slot_width < 3:
+        return None
+    return (f"{c.gpus_per_node} x {g.name} ({g.slot_width}-slot open-air coolers) recirculate each other's heat; "
+            "more than 2 in one box needs blower or liquid-cooled cards, or a GPU server chassis.")
+
+
+@rule("geforce-eula", "medium", "NVIDIA GeForce driver licence §2.1.3 'No Datacenter Deployment'; Lambda forum 2018")
+def _eula(c: Context) -> str | None:  # P11
+    g = c.gpu
+    if not g or g.datacenter_licence_ok or not c.buying or not c.on_site("colo", "server-room"):
+        return None
+    return (f"The GeForce driver licence forbids data-centre deployment; {g.name} cards in a colocation or server room "
+            "carry legal exposure. Use data-centre or workstation SKUs there.")
+
+
+@rule("power-connector", "info", "Tom's Hardware 2025-06 (5090 at the 600 W limit); CableMod / PCI-SIG 2022")
+def _connector(c: Context) -> str | None:  # P12
+    g = c.gpu
+    if not g or g.segment != "consumer" or g.tdp_w < 400:
+        return None
+    return (f"{g.name} ({g.tdp_w:.0f} W) runs its 12VHPWR/12V-2x6 connector near the 600 W limit: seat it fully, no bend "
+            "within 35 mm of the plug, use a native ATX 3.x cable, and consider a ~80 % power limit (~95 % of the speed).")
+
+
+# ---- platform ------------------------------------------------------------------------------------
+
+
+@rule("pcie-lanes", "medium", "io.net docs (Intel ARK lane counts); hardforum 2021")
+def _lanes(c: Context) -> str | None:  # P13
+    b = c.build
+    if not c.owns_hardware or not b or not b.pcie_lanes or b.pcie_lanes >= b.pcie_lanes_needed:
+        return None
+    return (f"{b.pcie_lanes_needed} PCIe lanes needed ({b.gpus_per_node} GPUs + NVMe + NIC) but {b.cpu} gives {b.pcie_lanes}: "
+            "GPUs will run at x4/x8 or behind the chipset. Use Threadripper PRO / Xeon W / EPYC (up to 128 lanes).")
+
+
+@rule("wall-circuit", "block", "NEC 80 % continuous-load rule; Puget Systems 2020 (4x3090 at 1,717 W at the wall)")
+def _circuit(c: Context) -> tuple[Severity, str] | None:  # P14
+    b = c.build
+    if not c.owns_hardware or not b or b.nodes > 1:
+        return None
+    circuit = c.cat.facility["office_circuit_w"].value if "office_circuit_w" in c.cat.facility else 1440.0
+    if b.power_w <= circuit:
+        return None
+    if c.req.deployment.site in ("desk", "office"):
+        return "block", (f"Sustained draw of ~{b.power_w:,} W exceeds the {circuit:,.0f} W continuous limit of a 15 A/120 V "
+                         "office circuit. Add a dedicated 20 A/240 V circuit or power-limit the GPUs (~95 % speed at ~80 % power).")
+    if c.on_site("office", "desk") or b.site.startswith("office"):
+        return "medium", (f"~{b.power_w:,} W sustained is more than one 15 A/120 V circuit carries ({circuit:,.0f} W): "
+                          "it needs a dedicated 20 A/240 V circuit.")
+    return None
+
+
+@rule("psu-undersized", "high", "Puget / thefpsreview 2020; Micro Center PSU guide; clankerbuilder 2026 [weak]")
+def _psu(c: Context) -> str | None:  # P15
+    b, g = c.build, c.gpu
+    if not c.owns_hardware or not b or not g or not b.chassis:
+        return None
+    ch = next((x for x in c.cat.platforms.chassis if x.name == b.chassis), None)
+    if ch is None:
+        return None
+    margin = 1.0 if ch.kind == "hgx" else 1.4 if (g.segment == "consumer" and g.tdp_w >= 400) else 1.25
+    need = b.max_power_w * margin
+    if ch.psu_w >= need:
+        return None
+    return (f"The {ch.name} PSU ({ch.psu_w:,.0f} W) is too small for ~{b.max_power_w:,} W peak x {margin:g} for transients "
+            f"= {need:,.0f} W; fit >= {b.psu_w:,} W (4x3090 at 300 W peaked at 1,717 W at the wall).")
+
+
+@rule("office-heat-noise", "medium", "Epoch (DGX H100 10.2 kW); Upsite 2017 (noise vs inlet temperature); zaro.info [weak]")
+def _heat(c: Context) -> str | None:  # P16
+    b = c.build
+    if not c.owns_hardware or not b or not c.on_site("desk", "office"):
+        return None
+    kw = b.power_w / 1000.0
+    ch = next((x for x in c.cat.platforms.chassis if x.name == b.chassis), None)
+    rack = bool(ch and ch.rack_units)
+    if kw <= 1.5 and not rack:
+        return None
+    return (f"This build dumps ~{kw:.1f} kW of heat (about {kw / 1.5:.1f} space heaters)"
+            + (" and is a rack server built for data-centre airflow and noise" if rack else "")
+            + ": plan cooling (a server room or colocation), not an open office.")
+
+
+@rule("rack-density", "medium", "Uptime Institute survey 2023 (few racks > 20 kW); AFCOM 2024 (avg ~12 kW per rack)")
+def _rack(c: Context) -> str | None:  # P17
+    b = c.build
+    if not b or not c.buying:
+        return None
+    kw = b.power_w / 1000.0
+    if kw <= 10 or not (c.on_site("colo", "server-room") or b.nodes > 1):
+        return None
+    return (f"~{kw:.1f} kW per node exceeds a typical colocation cabinet (~12 kW average; most operators have nothing above "
+            f"20 kW): budget for high-density space or {max(1, int(20 // kw))} node(s) per rack.")
+
+
+@rule("cpu-dataloader", "medium", "ml-engineering compute/cpu (cores = GPUs x (workers+1) + 4); mlsysim (5,300 vs 850 img/s)")
+def _cpu(c: Context) -> str | None:  # P18
+    b = c.build
+    if not c.owns_hardware or not b or not b.cpu_cores or b.cpu_cores >= b.cpu_cores_needed:
+        return None
+    return (f"Need >= {b.cpu_cores_needed} CPU cores to feed {b.gpus_per_node} GPUs but {b.cpu} has {b.cpu_cores}; "
+            "JPEG decode and augmentation can starve the GPUs (an A100 trains ~5,300 img/s, a CPU pipeline decodes ~850).")
+
+
+@rule("host-ram", "high", "ml-engineering compute/cpu-memory; DGX-1 (2x), AWS p4d (3.6x), p5 (3.2x) reference systems")
+def _ram(c: Context) -> tuple[Severity, str] | None:  # P19
+    b = c.build
+    if not c.owns_hardware or not b or not b.ram_gb or not b.vram_gb:
+        return None
+    ratio = b.ram_gb / b.vram_gb
+    offload = bool(c.est and c.est.plan.offload != "none")
+    want = 3.0 if offload else 2.0
+    if ratio >= want:
+        return None
+    if ratio < 1.0:
+        return "high", (f"{b.ram_gb} GB host RAM for {b.vram_gb:,.0f} GB of VRAM ({ratio:.1f}x): below the 1x floor for "
+                        "data loaders, checkpoint assembly" + (" and CPU offload" if offload else "") + ".")
+    return "info", (f"{b.ram_gb} GB host RAM is {ratio:.1f}x the {b.vram_gb:,.0f} GB of VRAM; reference systems ship 2-3.6x"
+                    + (" and CPU offload wants ~3x" if offload else "") + ".")
+
+
+@rule("storage-io", "medium", "ml-engineering storage/README (16 KiB files ~1.0 GB/s vs 2.7 GB/s); NVIDIA DGX best practices")
+def _io(c: Context) -> tuple[Severity, str] | None:  # P20
+    b = c.build
+    if not b:
+        return None
+    kb = c.req.data.sample_kb
+    if b.read_gbps and b.read_gbps_needed > b.read_gbps:
+        return "medium", (f"The data pipeline needs ~{b.read_gbps_needed:.1f} GB/s per node; local storage gives "
+                          f"~{b.read_gbps:.1f} GB/s. Pack samples into shards, use a RAID-0 NVMe cache, avoid streaming from object storage.")
+    if kb is not None and kb < 64:
+        return "info", (f"Samples average {kb:g} KB: small files read ~2.7x slower and can exhaust inodes; pack them into "
+                        "WebDataset/TFRecord-style shards.")
+    return None
+
+
+@rule("multinode-network", "high", "ml-engineering network/README; Cheah 2024 (8 x 400 Gb/s per H100 node); Lambda TCO blog")
+def _mnet(c: Context) -> str | None:  # P21
+    b = c.build
+    if not b or b.nodes <= 1:
+        return None
+    if b.rdma and b.network_gbps_per_gpu >= 100:
+        return None
+    return (f"{b.nodes} nodes with {b.network_gbps_per_gpu:g} Gb/s per GPU{' without RDMA' if not b.rdma else ''}: "
+            "multi-node training is communication-bound below ~100 Gb/s per GPU with RDMA (IB/RoCE + GPUDirect); on "
+            "100GbE TCP expect scaling efficiency to collapse; H100 nodes normally use 8 x 400 Gb/s.")
+
+
+@rule("checkpoint-storage", "medium", "ml-engineering training/fault-tolerance (BLOOM 2.3 TB checkpoints, 18 TB/day)")
+def _ckpt(c: Context) -> tuple[Severity, str] | None:  # P26
+    b = c.build
+    if not b or b.checkpoint_gb <= 0:
+        return None
+    need_tb = b.checkpoint_gb * 3 / 1000
+    if b.nodes == 1 and b.storage_tb and need_tb > b.storage_tb:
+        return "medium", (f"Each full checkpoint is ~{b.checkpoint_gb:,.0f} GB; keeping 2 plus one being written needs "
+                          f"{need_tb:,.1f} TB but local storage is {b.storage_tb:g} TB.")
+    if b.checkpoint_gb >= 100 and c.buying:
+        return "info", (f"Each full checkpoint is ~{b.checkpoint_gb:,.0f} GB: keep the 2 latest locally (the last may be "
+                        "corrupt), copy every few hours off-site, and checkpoint at least every 1-3 h.")
+    return None
+
+
+# ---- software ------------------------------------------------------------------------------------
+
+
+@rule("cuda-arch", "medium", "pytorch/pytorch#90761, #110153 (Hopper CUDA >= 11.8); pytorch#150733, llm-d#5 "
+      "(Blackwell CUDA >= 12.8); NVIDIA MIG user guide driver table")
+def _cuda(c: Context) -> tuple[Severity, str] | None:  # P22
+    g = c.gpu
+    if not g or g.vendor != "nvidia":
+        return None
+    arch = g.architecture.lower()
+    if arch == "blackwell":
+        return "medium", (f"{g.name} (Blackwell) needs CUDA >= 12.8, PyTorch >= 2.7 (cu128 wheels) and driver R570+; older "
+                          "containers fail with 'no kernel image is available for execution'. Pin your images.")
+    if arch == "hopper":
+        return "info", (f"{g.name} (Hopper, sm_90) needs CUDA >= 11.8 and PyTorch >= 2.0; images built for older CUDA warn "
+                        "'sm_90 is not compatible' and fall back or fail.")
+    return None
+
+
+@rule("rocm-caveats", "high", "ROCm#1726; ROCm#2038; OneTrainer#1381; pytorch.org (ROCm wheels Linux only)")
+def _rocm(c: Context) -> tuple[Severity, str] | None:  # P23
+    g = c.gpu
+    if not g or g.vendor == "nvidia":
+        return None
+    if g.vendor == "intel":
+        return "medium", (f"{g.name} uses the Gaudi software stack, not CUDA: check that your training code and kernels "
+                          "(FlashAttention, bitsandbytes) have Gaudi ports before buying.")
+    if g.segment == "consumer":
+        return "high", (f"{g.name}: PyTorch ROCm wheels are Linux-only and consumer Radeon support is partial (overrides, "
+                        "missing libraries, no bitsandbytes on some versions). Budget porting time or choose NVIDIA.")
+    return "info", (f"{g.name} runs PyTorch on ROCm (Linux): most training code works, but check custom CUDA kernels "
+                    "and libraries (FlashAttention, bitsandbytes, DeepSpeed ops) for ROCm builds.")
+
+
+@rule("precision-unsupported", "medium", "NVIDIA architecture whitepapers (bf16 from Ampere, fp8 from Hopper/Ada)")
+def _precision(c: Context) -> str | None:
+    g = c.gpu
+    p = c.req.training.precision
+    if not g or p in ("fp32",) or g.supports(p):
+        return None
+    fb = "bf16/fp16" if p == "fp8" else "fp16 (with loss scaling) or fp32"
+    return f"{g.name} has no native {p} tensor-core support; training falls back to {fb}, slower than estimated for {p}."
+
+
+# ---- rent / buy / cloud --------------------------------------------------------------------------
+
+
+@rule("start-in-cloud", "info", "ml-engineering ai-battlefield ('deploy 24/7 for years or rent'); tco_and_pitfalls §A3")
+def _start_cloud(c: Context) -> str | None:  # seeds: start in the cloud when the workload is uncertain
+    if not c.buying or c.req.calibration is not None:
+        return None
+    return ("The estimate is a model, not a measurement: rent the same GPU for a day first, measure tokens/s (or samples/s) "
+            "and peak memory, put them in the config's calibration section, then buy.")
+
+
+@rule("spot-checkpointing", "high", "AWS Spot (2-min notice), GCP Spot (30 s); AWS Spot Advisor 2026-02 (H100 15-20 %); Llama 3 paper")
+def _spot(c: Context) -> tuple[Severity, str] | None:  # P27
+    if not c.renting or not c.cost or not c.cost.cloud:
+        return None
+    opt = c.cost.cloud[0]
+    if opt.cost_per_run_spot_usd is None or opt.cost_per_run_spot_usd >= opt.cost_per_run_usd:
+        return None
+    multi = opt.instances > 1
+    sev: Severity = "high" if multi else "medium"
+    return sev, (f"Spot on {opt.provider} {opt.instance} would cut a run from ${opt.cost_per_run_usd:,.0f} to "
+                 f"${opt.cost_per_run_spot_usd:,.0f}, but instances are reclaimed with 30 s-2 min notice: checkpoint every "
+                 "10-30 min and make jobs resumable"
+                 + (f"; {opt.instances} synchronous instances on spot stop whenever any one is reclaimed" if multi else "") + ".")
+
+
+@rule("data-residency", "high", "Uptime Institute survey 2023 (security is the top cloud blocker); PIPL / GDPR transfer rules [weak summaries]")
+def _residency(c: Context) -> tuple[Severity, str] | None:  # P28
+    sens = c.req.deployment.data_sensitivity
+    if sens not in ("confidential", "regulated") or not c.renting:
+        return None
+    country = c.req.deployment.country.upper()
+    if c.cost and c.cost.cloud:
+        countries = {i.country.upper() for i in c.cat.cloud_instances
+                     if any(o.instance == i.instance_type and o.provider == i.provider for o in c.cost.cloud)}
+    else:
+        countries = set()
+    abroad = sorted(x for x in countries if x != country)
+    sev: Severity = "block" if (sens == "regulated" and country == "CN" and abroad) else ("high" if sens == "regulated" else "medium")
+    where = f" (offers found in {', '.join(abroad)})" if abroad else ""
+    return sev, (f"{sens.title()} data in the cloud{where}: moving it needs a legal transfer path (GDPR / PIPL; in CN a CAC "
+                 "assessment above 1 M people). Use an in-country region with a data-processing agreement, or train on-prem.")
+
+
+@rule("export-control", "block", "US BIS rules 2022-10-07, 2023-10-17, 2025-04; CSET explainer; Tom's Hardware 2025-04-15")
+def _export(c: Context) -> str | None:  # P25
+    g = c.gpu
+    country = c.req.deployment.country.upper()
+    if not g or not g.export_restricted or country not in {x.upper() for x in c.cat.export_controlled_countries}:
+        return None
+    alts = [x.name for x in c.cat.gpus if not x.export_restricted and x.vendor == "nvidia" and x.release_year >= 2022][:4]
+    alt = f" In-market options: {', '.join(alts)}, or an in-country cloud." if alts else " Use an in-country cloud."
+    return (f"{g.name} needs a US export licence for {country}; grey-market units carry no warranty or support.{alt}")
+
+
+@rule("obsolescence", "info", "CNBC / Computex 2024-06-02 (yearly NVIDIA cadence); ml-engineering when-to-upgrade-gpus; Epoch (value x0.72/yr)")
+def _obsolete(c: Context) -> tuple[Severity, str] | None:  # P29
+    if not c.buying or c.gpu is None:
+        return None
+    y = c.req.deployment.horizon_years
+    age = 2025 - c.gpu.release_year
+    if y <= 3 and age < 3:
+        return None
+    sev: Severity = "medium" if (y > 3 and c.req.training.method == "pretrain") or age >= 4 else "info"
+    return sev, (f"A {y:g}-year horizon on {c.gpu.name} (released {c.gpu.release_year}): NVIDIA now ships a data-centre "
+                 "generation roughly yearly (B200 ~2.2-2.4x H200); resale value falls ~28 %/year. Plan a 3-year economic life.")
+
+
+@rule("reliability-spares", "info", "ml-engineering fault-tolerance (up to 10 % early failures); Meta Llama 3 paper (GPU fault per ~86k GPU-h)")
+def _spares(c: Context) -> str | None:  # P30
+    if not c.buying or not c.build:
+        return None
+    if c.build.nodes < 4 and not c.req.deployment.used_hardware:
+        return None
+    gpus = c.build.nodes * c.build.gpus_per_node
+    per_year = gpus * HOURS_PER_YEAR / 86_000
+    return (f"{gpus} GPUs running all year see ~{per_year:.1f} GPU faults/year (Llama 3: one per ~86k GPU-h) plus early-life "
+            "failures: keep spares or an RMA SLA, and check that warranties transfer on used parts.")
+
+
+@rule("failures-per-run", "medium", "Meta Llama 3 paper (419 interruptions in 54 days on 16k H100s)")
+def _failures(c: Context) -> str | None:
+    if not c.est or not c.est.feasible:
+        return None
+    gph = c.est.time.gpu_hours
+    expected = gph / 86_000
+    if expected < 1:
+        return None
+    return (f"A run is {gph:,.0f} GPU-hours: expect ~{expected:.0f} hardware interruption(s) per run. Automate "
+            "checkpoint-restart and budget ~5-10 % lost time (goodput).")
+
+
+@rule("energy-efficiency", "info", "Epoch AI (power ~5 % of an H100 node's yearly cost); EIA electricity prices")
+def _energy(c: Context) -> str | None:  # seeds: energy efficiency
+    if not c.cost or not c.cost.onprem or not c.buying:
+        return None
+    t = c.cost.onprem
+    y = c.req.deployment.horizon_years
+    yearly = (t.capex_usd - t.residual_value_usd) / y + t.power_usd_per_year + t.space_usd_per_year + t.maintenance_usd_per_year + t.staff_usd_per_year
+    share = t.power_usd_per_year / yearly if yearly else 0.0
+    if share < 0.10:
+        return None
+    g = c.gpu
+    ppw = f" {g.name} gives {g.peak_tflops(c.req.training.precision) / g.tdp_w * 1000:.0f} GFLOPS/W at {c.req.training.precision}." if g else ""
+    return (f"Power is {share:.0%} of the yearly cost (${t.power_usd_per_year:,.0f}/yr).{ppw} A more efficient GPU, a power "
+            "limit (~95 % speed at ~80 % power) or cheaper electricity matter here; try --objective perf-per-watt.")
+
+
+def check_nothing_fits(req: Requirements, cat: Catalog, suggestions: list[str]) -> list[Pitfall]:
+    """The single blocking pitfall when no candidate fits."""
+    msg = "No GPU in the catalog fits this workload within the limits" + (f"; {suggestions[0]}" if suggestions else ".")
+    return [Pitfall(id="does-not-fit", severity="block", message=msg,
+                    source="ZeRO (Rajbhandari et al. 2019, 16 B/param); ml-engineering training/performance")]
+
+
+def rule_ids() -> list[str]:
+    return [r.id for r in RULES]
+
+
+_ = GB_PER_GIB  # unit constant kept for rules that quote GB
