@@ -171,7 +171,8 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         f.update(hf)
         f["source"] = f"HF config {spec.hf_config}"
         f.pop("preset_params_b", None)
-    explicit = spec.model_dump(exclude={"preset", "hf_config"}, exclude_none=True)
+    ref_resolution = f.get("resolution")  # resolution at which the preset's per-sample figures hold
+    explicit = spec.model_dump(exclude={"preset", "hf_config", "resolution"}, exclude_none=True)
     explicit_params_b = explicit.pop("params_b", None)
     arch_overridden = any(k in explicit for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts"))
     f.update(explicit)
@@ -200,13 +201,13 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             )
         if not published_b:
             raise GpuwizError("model.params_b: a parameter count is needed for this model")
-        res = spec.resolution or f.get("resolution")
+        res = ref_resolution or spec.resolution
         return ResolvedModel(
             name=str(name), family=family, modality=f.get("modality", "image" if family != "speech" else "audio"),
             is_token_model=False, params_total=published_b * 1e9, params_active=published_b * 1e9,
             train_gflops_per_sample=f["train_gflops_per_sample"], act_gib_per_sample=f["act_gib_per_sample"],
             resolution=res, source=f.get("source"), default_micro_batch=f.get("default_micro_batch"),
-            notes=(f"{name}: published per-sample figures at {f.get('resolution') or '?'} px",),
+            notes=(f"{name}: published per-sample figures at {res or '?'} px",),
             **({"seq_len": f["seq_len"]} if f.get("seq_len") else {}),
         )
 
@@ -272,7 +273,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         name=str(name), family=family, modality=f.get("modality", "text"), is_token_model=True,
         params_total=0.0, params_active=0.0, layers=int(layers), hidden=int(hidden), heads=int(heads),
         kv_heads=int(f.get("kv_heads") or heads), ffn=int(ffn), vocab=int(vocab), seq_len=int(seq),
-        experts=experts, top_k=top_k, mlp=mlp, source=f.get("source"), resolution=spec.resolution or f.get("resolution"),
+        experts=experts, top_k=top_k, mlp=mlp, source=f.get("source"), resolution=ref_resolution or spec.resolution,
         default_micro_batch=f.get("default_micro_batch"), shape_derived=shape_derived, **layout,
     )
     total, active, emb = count_params(base)

@@ -45,7 +45,16 @@ from gpuwiz.core.compute import (
     step_time,
 )
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.memory import PARAMS, MemoryConsts, MemoryParams, MemParts, memory_consts, plan_memory, state_bytes
+from gpuwiz.core.memory import (
+    PARAMS,
+    MemoryConsts,
+    MemoryParams,
+    MemParts,
+    memory_consts,
+    plan_memory,
+    state_bytes,
+    states,
+)
 from gpuwiz.core.models import (
     Estimate,
     Memory,
@@ -130,6 +139,7 @@ class Context:
     thr_direct: float | None = None  # units/s/GPU replacing the model (calibration without hardware)
     calib_notes: list[str] = field(default_factory=list)
     _shape_cache: dict[tuple[int, ...], list[Shape]] = field(default_factory=dict)
+    _host_cache: dict[tuple[str, int], float] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -299,6 +309,35 @@ def _mb_cap(ctx: Context, dp: int) -> int:
     return max(1, min(cap, ctx.global_batch // max(1, dp)))
 
 
+_CHASSIS_RANK = {"desktop": 0, "workstation": 1, "server": 2, "hgx": 3}
+
+
+def _host_limit_gib(ctx: Context, g: GPU, gpn: int) -> float:
+    """Most host RAM (GiB) the smallest catalog platform that carries gpn of these GPUs can take.
+
+    The chassis is the smallest one for the GPU's form factor (PCIe/NVL cards: PCIe chassis) with room
+    for gpn cards; its CPU segment's largest ``max_memory_gb × sockets`` bounds CPU-offload plans.
+    No platforms in the catalog: no limit."""
+    key = (g.id, gpn)
+    hit = ctx._host_cache.get(key)
+    if hit is not None:
+        return hit
+    plat = ctx.catalog.platforms
+    form = "pcie" if g.form_factor in ("pcie", "nvl") else g.form_factor
+    fits = [c for c in plat.chassis if c.gpu_form == form and c.max_gpus >= gpn
+            and (form != "pcie" or c.max_slot_width >= g.slot_width)]
+    if g.segment == "datacenter":
+        fits = [c for c in fits if c.kind in ("server", "hgx")] or fits
+    limit = float("inf")
+    if fits:
+        ch = min(fits, key=lambda c: (c.max_gpus, _CHASSIS_RANK.get(c.kind, 9)))
+        mems = [c.max_memory_gb * min(ch.sockets, c.max_sockets) for c in plat.cpus if c.segment == ch.cpu_segment]
+        if mems:
+            limit = max(mems) * 1e9 / GIB
+    ctx._host_cache[key] = limit
+    return limit
+
+
 def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> QuickResult:
     """Fast evaluation of one candidate (see module docstring). Never raises for a known GPU."""
     g = gpu if isinstance(gpu, GPU) else ctx.gpus.get(gpu)
@@ -326,16 +365,29 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     capacity = g.memory_gib
     usable = capacity * (1.0 - ctx.headroom)
     budget = usable * GIB / ctx.mem_scale
-    ch = choose(ctx.mc, shapes, budget, count, lambda dp: _mb_cap(ctx, dp), ctx.pinned, ctx.ckpts)
+    host_gib = _host_limit_gib(ctx, g, gpn)
+    ch = choose(ctx.mc, shapes, budget, count, lambda dp: _mb_cap(ctx, dp), ctx.pinned, ctx.ckpts,
+                host_gib * GIB / gpn)
     s = ch.shape
     mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt)
     per_gpu = mem.total / GIB * ctx.mem_scale
     fits = per_gpu <= usable + 1e-9 and not problems
-    if not ch.fits:
+    if not ch.fits and not ch.host_ok:
+        problems.append(
+            f"does not fit: even {s.framework(count)} needs {mem.host_per_gpu * gpn / GIB:.0f} GiB of host RAM "
+            f"per node, more than the {host_gib:.0f} GiB a platform for {gpn}× {g.name} takes")
+    elif not ch.fits:
         how = (f"{s.framework(count)}, checkpointing {ch.ckpt}, micro-batch {ch.mb}")
         problems.append(
             f"does not fit: needs {per_gpu:.1f} GiB per GPU with the leanest plan ({how}); "
             f"{g.name} has {usable:.1f} GiB usable ({capacity:g} GiB less {ctx.headroom:.0%} headroom)")
+        off = [x for x in shapes if x.offload != "none"]
+        if off:
+            need = states(ctx.mc, max(1, count // (off[-1].tp * off[-1].pp)), off[-1].tp, off[-1].pp, off[-1].zero,
+                          off[-1].offload)[3] * gpn / GIB
+            if need > host_gib:
+                problems.append(f"CPU offload would need {need:.0f} GiB of host RAM per node; a platform for "
+                                f"{gpn}× {g.name} takes at most {host_gib:.0f} GiB")
 
     ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
     core_gpu, peak, pnote = gpu_factor(g, ctx.req.training.precision, ctx.eff)

@@ -222,7 +222,8 @@ def activation_per_sample(mc: MemoryConsts, tp: int, pp: int, ckpt: str) -> floa
     """
     if not mc.is_token:
         return mc.act_sample[ckpt]
-    per_layer = mc.act_layer[ckpt] / tp + mc.act_lora_layer
+    # LoRA adapter intermediates are recomputed (not stored) under full recompute
+    per_layer = mc.act_layer[ckpt] / tp + (mc.act_lora_layer / tp if ckpt != "full" else 0.0)
     work = mc.act_work_full / tp if ckpt == "full" else 0.0
     head = mc.act_head / tp
     if pp == 1:

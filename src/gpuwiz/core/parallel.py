@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwiz.core.memory import MemoryConsts, max_micro_batch
+from gpuwiz.core.memory import MemoryConsts, max_micro_batch, states
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +122,7 @@ class Choice:
     fits: bool
     need_bytes: float  # total at the chosen micro-batch (unscaled)
     shapes_tried: int
+    host_ok: bool = True  # CPU offload: pinned host memory within the platform's limit
 
 
 def ckpt_options(mc: MemoryConsts, pinned: Pinned) -> tuple[str, ...]:
@@ -134,15 +135,20 @@ def ckpt_options(mc: MemoryConsts, pinned: Pinned) -> tuple[str, ...]:
 
 def choose(
     mc: MemoryConsts, shapes: list[Shape], budget_bytes: float, count: int, mb_cap_fn, pinned: Pinned,
-    ckpts: tuple[str, ...],
+    ckpts: tuple[str, ...], host_budget_per_gpu: float = float("inf"),
 ) -> Choice:
-    """First (layout, checkpointing) that fits with micro-batch ≥ 1; else the least-memory one."""
+    """First (layout, checkpointing) that fits with micro-batch ≥ 1; else the least-memory one.
+
+    Offload layouts also need their pinned host memory within ``host_budget_per_gpu`` (bytes)."""
     best: Choice | None = None
     want = pinned.micro_batch
     for i, s in enumerate(shapes):
         dp = max(1, count // (s.tp * s.pp))
+        host_ok = s.offload == "none" or states(mc, dp, s.tp, s.pp, s.zero, s.offload)[3] <= host_budget_per_gpu
         for ck in ckpts:
             mbmax, fixed, per = max_micro_batch(mc, budget_bytes, count, dp, s.tp, s.pp, s.zero, s.offload, ck)
+            if not host_ok:
+                mbmax = 0
             if want is not None:
                 if mbmax >= want:
                     return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
@@ -156,8 +162,9 @@ def choose(
                 return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
             else:
                 need = fixed + per
-            if best is None or need < best.need_bytes:
-                best = Choice(s, dp, want or 1, ck, False, need, i + 1)
+            # report the leanest layout the host can carry (offload beyond host RAM is no answer)
+            if best is None or (not host_ok, need) < (not best.host_ok, best.need_bytes):
+                best = Choice(s, dp, want or 1, ck, False, need, i + 1, host_ok)
     assert best is not None
     best.shapes_tried = len(shapes)
     return best
