@@ -227,7 +227,8 @@ def rent_per_year(req: Requirements, rent: RentRef, gpu_hours_per_run: float, bu
 
 
 def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_run: float,
-            cloud: list[CloudOption], rent: RentRef | None, gpu_priced: bool = True) -> CostAnalysis:
+            cloud: list[CloudOption], rent: RentRef | None, gpu_priced: bool = True,
+            no_buy_reason: str = "no purchase price for this GPU in the catalog") -> CostAnalysis:
     """Rent vs buy: owning ``build`` (which needs ``gpu_hours_per_run`` per run) against ``rent``,
     the cheapest cloud way to do the same work (possibly on another GPU type)."""
     y = years(req)
@@ -239,7 +240,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         rent_year = rent.usd_per_run * runs_per_year(req)
         return CostAnalysis(
             cloud=cloud, verdict="rent",
-            verdict_reason=f"no purchase price for this GPU in the catalog; rent {rent.label} at ${rent.usd_per_run:,.0f} per run",
+            verdict_reason=f"{no_buy_reason}; rent {rent.label} at ${rent.usd_per_run:,.0f} per run",
+            rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
             monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0) for m in range(months + 1)],
         )

@@ -359,7 +359,7 @@ def _rack(c: Context) -> str | None:  # P17
     b = c.build
     if not b or not c.buying:
         return None
-    kw = b.power_w / 1000.0
+    kw = b.max_power_w / 1000.0  # racks are provisioned for the node's maximum draw
     if kw <= 10 or not (c.on_site("colo", "server-room") or b.nodes > 1):
         return None
     return (f"~{kw:.1f} kW per node exceeds a typical colocation cabinet (~12 kW average; most operators have nothing above "
@@ -493,8 +493,12 @@ def _start_cloud(c: Context) -> str | None:  # seeds: start in the cloud when th
 def _spot(c: Context) -> tuple[Severity, str] | None:  # P27
     if not c.renting or not c.cost or not c.cost.cloud:
         return None
-    opt = c.cost.cloud[0]
-    if opt.cost_per_run_spot_usd is None or opt.cost_per_run_spot_usd >= opt.cost_per_run_usd:
+    cheapest = c.cost.cloud[0]
+    spot = [o for o in c.cost.cloud if o.cost_per_run_spot_usd is not None]
+    if not spot:
+        return None
+    opt = min(spot, key=lambda o: o.cost_per_run_spot_usd or 0.0)
+    if (opt.cost_per_run_spot_usd or 0.0) >= cheapest.cost_per_run_usd:
         return None
     multi = opt.instances > 1
     sev: Severity = "high" if multi else "medium"

@@ -409,7 +409,10 @@ class _Recommender:
                 buy_build = buy.extra.get("build") or sysmod.size_system(self.req, self.cat, buy.gpu, buy.gpn, buy.nodes, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref)
             else:
-                analysis = costmod.analyse(self.req, self.cat, None, gph, cloud, rent_ref, gpu_priced=False)
+                why = "no build you could buy fits" + (" the budget" if self.d.budget_usd else "") + \
+                    (f", the {self.d.site} site" if self.d.site not in ("any", "cloud") else "") + " and the schedule"
+                analysis = costmod.analyse(self.req, self.cat, None, gph, cloud, rent_ref, gpu_priced=False,
+                                           no_buy_reason=why)
             if analysis.verdict == "rent":
                 build = build.model_copy(update={"bom": [], "capex_usd": 0.0, "site": f"cloud: {label}"})
         else:

@@ -145,7 +145,8 @@ def lanes_needed(gpu: GPU, gpus_per_node: int, nvme: int, nics: int, hgx: bool) 
     if hgx:
         # GPUs and NICs sit behind PCIe switches on the baseboard, one x16 uplink per 2 GPUs.
         return 16 * math.ceil(gpus_per_node / 2) + 4 * nvme + 16
-    return lanes_per_gpu(gpu) * gpus_per_node + 4 * nvme + 8 * nics
+    # Single-node ingest NICs hang off the chipset; cluster NICs want their own x16.
+    return lanes_per_gpu(gpu) * gpus_per_node + 4 * nvme + 16 * nics
 
 
 def ram_target_gb(vram_gb: float, host_ram_gib: float, offload: str) -> tuple[float, float]:
@@ -161,6 +162,19 @@ def ram_target_gb(vram_gb: float, host_ram_gib: float, offload: str) -> tuple[fl
 
 
 # ---- part choice ---------------------------------------------------------------------------------
+
+
+def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str) -> list[Chassis]:
+    """Chassis that take the GPUs, best first (smallest box, then price)."""
+    first = pick_chassis(cat, gpu, gpus_per_node, site)
+    if first is None:
+        return []
+    order = {"desktop": 0, "workstation": 1, "server": 2, "hgx": 3}
+    rest = [c for c in cat.platforms.chassis if c is not first and c.gpu_form == first.gpu_form
+            and c.max_gpus >= gpus_per_node and (c.gpu_form != "pcie" or c.max_slot_width >= min(gpu.slot_width, first.max_slot_width))
+            and not (site == "desk" and c.kind not in ("desktop", "workstation"))]
+    rest.sort(key=lambda c: (order[c.kind], c.price_usd))
+    return [first] + rest
 
 
 def pick_chassis(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str) -> Chassis | None:
@@ -205,6 +219,14 @@ def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> t
         sockets = min(sockets_max, cpu.max_sockets)
         return cpu, sockets
     return best[1], best[2]
+
+
+def cpu_lanes(cpu: CPU, sockets: int) -> int:
+    return cpu.pcie_lanes if sockets == 1 else int(cpu.pcie_lanes * 1.25)
+
+
+def _cpu_ok(cpu: CPU, sockets: int, cores: int, lanes: int) -> bool:
+    return cpu.cores * sockets >= cores and cpu_lanes(cpu, sockets) >= lanes
 
 
 def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float, desktop: bool) -> tuple[Dimm | None, int]:
@@ -313,9 +335,9 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
                 w: Workload) -> Build:
     site = req.deployment.site
     used = req.deployment.used_hardware
-    chassis = pick_chassis(cat, gpu, gpus_per_node, site)
+    options = chassis_options(cat, gpu, gpus_per_node, site)
+    chassis = options[0] if options else None
     hgx = bool(chassis and chassis.kind == "hgx") or gpu.form_factor in ("sxm", "oam")
-    desktop = bool(chassis and chassis.cpu_segment == "desktop")
     vram_gb = gpus_per_node * gpu.memory_gib * GB_PER_GIB
     bom: list[BomLine] = []
 
@@ -415,8 +437,17 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
 
     # CPU and lanes.
     cores = cores_needed(gpus_per_node, w.modality)
-    lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics if nodes > 1 else 1, hgx)
+    lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics if nodes > 1 else 0, hgx)
     cpu, sockets = pick_cpu(cat, chassis, cores, lanes)
+    # A box whose CPUs cannot feed the GPUs is the wrong box: step up (desktop -> workstation -> server).
+    for alt in options[1:]:
+        if cpu is not None and _cpu_ok(cpu, sockets, cores, lanes):
+            break
+        c2, s2 = pick_cpu(cat, alt, cores, lanes)
+        if c2 is not None and _cpu_ok(c2, s2, cores, lanes):
+            chassis, cpu, sockets = alt, c2, s2
+            break
+    desktop = bool(chassis and chassis.cpu_segment == "desktop")
     cpu_lanes = 0
     if cpu:
         cpu_lanes = cpu.pcie_lanes if sockets == 1 else int(cpu.pcie_lanes * 1.25)

@@ -1,0 +1,312 @@
+"""Pitfall rules: every rule fires on a situation built to trigger it and stays quiet on one that
+should not, and its message quotes the triggering numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpuwiz.core import cost as costmod
+from gpuwiz.core import pitfalls as pit
+from gpuwiz.core import system as sysmod
+from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core.estimate import estimate
+from gpuwiz.core.models import CostAnalysis, Estimate, Requirements
+
+CAT: Catalog = load_catalog()
+
+LLAMA7B_LORA: dict[str, Any] = {
+    "model": {"preset": "llama-2-7b", "seq_len": 2048},
+    "training": {"method": "lora"},
+    "data": {"tokens": 1e8},
+}
+
+
+def make_req(base: dict[str, Any] | None = None, **sections: dict[str, Any]) -> Requirements:
+    data = {k: dict(v) for k, v in (base or LLAMA7B_LORA).items()}
+    for key, upd in sections.items():
+        data[key] = {**data.get(key, {}), **upd}
+    return Requirements.model_validate(data)
+
+
+def ctx(req: Requirements | None = None, gpu: str = "a100-80gb-sxm", gpn: int = 1, nodes: int = 1,
+        verdict: str | None = None, build_update: dict[str, Any] | None = None,
+        est_update: Callable[[Estimate], Estimate] | None = None, cost: CostAnalysis | None = None,
+        with_cost: bool = True) -> pit.Context:
+    req = req or make_req()
+    g = CAT.gpu(gpu)
+    est = estimate(req, CAT, gpu=gpu, count=gpn * nodes, gpus_per_node=gpn)
+    if est_update:
+        est = est_update(est)
+    w = sysmod.workload_from(req, CAT, est)
+    build = sysmod.size_system(req, CAT, g, gpn, nodes, w)
+    if build_update:
+        build = build.model_copy(update=build_update)
+    if cost is None and with_cost:
+        cloud = costmod.cloud_options(req, CAT, gpu, gpn * nodes, gpn, est.time.wall_hours)
+        ref = costmod.RentRef(usd_per_run=cloud[0].cost_per_run_usd, label="ref",
+                              usd_per_gpu_hour=cloud[0].usd_per_hour / cloud[0].gpus_per_instance,
+                              spot_usd_per_run=cloud[0].cost_per_run_spot_usd) if cloud else None
+        cost = costmod.analyse(req, CAT, build, est.time.gpu_hours, cloud, ref)
+    if cost is not None and verdict:
+        cost = cost.model_copy(update={"verdict": verdict})
+    return pit.Context(req=req, cat=CAT, gpu=g, build=build, est=est, cost=cost)
+
+
+def with_gpu(c: pit.Context, **upd: Any) -> pit.Context:
+    assert c.gpu is not None
+    return pit.Context(req=c.req, cat=c.cat, gpu=c.gpu.model_copy(update=upd), build=c.build, est=c.est, cost=c.cost)
+
+
+def only_provider(c: pit.Context, provider: str) -> pit.Context:
+    assert c.cost is not None
+    cost = c.cost.model_copy(update={"cloud": [o for o in c.cost.cloud if o.provider == provider]})
+    return pit.Context(req=c.req, cat=c.cat, gpu=c.gpu, build=c.build, est=c.est, cost=cost)
+
+
+def fired(c: pit.Context, rid: str) -> list[pit.Pitfall]:
+    return [p for p in pit.check(c) if p.id == rid]
+
+
+def tight_memory(frac_free: float) -> Callable[[Estimate], Estimate]:
+    def upd(e: Estimate) -> Estimate:
+        cap = e.memory.capacity_gib
+        mem = e.memory.model_copy(update={"per_gpu_gib": cap * (1 - frac_free), "fits": True})
+        return e.model_copy(update={"memory": mem, "feasible": True})
+    return upd
+
+
+def not_fitting(e: Estimate) -> Estimate:
+    mem = e.memory.model_copy(update={"per_gpu_gib": e.memory.capacity_gib * 2, "fits": False})
+    return e.model_copy(update={"memory": mem, "feasible": False, "problems": ["needs 2x the memory"]})
+
+
+def slow(hours: float) -> Callable[[Estimate], Estimate]:
+    def upd(e: Estimate) -> Estimate:
+        t = e.time.model_copy(update={"wall_hours": hours, "gpu_hours": hours * e.plan.gpus})
+        return e.model_copy(update={"time": t})
+    return upd
+
+
+def buy_cost(utilization: float, breakeven: float | None, payback: float | None = 12.0) -> Callable[[pit.Context], pit.Context]:
+    def upd(c: pit.Context) -> pit.Context:
+        assert c.cost and c.cost.onprem
+        onprem = c.cost.onprem.model_copy(update={"utilization": utilization})
+        cost = c.cost.model_copy(update={"onprem": onprem, "breakeven_utilization": breakeven,
+                                         "payback_months": payback, "verdict": "buy"})
+        return pit.Context(req=c.req, cat=c.cat, gpu=c.gpu, build=c.build, est=c.est, cost=cost)
+    return upd
+
+
+# Each case: rule id -> (context that triggers it, context that does not).
+CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = {
+    "vram-headroom": (
+        lambda: ctx(est_update=tight_memory(0.10)),
+        lambda: ctx(est_update=tight_memory(0.50)),
+    ),
+    "does-not-fit": (
+        lambda: ctx(est_update=not_fitting),
+        lambda: ctx(),
+    ),
+    "legacy-gpu": (
+        lambda: with_gpu(ctx(gpu="t4"), architecture="pascal"),
+        lambda: ctx(gpu="a100-80gb-sxm"),
+    ),
+    "underprovisioned": (
+        lambda: ctx(req=make_req(schedule={"deadline_days": 1}), est_update=slow(100.0)),
+        lambda: ctx(req=make_req(schedule={"deadline_days": 10}), est_update=slow(100.0)),
+    ),
+    "deadline-tight": (
+        lambda: ctx(req=make_req(schedule={"deadline_days": 5}), est_update=slow(110.0)),
+        lambda: ctx(req=make_req(schedule={"deadline_days": 5}), est_update=slow(50.0)),
+    ),
+    "overprovisioned": (
+        lambda: buy_cost(0.02, 0.4)(ctx()),
+        lambda: buy_cost(0.8, 0.4)(ctx()),
+    ),
+    "short-horizon": (
+        lambda: buy_cost(0.8, 0.4, payback=60.0)(ctx(req=make_req(deployment={"horizon_years": 2}))),
+        lambda: buy_cost(0.8, 0.4, payback=10.0)(ctx(req=make_req(deployment={"horizon_years": 2}))),
+    ),
+    "reserved-vs-buy": (
+        lambda: only_provider(ctx(gpu="h100-sxm", gpn=8, req=make_req(deployment={"utilization": 0.9})), "AWS"),
+        lambda: ctx(gpu="h100-sxm", gpn=8, req=make_req(schedule={"runs_per_month": 0.1})),
+    ),
+    "ex-mining": (
+        lambda: ctx(gpu="rtx-3090", req=make_req(deployment={"used_hardware": True})),
+        lambda: ctx(gpu="rtx-3090"),
+    ),
+    "gddr6x-thermals": (
+        lambda: ctx(gpu="rtx-3090", gpn=4),
+        lambda: ctx(gpu="rtx-4090", gpn=4),
+    ),
+    "consumer-no-p2p": (
+        lambda: ctx(gpu="rtx-4090", gpn=2, verdict="buy"),
+        lambda: ctx(gpu="rtx-4090", gpn=1, verdict="buy"),
+    ),
+    "consumer-density": (
+        lambda: ctx(gpu="rtx-4090", gpn=4, verdict="buy"),
+        lambda: ctx(gpu="rtx-4090", gpn=2, verdict="buy"),
+    ),
+    "geforce-eula": (
+        lambda: ctx(gpu="rtx-4090", req=make_req(deployment={"site": "colo", "mode": "buy"})),
+        lambda: ctx(gpu="rtx-4090", req=make_req(deployment={"site": "office", "mode": "buy"})),
+    ),
+    "power-connector": (
+        lambda: ctx(gpu="rtx-4090"),
+        lambda: ctx(gpu="rtx-a6000"),
+    ),
+    "pcie-lanes": (
+        lambda: ctx(gpu="rtx-a6000", gpn=2, verdict="buy", build_update={"pcie_lanes": 24, "pcie_lanes_needed": 44}),
+        lambda: ctx(gpu="rtx-a6000", gpn=2, verdict="buy"),
+    ),
+    "wall-circuit": (
+        lambda: ctx(gpu="rtx-a6000", gpn=8, req=make_req(deployment={"site": "office", "mode": "buy"})),
+        lambda: ctx(gpu="rtx-a6000", gpn=2, req=make_req(deployment={"site": "office", "mode": "buy"})),
+    ),
+    "psu-undersized": (
+        lambda: ctx(gpu="rtx-a6000", gpn=4, verdict="buy", build_update={"max_power_w": 5000}),
+        lambda: ctx(gpu="rtx-a6000", gpn=2, verdict="buy"),
+    ),
+    "office-heat-noise": (
+        lambda: ctx(gpu="rtx-a6000", gpn=8, req=make_req(deployment={"site": "office", "mode": "buy"})),
+        lambda: ctx(gpu="rtx-a6000", gpn=8, req=make_req(deployment={"site": "colo", "mode": "buy"})),
+    ),
+    "rack-density": (
+        lambda: ctx(gpu="h100-sxm", gpn=8, req=make_req(deployment={"site": "colo", "mode": "buy"})),
+        lambda: ctx(gpu="l40s", gpn=4, req=make_req(deployment={"site": "colo", "mode": "buy"})),
+    ),
+    "cpu-dataloader": (
+        lambda: ctx(gpu="a100-80gb-pcie", gpn=8, verdict="buy", build_update={"cpu_cores": 16}),
+        lambda: ctx(gpu="a100-80gb-pcie", gpn=8, verdict="buy"),
+    ),
+    "host-ram": (
+        lambda: ctx(gpu="a100-80gb-pcie", gpn=4, verdict="buy", build_update={"ram_gb": 128}),
+        lambda: ctx(gpu="a100-80gb-pcie", gpn=4, verdict="buy"),
+    ),
+    "storage-io": (
+        lambda: ctx(verdict="buy", build_update={"read_gbps_needed": 20.0, "read_gbps": 3.0}),
+        lambda: ctx(verdict="buy"),
+    ),
+    "multinode-network": (
+        lambda: ctx(gpu="h100-sxm", gpn=8, nodes=2, build_update={"rdma": False, "network_gbps_per_gpu": 12.5}),
+        lambda: ctx(gpu="h100-sxm", gpn=8, nodes=2),
+    ),
+    "checkpoint-storage": (
+        lambda: ctx(verdict="buy", build_update={"checkpoint_gb": 1500.0, "storage_tb": 2.0}),
+        lambda: ctx(verdict="buy"),
+    ),
+    "cuda-arch": (
+        lambda: ctx(gpu="b200", gpn=8),
+        lambda: ctx(gpu="a100-80gb-sxm"),
+    ),
+    "rocm-caveats": (
+        lambda: ctx(gpu="mi300x", gpn=8),
+        lambda: ctx(gpu="h100-sxm", gpn=8),
+    ),
+    "precision-unsupported": (
+        lambda: ctx(gpu="a100-80gb-sxm", req=make_req(training={"precision": "fp8"})),
+        lambda: ctx(gpu="h100-sxm", req=make_req(training={"precision": "fp8"})),
+    ),
+    "start-in-cloud": (
+        lambda: ctx(verdict="buy"),
+        lambda: ctx(verdict="buy", req=make_req(calibration={"tokens_per_s_per_gpu": 3000})),
+    ),
+    "spot-checkpointing": (
+        lambda: ctx(gpu="l40s", gpn=1, verdict="rent"),
+        # RunPod's H100 spot is dearer than Vast.ai's on-demand: no spot advice worth giving.
+        lambda: ctx(gpu="h100-sxm", gpn=8, verdict="rent"),
+    ),
+    "data-residency": (
+        lambda: ctx(verdict="rent", req=make_req(deployment={"data_sensitivity": "regulated"})),
+        lambda: ctx(verdict="rent", req=make_req(deployment={"data_sensitivity": "internal"})),
+    ),
+    "export-control": (
+        lambda: ctx(gpu="h100-sxm", req=make_req(deployment={"country": "CN"})),
+        lambda: ctx(gpu="h20", gpn=8, req=make_req(deployment={"country": "CN"})),
+    ),
+    "obsolescence": (
+        lambda: ctx(verdict="buy", gpu="v100-32gb-sxm2", gpn=8),
+        lambda: ctx(verdict="buy", gpu="b200", gpn=8),
+    ),
+    "reliability-spares": (
+        lambda: ctx(verdict="buy", gpu="h100-sxm", gpn=8, nodes=4),
+        lambda: ctx(verdict="buy", gpu="h100-sxm", gpn=8, nodes=1),
+    ),
+    "failures-per-run": (
+        lambda: ctx(gpu="h100-sxm", gpn=8, est_update=slow(20_000.0)),
+        lambda: ctx(gpu="h100-sxm", gpn=8, est_update=slow(10.0)),
+    ),
+    "energy-efficiency": (
+        lambda: buy_cost(0.9, 0.3)(ctx(gpu="rtx-3090", gpn=2, req=make_req(
+            deployment={"electricity_usd_per_kwh": 0.6, "staff_usd_per_year": 0, "utilization": 0.9}))),
+        lambda: buy_cost(0.9, 0.3)(ctx(gpu="h100-sxm", gpn=8, req=make_req(
+            deployment={"electricity_usd_per_kwh": 0.05}))),
+    ),
+}
+
+
+def test_at_least_twenty_rules_each_with_a_case() -> None:
+    ids = pit.rule_ids()
+    assert len(ids) >= 20
+    assert len(set(ids)) == len(ids)
+    assert set(CASES) == set(ids), set(ids) ^ set(CASES)
+
+
+def test_every_rule_has_source_and_valid_severity() -> None:
+    for r in pit.RULES:
+        assert r.source.strip()
+        assert r.severity in pit.SEVERITY_ORDER
+
+
+@pytest.mark.parametrize("rid", sorted(CASES))
+def test_rule_triggers(rid: str) -> None:
+    hits = fired(CASES[rid][0](), rid)
+    assert len(hits) == 1, rid
+    p = hits[0]
+    assert p.severity in ("block", "high", "medium", "info")
+    assert p.source
+    assert any(ch.isdigit() for ch in p.message) or rid in ("start-in-cloud", "rocm-caveats", "geforce-eula"), p.message
+
+
+@pytest.mark.parametrize("rid", sorted(CASES))
+def test_rule_stays_quiet(rid: str) -> None:
+    assert fired(CASES[rid][1](), rid) == []
+
+
+def test_messages_quote_their_numbers() -> None:
+    c = ctx(est_update=tight_memory(0.10))
+    (p,) = fired(c, "vram-headroom")
+    assert f"{c.est.memory.per_gpu_gib:.1f} GiB" in p.message  # type: ignore[union-attr]
+    assert "10%" in p.message
+    assert p.severity == "high"
+    c2 = ctx(est_update=tight_memory(0.30))
+    assert fired(c2, "vram-headroom")[0].severity == "medium"
+
+
+def test_wall_circuit_blocks_only_a_chosen_office() -> None:
+    c = ctx(gpu="rtx-a6000", gpn=8, req=make_req(deployment={"site": "office", "mode": "buy"}))
+    (p,) = fired(c, "wall-circuit")
+    assert p.severity == "block"
+    assert f"{c.build.power_w:,}" in p.message  # type: ignore[union-attr]
+    # Rented hardware: the provider's problem, not a pitfall for the user.
+    rented = ctx(gpu="rtx-a6000", gpn=8, req=make_req(deployment={"site": "office", "mode": "rent"}))
+    assert fired(rented, "wall-circuit") == []
+
+
+def test_export_control_names_in_market_alternatives() -> None:
+    (p,) = fired(ctx(gpu="h100-sxm", req=make_req(deployment={"country": "CN"})), "export-control")
+    assert p.severity == "block"
+    assert "CN" in p.message
+    names = {g.name for g in CAT.gpus if not g.export_restricted}
+    assert any(n in p.message for n in names)
+
+
+def test_sorted_by_severity() -> None:
+    c = ctx(gpu="rtx-3090", gpn=4, req=make_req(deployment={"used_hardware": True, "site": "office", "mode": "buy"}),
+            est_update=tight_memory(0.05))
+    sev = [pit.SEVERITY_ORDER[p.severity] for p in pit.check(c)]
+    assert sev == sorted(sev)
+    assert len(sev) >= 3
