@@ -148,7 +148,8 @@ class StepScreen(WizScreen):
         if idx + 1 < len(inputs):
             inputs[idx + 1].focus()
         else:
-            self.app.run_action("next")
+            if self.wiz.check_action("next", ()):
+                self.wiz.action_next()
 
     def field_widget(self, path: tuple[str, ...]) -> Input | Select[Any]:
         """The widget editing ``path`` (tests)."""

@@ -20,17 +20,27 @@ class StepBar(Static):
     dirty: reactive[bool] = reactive(False)
 
     def render(self) -> Text:
+        width = self.size.width or 80
+        for short in (False, True):
+            out = self._line(short)
+            if out.cell_len <= width:
+                break
+        return out
+
+    def _line(self, short: bool) -> Text:
         out = Text()
         out.append(" gpuwiz ", style="bold reverse")
         out.append(" ")
-        out.append(self.file_label, style="bold")
+        label = self.file_label if len(self.file_label) <= 24 else "…" + self.file_label[-23:]
+        out.append(label, style="bold")
         if self.dirty:
-            out.append(" ● unsaved", style="bold yellow")
-        out.append("   ")
+            out.append(" ●" if short else " ● unsaved", style="bold yellow")
+        out.append("  ")
         for i, sid in enumerate(STEP_IDS, 1):
             if i > 1:
-                out.append(" › ", style="dim")
-            label = f"{i} {STEP_TITLES[sid]}"
+                out.append("›" if short else " › ", style="dim")
+            title = STEP_TITLES[sid]
+            label = f"{i} {title}" if not short or sid == self.current else f"{i} {title[:3]}"
             if sid == self.current:
                 out.append(f"[{label}]", style="bold reverse")
             else:
