@@ -269,6 +269,7 @@ class StepTime:
 def step_time(
     cc: ComputeConsts, gpu: GPU, core_gpu: float, peak_tflops: float, count: int, gpn: int, nodes: int,
     dp: int, tp: int, pp: int, zero: int, offload: str, mb: int, ga: int, ckpt: str,
+    intra: float | None = None, inter: float | None = None,
 ) -> StepTime:
     """Seconds per optimizer step: compute + pipeline bubble + exposed communication + offload."""
     e = cc.e
@@ -283,8 +284,10 @@ def step_time(
     compute = t_mb * ga
     bubble = t_mb * (pp - 1) if pp > 1 else 0.0  # 1F1B: (p - 1)/m of the ideal time (Narayanan 2021 §2.2)
 
-    intra, _ = intra_node_bw(gpu, gpn, e)
-    inter, _ = inter_node_bw(gpu, gpn, e)
+    if intra is None:
+        intra = intra_node_bw(gpu, gpn, e)[0]
+    if inter is None:
+        inter = inter_node_bw(gpu, gpn, e)[0]
     p_mp = cc.p_total / mp
     tr_mp = cc.p_trainable / mp
     dp_bw = inter if (nodes > 1 and nodes > pp) else intra

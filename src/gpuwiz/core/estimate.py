@@ -66,7 +66,17 @@ from gpuwiz.core.models import (
     Throughput,
     Time,
 )
-from gpuwiz.core.parallel import Choice, Pinned, Shape, candidate_shapes, choose, ckpt_options, shape_problem
+from gpuwiz.core.parallel import (
+    Choice,
+    Pinned,
+    Row,
+    Shape,
+    candidate_shapes,
+    choose_from_table,
+    ckpt_options,
+    memory_table,
+    shape_problem,
+)
 from gpuwiz.core.units import GIB
 
 TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
@@ -138,8 +148,12 @@ class Context:
     thr_scale: float = 1.0  # calibration with a reference config
     thr_direct: float | None = None  # units/s/GPU replacing the model (calibration without hardware)
     calib_notes: list[str] = field(default_factory=list)
-    _shape_cache: dict[tuple[int, ...], list[Shape]] = field(default_factory=dict)
+    _shape_cache: dict[tuple[int, ...], tuple[list[Shape], list[Row]]] = field(default_factory=dict)
     _host_cache: dict[tuple[str, int], float] = field(default_factory=dict)
+    _mem_cache: dict[tuple, tuple[MemParts, str]] = field(default_factory=dict)
+    _row_cache: dict[tuple, Row] = field(default_factory=dict)
+    _gpu_cache: dict[tuple[str, int], tuple] = field(default_factory=dict)
+    _mb_cap_fn: object = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -235,6 +249,7 @@ def prepare(
         p_trainable=p_tr, goodput=good, headroom=float(req.deployment.headroom), eff=eff, notes=notes,
         gpus=catalog.gpu_map(),
     )
+    ctx._mb_cap_fn = lambda dp: _mb_cap(ctx, dp)
     _calibrate(ctx)
     return ctx
 
@@ -352,11 +367,13 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
 
     nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
     key = (count, gpn, nodes, nvlink_tp)
-    shapes = ctx._shape_cache.get(key)
-    if shapes is None:
+    cached = ctx._shape_cache.get(key)
+    if cached is None:
         shapes = candidate_shapes(count, gpn, nodes, nvlink_tp, model.is_token_model, model.heads or 1,
                                   model.kv_heads or model.heads or 1, model.layers or 1, ctx.pinned)
-        ctx._shape_cache[key] = shapes
+        cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache))
+        ctx._shape_cache[key] = cached
+    shapes, table = cached
     if ctx.pinned.any_layout:
         bad = shape_problem(shapes[0], count, model.heads or 1, model.layers or 1, gpn, nvlink_tp > 1)
         if bad:
@@ -366,10 +383,16 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     usable = capacity * (1.0 - ctx.headroom)
     budget = usable * GIB / ctx.mem_scale
     host_gib = _host_limit_gib(ctx, g, gpn)
-    ch = choose(ctx.mc, shapes, budget, count, lambda dp: _mb_cap(ctx, dp), ctx.pinned, ctx.ckpts,
-                host_gib * GIB / gpn)
+    ch = choose_from_table(table, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_gib * GIB / gpn)
     s = ch.shape
-    mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt)
+    mkey = (count, s, ch.ckpt, ch.mb)
+    hit = ctx._mem_cache.get(mkey)
+    if hit is None:
+        mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt)
+        plan_s = f"{s.framework(count)}, mb {ch.mb}, ckpt {ch.ckpt}"
+        ctx._mem_cache[mkey] = (mem, plan_s)
+    else:
+        mem, plan_s = hit
     per_gpu = mem.total / GIB * ctx.mem_scale
     fits = per_gpu <= usable + 1e-9 and not problems
     if not ch.fits and not ch.host_ok:
@@ -390,11 +413,17 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
                                 f"{gpn}× {g.name} takes at most {host_gib:.0f} GiB")
 
     ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
-    core_gpu, peak, pnote = gpu_factor(g, ctx.req.training.precision, ctx.eff)
+    gkey = (g.id, gpn)
+    gf = ctx._gpu_cache.get(gkey)
+    if gf is None:
+        gf = (*gpu_factor(g, ctx.req.training.precision, ctx.eff), intra_node_bw(g, gpn, ctx.eff)[0],
+              inter_node_bw(g, gpn, ctx.eff)[0])
+        ctx._gpu_cache[gkey] = gf
+    core_gpu, peak, pnote, intra, inter = gf
     if pnote:
         notes.append(pnote)
     st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
-                   ch.mb, ga, ch.ckpt)
+                   ch.mb, ga, ch.ckpt, intra, inter)
     units_step = ch.mb * ga * ch.dp * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:
@@ -414,7 +443,6 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     host_node = mem.host_per_gpu / GIB * gpn
     tok = ups if model.is_token_model else None
     smp = ups / ctx.cc.units_per_sample if ctx.cc.units_per_sample else None
-    plan_s = f"{s.framework(count)}, mb {ch.mb}, ckpt {ch.ckpt}"
     return QuickResult(
         fits=fits, per_gpu_gib=per_gpu, capacity_gib=capacity, wall_hours=wall, gpu_hours=wall * count, mfu=mfu,
         tokens_per_s_per_gpu=tok, samples_per_s_per_gpu=smp, plan=plan_s, reason=problems[0] if problems else None,

@@ -133,20 +133,50 @@ def ckpt_options(mc: MemoryConsts, pinned: Pinned) -> tuple[str, ...]:
     return ("none", "selective", "full")
 
 
-def choose(
-    mc: MemoryConsts, shapes: list[Shape], budget_bytes: float, count: int, mb_cap_fn, pinned: Pinned,
-    ckpts: tuple[str, ...], host_budget_per_gpu: float = float("inf"),
+Row = tuple[Shape, int, float, tuple[tuple[str, float, float], ...]]  # shape, dp, host bytes, (ckpt, fixed, per)
+
+
+def memory_table(
+    mc: MemoryConsts, shapes: list[Shape], count: int, ckpts: tuple[str, ...], cache: dict | None = None
+) -> list[Row]:
+    """Per layout: data-parallel degree, host bytes per GPU (offload) and, per checkpointing mode, the
+    (fixed, per-sample) bytes of ``memory.max_micro_batch``. Independent of the GPU type, so the
+    recommender's sweep over GPU types reuses rows (``cache``, keyed by (count, layout))."""
+    rows: list[Row] = []
+    for s in shapes:
+        if cache is not None:
+            hit = cache.get((count, s))
+            if hit is not None:
+                rows.append(hit)
+                continue
+        dp = max(1, count // (s.tp * s.pp))
+        host = states(mc, dp, s.tp, s.pp, s.zero, s.offload)[3] if s.offload != "none" else 0.0
+        per_ck = []
+        for ck in ckpts:
+            _, fixed, per = max_micro_batch(mc, 0.0, count, dp, s.tp, s.pp, s.zero, s.offload, ck)
+            per_ck.append((ck, fixed, per))
+        row = (s, dp, host, tuple(per_ck))
+        if cache is not None:
+            cache[(count, s)] = row
+        rows.append(row)
+    return rows
+
+
+def choose_from_table(
+    rows: list[Row], budget_bytes: float, mb_cap_fn, want: int | None, host_budget_per_gpu: float = float("inf"),
 ) -> Choice:
     """First (layout, checkpointing) that fits with micro-batch ≥ 1; else the least-memory one.
 
     Offload layouts also need their pinned host memory within ``host_budget_per_gpu`` (bytes)."""
     best: Choice | None = None
-    want = pinned.micro_batch
-    for i, s in enumerate(shapes):
-        dp = max(1, count // (s.tp * s.pp))
-        host_ok = s.offload == "none" or states(mc, dp, s.tp, s.pp, s.zero, s.offload)[3] <= host_budget_per_gpu
-        for ck in ckpts:
-            mbmax, fixed, per = max_micro_batch(mc, budget_bytes, count, dp, s.tp, s.pp, s.zero, s.offload, ck)
+    for i, (s, dp, host, per_ck) in enumerate(rows):
+        host_ok = host <= host_budget_per_gpu
+        for ck, fixed, per in per_ck:
+            room = budget_bytes - fixed
+            if per > 0:
+                mbmax = int(room // per) if room > 0 else 0
+            else:
+                mbmax = (1 << 30) if room >= 0 else 0
             if not host_ok:
                 mbmax = 0
             if want is not None:
@@ -154,9 +184,8 @@ def choose(
                     return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
                 need = fixed + per * want
             elif mbmax >= 1:
-                cap = mb_cap_fn(dp)
+                lim = min(mbmax, mb_cap_fn(dp))
                 mb = 1
-                lim = min(mbmax, cap)
                 while mb * 2 <= lim:
                     mb *= 2
                 return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
@@ -166,5 +195,14 @@ def choose(
             if best is None or (not host_ok, need) < (not best.host_ok, best.need_bytes):
                 best = Choice(s, dp, want or 1, ck, False, need, i + 1, host_ok)
     assert best is not None
-    best.shapes_tried = len(shapes)
+    best.shapes_tried = len(rows)
     return best
+
+
+def choose(
+    mc: MemoryConsts, shapes: list[Shape], budget_bytes: float, count: int, mb_cap_fn, pinned: Pinned,
+    ckpts: tuple[str, ...], host_budget_per_gpu: float = float("inf"),
+) -> Choice:
+    """``choose_from_table`` over a freshly built ``memory_table``."""
+    return choose_from_table(memory_table(mc, shapes, count, ckpts), budget_bytes, mb_cap_fn, pinned.micro_batch,
+                             host_budget_per_gpu)
