@@ -1,0 +1,164 @@
+"""Rent vs buy: cloud cost per run, on-prem TCO, verdict, break-even, payback, flips, series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpuwiz.core import cost as costmod
+from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core.models import Build, Requirements
+from gpuwiz.core.units import HOURS_PER_YEAR
+
+CAT: Catalog = load_catalog()
+
+
+def req(**deployment: Any) -> Requirements:
+    runs = deployment.pop("runs_per_month", 2)
+    return Requirements.model_validate({"model": {"preset": "llama-2-7b"}, "data": {"tokens": 1e9},
+                                        "schedule": {"runs_per_month": runs}, "deployment": deployment})
+
+
+def h100_node(nodes: int = 1, capex: float = 300_000.0, site: str = "colocation / data centre") -> Build:
+    return Build(gpu="h100-sxm", gpu_name="H100", gpus_per_node=8, nodes=nodes, cpu="EPYC", power_w=7650,
+                 max_power_w=10200, capex_usd=capex * nodes, site=site)
+
+
+def test_cloud_options_match_gpu_and_count() -> None:
+    r = req()
+    opts = costmod.cloud_options(r, CAT, "h100-sxm", 8, 8, wall_hours=10.0)
+    assert opts and all(o.gpu == "h100-sxm" for o in opts)
+    assert [o.cost_per_run_usd for o in opts] == sorted(o.cost_per_run_usd for o in opts)
+    for o in opts:
+        assert o.gpus_per_instance * o.instances >= 8
+        assert o.cost_per_run_usd == pytest.approx(o.usd_per_hour * 10.0, abs=0.01)
+        assert o.cost_per_year_usd == pytest.approx(o.usd_per_hour * 10.0 * 24, abs=0.05)
+
+
+def test_multi_instance_needs_rdma() -> None:
+    opts = costmod.cloud_options(req(), CAT, "h100-sxm", 32, 8, wall_hours=10.0)
+    assert opts
+    for o in opts:
+        inst = next(i for i in CAT.cloud_instances if i.instance_type == o.instance and i.provider == o.provider)
+        assert o.instances == 4 and inst.rdma
+
+
+def test_spot_includes_restart_overhead_and_reserved_is_paid_all_year() -> None:
+    r = req(runs_per_month=1)
+    opts = costmod.cloud_options(r, CAT, "l40s", 1, 1, wall_hours=5.0)
+    inst = next(i for i in CAT.cloud_instances if i.gpu == "l40s" and i.spot_usd_per_hour and i.gpu_count == 1
+                and i.provider == "RunPod")
+    o = next(x for x in opts if x.instance == inst.instance_type)
+    assert o.cost_per_run_spot_usd == pytest.approx(inst.spot_usd_per_hour * 5 * (1 + CAT.fac("spot_overhead_frac")), abs=0.01)  # type: ignore[operator]
+    # 12 runs of 5 h a year: a 1-year reservation is billed for 8,760 h, spread over 12 runs.
+    res_rate = inst.price_usd_per_hour * (1 - CAT.fac("reserved_1y_discount"))
+    assert o.cost_per_run_reserved_usd == pytest.approx(res_rate * HOURS_PER_YEAR / 12, abs=0.01)
+
+
+def test_onprem_tco_components() -> None:
+    r = req(electricity_usd_per_kwh=0.10, pue=1.25, colo_usd_per_kw_month=184.0, staff_usd_per_year=150_000, site="colo")
+    b = h100_node()
+    parts = costmod.onprem_parts(r, CAT, b)
+    assert parts.colo
+    assert parts.space == pytest.approx(10.2 * 184 * 12)
+    assert parts.maintenance == pytest.approx(CAT.fac("maintenance_frac_per_year") * 300_000)
+    # Idle power: 25 % of max draw all year, with PUE.
+    assert parts.power_idle_per_year == pytest.approx(0.25 * 10.2 * 1.25 * HOURS_PER_YEAR * 0.10)
+    # Residual value decays as residual_frac ** (years / depreciation_years).
+    frac = CAT.fac("residual_value_frac") ** (3 / CAT.fac("depreciation_years"))
+    assert parts.residual == pytest.approx(300_000 * frac)
+    tco = costmod.onprem_tco(r, parts, busy_gpu_hours_per_year=0.5 * 8 * HOURS_PER_YEAR)
+    assert tco.utilization == pytest.approx(0.5)
+    expected = 300_000 - parts.residual + 3 * parts.opex_per_year(0.5 * 8 * HOURS_PER_YEAR)
+    assert tco.total_usd == pytest.approx(expected, rel=1e-6)
+    assert tco.usd_per_gpu_hour == pytest.approx(expected / (0.5 * 8 * HOURS_PER_YEAR * 3), rel=1e-4)
+
+
+def test_user_overrides_beat_catalog_defaults() -> None:
+    b = h100_node()
+    cheap = costmod.onprem_parts(req(electricity_usd_per_kwh=0.05, site="colo"), CAT, b)
+    dear = costmod.onprem_parts(req(electricity_usd_per_kwh=0.30, site="colo"), CAT, b)
+    assert dear.power_idle_per_year == pytest.approx(6 * cheap.power_idle_per_year)
+    office = costmod.onprem_parts(req(site="office"), CAT, b.model_copy(update={"gpus_per_node": 2}))
+    assert not office.colo and office.space == pytest.approx(2 * CAT.fac("office_space_usd_per_gpu_year"))
+
+
+def rent_ref(per_run: float, gpu_hour: float = 3.0) -> costmod.RentRef:
+    return costmod.RentRef(usd_per_run=per_run, label="8x H100 somewhere", usd_per_gpu_hour=gpu_hour)
+
+
+def test_rare_runs_rent() -> None:
+    r = req(runs_per_month=1, site="colo")
+    a = costmod.analyse(r, CAT, h100_node(), gpu_hours_per_run=200.0, cloud=[], rent=rent_ref(600.0))
+    assert a.verdict == "rent"
+    assert a.onprem is not None and a.onprem.utilization < 0.05
+    assert a.breakeven_utilization is not None and a.breakeven_utilization > a.onprem.utilization
+    assert a.payback_months is None or a.payback_months > 36
+    assert "busy only" in a.verdict_reason
+
+
+def test_full_time_work_at_hyperscaler_prices_buys() -> None:
+    # Busy ~90 % of the year at $12/GPU-h on demand: the research's break-even is ~15-30 %.
+    gph = 8 * 730 * 0.9
+    r = req(runs_per_month=1, site="colo")
+    a = costmod.analyse(r, CAT, h100_node(), gpu_hours_per_run=gph, cloud=[], rent=rent_ref(gph * 12.0, 12.0))
+    assert a.verdict == "buy"
+    assert a.breakeven_utilization is not None and 0.05 < a.breakeven_utilization < 0.6
+    assert a.payback_months is not None and 2 < a.payback_months < 36
+    assert a.onprem is not None and a.onprem.usd_per_gpu_hour < 12.0
+    assert any("utilisation below" in f for f in a.flip_inputs)
+
+
+def test_breakeven_formula() -> None:
+    gph = 1000.0
+    r = req(runs_per_month=2, site="colo")
+    b = h100_node()
+    a = costmod.analyse(r, CAT, b, gpu_hours_per_run=gph, cloud=[], rent=rent_ref(gph * 4.0, 4.0))
+    parts = costmod.onprem_parts(r, CAT, b)
+    expect = parts.fixed_per_year(3) / (8 * HOURS_PER_YEAR * (4.0 - parts.power_per_gpu_hour))
+    assert a.breakeven_utilization == pytest.approx(expect, rel=1e-3)
+
+
+def test_mode_forces_the_verdict() -> None:
+    a = costmod.analyse(req(mode="buy", site="colo"), CAT, h100_node(), 10.0, [], rent_ref(30.0))
+    assert a.verdict == "buy"
+    b = costmod.analyse(req(mode="rent", site="colo"), CAT, h100_node(), 8 * 700.0, [], rent_ref(8 * 700 * 12.0, 12.0))
+    assert b.verdict == "rent"
+
+
+def test_hybrid_when_close_and_splittable() -> None:
+    r = req(runs_per_month=1, site="colo")
+    b = h100_node(nodes=4)
+    gph = 32 * 700.0
+    parts = costmod.onprem_parts(r, CAT, b)
+    buy_total = parts.total(3, gph * 12)
+    per_run = buy_total / 3 / 12  # renting costs the same over the horizon
+    a = costmod.analyse(r, CAT, b, gph, [], rent_ref(per_run, per_run / gph))
+    assert a.verdict == "hybrid"
+    assert a.hybrid_usd_total is not None
+    assert "own 2 of 4 nodes" in a.verdict_reason
+
+
+def test_monthly_series_is_cumulative_over_the_horizon() -> None:
+    r = req(runs_per_month=4, site="colo", horizon_years=2)
+    a = costmod.analyse(r, CAT, h100_node(), 100.0, [], rent_ref(500.0))
+    assert len(a.monthly) == 25 and a.monthly[0].month == 0
+    assert a.monthly[0].rent_usd == 0 and a.monthly[0].buy_usd == pytest.approx(300_000)
+    assert all(x.rent_usd <= y.rent_usd and x.buy_usd <= y.buy_usd for x, y in zip(a.monthly, a.monthly[1:]))
+    assert a.monthly[12].rent_usd == pytest.approx(500.0 * 4 * 12)
+
+
+def test_no_cloud_offer_means_buy_and_no_price_means_rent() -> None:
+    a = costmod.analyse(req(site="colo"), CAT, h100_node(), 100.0, [], None)
+    assert a.verdict == "buy" and a.onprem is not None
+    b = costmod.analyse(req(), CAT, None, 100.0, [], rent_ref(50.0), gpu_priced=False)
+    assert b.verdict == "rent" and b.onprem is None
+
+
+def test_cheapest_rate_respects_countries() -> None:
+    hit = costmod.cheapest_rate(CAT, "a100-40gb-sxm", 8, 8)
+    assert hit is not None
+    rate, inst, n = hit
+    us = costmod.cheapest_rate(CAT, "a100-40gb-sxm", 8, 8, countries={"US"})
+    assert us is not None and us[1].country == "US" and us[0] >= rate

@@ -1,0 +1,171 @@
+"""System sizing: CPU cores and lanes, host RAM, storage, network, power/site, software, BOM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpuwiz.core import system as sysmod
+from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core.estimate import estimate
+from gpuwiz.core.models import Build, Requirements
+
+CAT: Catalog = load_catalog()
+
+
+def req(**sections: dict[str, Any]) -> Requirements:
+    data: dict[str, Any] = {"model": {"preset": "llama-2-7b", "seq_len": 2048}, "training": {"method": "lora"},
+                            "data": {"tokens": 1e8}}
+    for k, v in sections.items():
+        data[k] = {**data.get(k, {}), **v}
+    return Requirements.model_validate(data)
+
+
+def build(r: Requirements, gpu: str, gpn: int, nodes: int = 1) -> Build:
+    est = estimate(r, CAT, gpu=gpu, count=gpn * nodes, gpus_per_node=gpn)
+    return sysmod.size_system(r, CAT, CAT.gpu(gpu), gpn, nodes, sysmod.workload_from(r, CAT, est))
+
+
+def test_cores_rule_by_modality() -> None:
+    # ml-engineering: GPUs x (workers + 1) + 4; 2 workers for text, 4 for images.
+    assert sysmod.cores_needed(8, "text") == 28
+    assert sysmod.cores_needed(8, "image") == 44
+    assert sysmod.cores_needed(1, "audio") == 9
+
+
+def test_ram_floor_and_recommendation() -> None:
+    floor, rec = sysmod.ram_target_gb(320.0, 0.0, "none")
+    assert (floor, rec) == (320.0, 640.0)
+    floor_o, rec_o = sysmod.ram_target_gb(320.0, 500.0, "optimizer")
+    assert rec_o >= 960.0 and floor_o > floor
+    # Beyond 1 TB of VRAM the 2x rule gives way to the ~2 TB reference systems.
+    _, rec_big = sysmod.ram_target_gb(1546.0, 0.0, "none")
+    assert 2048.0 <= rec_big < 2 * 1546.0
+
+
+def test_ram_is_a_real_dimm_configuration_at_least_vram() -> None:
+    b = build(req(), "a100-80gb-pcie", 4)
+    dimm_lines = [x for x in b.bom if "DIMM" in x.item.upper() or "DDR" in x.item.upper()]
+    assert len(dimm_lines) == 1
+    line = dimm_lines[0]
+    dimm = next(d for d in CAT.platforms.memory if d.name == line.item)
+    assert b.ram_gb == line.qty * dimm.capacity_gb
+    assert b.ram_gb >= b.vram_gb  # never below the 1x floor
+    assert b.ram_gb >= 2 * b.vram_gb * 0.95  # 2x recommended
+
+
+def test_cpu_has_cores_and_lanes_for_the_gpus() -> None:
+    b = build(req(), "a100-80gb-pcie", 8)
+    assert b.cpu_cores >= b.cpu_cores_needed == 28
+    assert b.pcie_lanes >= b.pcie_lanes_needed >= 8 * 16
+    cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
+    assert cpu.segment == "server"
+
+
+def test_two_datacentre_cards_do_not_go_in_a_desktop() -> None:
+    # 2 x16 cards + NVMe = 36 lanes: more than a desktop CPU's 24, so a workstation platform.
+    b = build(req(), "rtx-a6000", 2)
+    cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
+    assert cpu.segment in ("workstation", "server")
+    assert b.pcie_lanes >= b.pcie_lanes_needed
+
+
+def test_two_consumer_cards_fit_a_desktop_tower() -> None:
+    b = build(req(deployment={"site": "desk"}), "rtx-4090", 2)
+    ch = next(c for c in CAT.platforms.chassis if c.name == b.chassis)
+    assert ch.kind in ("desktop", "workstation")
+    assert b.site.startswith(("desk", "office"))
+
+
+def test_single_node_storage_nvme_plus_bulk_hdd() -> None:
+    b = build(req(), "rtx-a6000", 2)
+    assert any("NVMe" in s for s in b.storage)
+    assert any("HDD" in s for s in b.storage)
+    assert b.storage_tb >= 2.0
+    assert any("off-site" in s for s in b.storage)
+
+
+def test_checkpoint_size_full_vs_lora() -> None:
+    full = build(req(training={"method": "full"}), "a100-80gb-sxm", 8)
+    lora = build(req(), "a100-80gb-sxm", 8)
+    # Mixed-precision AdamW: ~14 bytes per parameter (bf16 weights + fp32 master + m + v).
+    assert full.checkpoint_gb == pytest.approx(6.74e9 * 14 / 1e9, rel=0.03)
+    assert lora.checkpoint_gb < full.checkpoint_gb / 50
+
+
+def test_storage_covers_dataset_and_checkpoints() -> None:
+    r = req(training={"method": "full"}, data={"tokens": 1e8, "dataset_gb": 3000})
+    b = build(r, "a100-80gb-sxm", 8)
+    need_tb = (3000 * 2 + b.checkpoint_gb * 3) / 1000
+    assert b.storage_needed_tb >= need_tb
+    assert b.storage_tb >= 3000 / 1000  # the dataset fits locally at least once
+
+
+def test_image_pipeline_read_rate_and_raid() -> None:
+    r = Requirements.model_validate({"model": {"preset": "resnet-50"}, "training": {"optimizer": "sgd"},
+                                     "data": {"samples": 1281167, "epochs": 90, "sample_kb": 110, "dataset_gb": 150}})
+    b = build(r, "h100-sxm", 8)
+    est = estimate(r, CAT, gpu="h100-sxm", count=8, gpus_per_node=8)
+    sps = est.throughput.samples_per_s_per_gpu or 0
+    assert b.read_gbps_needed == pytest.approx(8 * sps * 110 / 1e6, rel=0.02)
+    assert b.read_gbps >= b.read_gbps_needed
+    assert b.cpu_cores_needed == 44  # image decode needs 4 workers per GPU
+
+
+def test_multinode_gets_rdma_fabric_and_parallel_fs() -> None:
+    r = req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11})
+    b = build(r, "h100-sxm", 8, nodes=4)
+    assert b.rdma
+    assert b.network_gbps_per_gpu >= 400
+    assert "InfiniBand" in b.network or "RoCE" in b.network
+    assert any("parallel file system" in s.lower() for s in b.storage)
+    assert any("Slurm" in s for s in b.software) and any("DCGM" in s for s in b.software)
+    assert any("switch" in x.item.lower() for x in b.bom)
+    assert b.cpu_count == 2
+    assert 1000 <= b.ram_gb <= 2100
+
+
+def test_a100_cluster_gets_200g_per_gpu() -> None:
+    r = req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11})
+    b = build(r, "a100-80gb-sxm", 8, nodes=2)
+    assert 200 <= b.network_gbps_per_gpu < 400
+
+
+def test_power_psu_and_site() -> None:
+    hgx = build(req(), "h100-sxm", 8)
+    # Epoch: an 8x H100 HGX node draws ~10.2 kW at most, ~75 % of it while training.
+    assert hgx.max_power_w == pytest.approx(8 * 700 * 1.82, rel=0.05)
+    assert hgx.power_w == pytest.approx(0.75 * hgx.max_power_w, rel=0.05)
+    assert hgx.psu_w >= hgx.max_power_w
+    assert "server room" in hgx.site or "colocation" in hgx.site
+    ws = build(req(), "rtx-4090", 1)
+    # Consumer 450 W cards: PSU >= 1.4x the worst case for transients.
+    assert ws.psu_w >= 1.4 * ws.max_power_w
+    assert ws.power_w <= 1440 and ws.site.startswith("desk")
+    assert ws.heat_kw == pytest.approx(ws.power_w / 1000, rel=0.01)
+
+
+def test_software_stack_by_architecture() -> None:
+    assert any("12.8" in s for s in build(req(), "b200", 8).software)
+    hop = build(req(), "h100-sxm", 8).software
+    assert any("11.8" in s for s in hop) and any("Docker" in s for s in hop)
+    amd = build(req(), "mi300x", 8).software
+    assert any("ROCm" in s for s in amd) and not any("CUDA" in s for s in amd)
+    assert any("PEFT" in s for s in hop)  # LoRA plan implies PEFT
+
+
+def test_bom_sums_to_capex_and_prices_the_gpus() -> None:
+    b = build(req(), "a100-80gb-pcie", 4)
+    assert b.capex_usd == pytest.approx(sum(x.total_usd or 0 for x in b.bom))
+    gpu_line = b.bom[0]
+    assert gpu_line.qty == 4 and gpu_line.unit_usd == CAT.gpu("a100-80gb-pcie").price_new_usd
+    used = build(req(deployment={"used_hardware": True}), "a100-80gb-sxm", 8)
+    new = build(req(), "a100-80gb-sxm", 8)
+    assert used.capex_usd < new.capex_usd
+
+
+def test_desk_site_never_gets_a_rack_chassis() -> None:
+    assert sysmod.pick_chassis(CAT, CAT.gpu("h100-sxm"), 8, "desk") is None
+    ch = sysmod.pick_chassis(CAT, CAT.gpu("rtx-a6000"), 2, "desk")
+    assert ch is not None and ch.kind in ("desktop", "workstation")
