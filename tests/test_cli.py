@@ -1,0 +1,120 @@
+"""The `gpuwiz` command as a user (or a CI script) runs it: subprocesses, exit codes, output shapes."""
+
+import json
+
+import pytest
+
+from conftest import EXAMPLES, run_cli
+
+SMALL = EXAMPLES / "small-team-lora-7b.yaml"
+
+
+def test_version_help_and_python_m():
+    out = run_cli("--version")
+    assert out.returncode == 0 and out.stdout.startswith("gpuwiz ")
+    out = run_cli("--help")
+    assert out.returncode == 0
+    for word in ("recommend", "estimate", "catalog"):
+        assert word in out.stdout
+
+
+def test_estimate_json_has_the_documented_keys():
+    out = run_cli("estimate", SMALL, "--gpu", "a100-80gb-sxm", "--count", "8", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["model"]["params_total"] > data["model"]["params_trainable"] > 0  # LoRA
+    assert data["model"]["params_active"] == data["model"]["params_total"]
+    mem = data["memory"]
+    assert set(mem["breakdown"]) >= {"weights", "gradients", "optimizer", "activations", "overhead"}
+    assert mem["per_gpu_gib"] == pytest.approx(sum(mem["breakdown"].values()), rel=0.01)
+    assert isinstance(mem["fits"], bool) and -10 < mem["headroom_frac"] < 1
+    plan = data["plan"]
+    assert plan["gpus"] == 8 and plan["nodes"] == 1
+    assert plan["dp"] * plan["tp"] * plan["pp"] == 8
+    assert "zero_stage" in plan
+    assert data["throughput"]["tokens_per_s_per_gpu"] > 0 and 0 < data["throughput"]["mfu"] < 1
+    assert data["time"]["gpu_hours"] == pytest.approx(data["time"]["wall_hours"] * 8, rel=1e-6)
+    assert data["assumptions"] and all(isinstance(a, str) for a in data["assumptions"])
+
+
+def test_estimate_more_gpus_is_faster_from_the_command_line():
+    times = []
+    for n in (1, 8):
+        out = run_cli("estimate", SMALL, "--gpu", "h100-sxm", "--count", n, "--format", "json")
+        assert out.returncode == 0, out.stderr
+        times.append(json.loads(out.stdout)["time"]["wall_hours"])
+    assert times[1] < times[0] / 4
+
+
+def test_recommend_json_md_and_text():
+    out = run_cli("recommend", EXAMPLES / "enterprise-70b-pretrain.yaml", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    build = data["build"]
+    for key in ("gpu", "gpus_per_node", "nodes", "cpu", "ram_gb", "storage", "network", "psu_w", "software"):
+        assert key in build
+    assert data["estimate"]["memory"]["fits"] is True
+    assert len(data["alternatives"]) >= 3
+    assert len({a["gpu"] for a in data["alternatives"]}) >= 3
+    for alt in data["alternatives"]:
+        assert {"gpu", "count", "wall_hours", "cost_per_run_usd", "reason"} <= set(alt) and alt["reason"]
+    cost = data["cost"]
+    assert cost["verdict"] in ("rent", "buy", "hybrid")
+    assert {"breakeven_utilization", "payback_months", "monthly", "cloud", "onprem"} <= set(cost)
+    assert all({"id", "severity", "message", "source"} <= set(p) for p in data["pitfalls"])
+
+    md = run_cli("recommend", SMALL, "--format", "md")
+    assert md.returncode == 0, md.stderr
+    assert md.stdout.startswith("# gpuwiz recommendation")
+    assert "## Rent vs buy" in md.stdout and "| Item |" in md.stdout
+
+    text = run_cli("recommend", SMALL, "--objective", "fastest")
+    assert text.returncode == 0 and "Verdict:" in text.stdout
+
+
+def test_recommend_output_file_is_the_same_report(tmp_path):
+    target = tmp_path / "memo.md"
+    out = run_cli("recommend", SMALL, "--format", "md", "-o", target)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""
+    assert target.read_text() == run_cli("recommend", SMALL, "--format", "md").stdout
+
+
+def test_catalog_listing():
+    out = run_cli("catalog", "gpus")
+    assert out.returncode == 0 and "h100-sxm" in out.stdout
+    out = run_cli("catalog", "models", "--format", "json")
+    ids = {m["id"] for m in json.loads(out.stdout)}
+    assert {"llama-2-7b", "resnet-50", "mixtral-8x7b"} <= ids
+    out = run_cli("catalog", "clouds")
+    assert out.returncode == 0 and "p5.48xlarge" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args,pattern",
+    [
+        (["estimate", "nope.yaml", "--gpu", "h100-sxm", "--count", "1"], r"^nope.yaml: no such file$"),
+        (["estimate", str(SMALL), "--gpu", "h100", "--count", "1"], r"h100.*did you mean"),
+        (["estimate", str(SMALL), "--count", "0"], r"--count: must be at least 1"),
+        (["recommend", str(SMALL), "--objective", "cheap"], r"invalid choice"),
+        (["catalog", "gpus", "--catalog", "missing-overlay.yaml"], r"missing-overlay.yaml: no such file"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args, pattern):
+    import re
+
+    out = run_cli(*args)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert re.search(pattern, out.stderr.strip(), re.M), out.stderr
+
+
+def test_bad_config_names_file_line_and_field(tmp_path):
+    cfg = tmp_path / "team.yaml"
+    cfg.write_text("version: 1\nmodel:\n  preset: llama-2-7b\ntraining:\n  precision: bf17\n")
+    before = cfg.read_bytes()
+    out = run_cli("recommend", cfg)
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"{cfg}:5: training.precision: ")
+    assert cfg.read_bytes() == before
