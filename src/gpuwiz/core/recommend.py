@@ -27,7 +27,9 @@ from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Alternative, Estimate, Recommendation, Requirements
-from gpuwiz.core.units import HOURS_PER_MONTH
+from gpuwiz.core.units import GIB, HOURS_PER_MONTH
+
+GB_PER_GIB = GIB / 1e9
 
 GPN_LADDER = (1, 2, 4, 8)
 MAX_NODES = 4096
@@ -56,6 +58,7 @@ class Quick:
     gpu_hours: float
     per_gpu_gib: float = 0.0
     problems: tuple[str, ...] = ()
+    host_ram_gib: float = 0.0  # per node, CPU offload
 
 
 class _Scanner:
@@ -81,11 +84,12 @@ class _Scanner:
                 wall_hours=float(_get(r, "wall_hours") or math.inf),
                 gpu_hours=float(_get(r, "gpu_hours") or math.inf),
                 per_gpu_gib=float(_get(r, "per_gpu_gib") or 0.0),
+                host_ram_gib=float(_get(r, "host_ram_gib") or 0.0),
                 problems=tuple(_get(r, "problems") or ()) or ((str(_get(r, "reason")),) if _get(r, "reason") else ()),
             )
         e = self.full(gpu, count, gpn)
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
-                     per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems))
+                     per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib)
 
     def full(self, gpu: GPU, count: int, gpn: int) -> Estimate:
         if self.fast and hasattr(self.mod, "estimate_from"):
@@ -162,6 +166,7 @@ class _Recommender:
         self.dropped: dict[str, int] = {}
         self.considered = 0
         self.cap_cache: dict[tuple[str, int, int], float] = {}
+        self.ram_cap: dict[tuple[str, int], float] = {}
         self.restricted = self.d.country.upper() in {c.upper() for c in cat.export_controlled_countries}
         self.y = costmod.years(req)
         self.rpy = costmod.runs_per_year(req)
@@ -249,6 +254,14 @@ class _Recommender:
         c = Cand(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
         if pinned:
             return c
+        if self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
+            if count_drops:
+                self.drop(DROP_SITE)
+            return None
+        if q.fits and q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
+            q = Quick(fits=False, wall_hours=q.wall_hours, gpu_hours=q.gpu_hours, per_gpu_gib=q.per_gpu_gib,
+                      problems=("CPU offload needs more host RAM than the platform takes",), host_ram_gib=q.host_ram_gib)
+            c.q = q
         if not q.fits:
             if count_drops:
                 self.drop(DROP_FIT)
@@ -258,6 +271,19 @@ class _Recommender:
                 self.drop(DROP_DEADLINE)
             return c if not count_drops else None
         return c
+
+    def max_host_ram_gb(self, gpu: GPU, gpn: int) -> float:
+        """Most host RAM any chassis + CPU for these GPUs can hold (offload must fit in it)."""
+        key = (gpu.form_factor, gpn)
+        if key not in self.ram_cap:
+            best = 0.0
+            for ch in sysmod.chassis_options(self.cat, gpu, gpn, self.d.site):
+                for cpu in self.cat.platforms.cpus:
+                    if cpu.segment == ch.cpu_segment:
+                        best = max(best, cpu.max_memory_gb * min(ch.sockets, cpu.max_sockets))
+            # No catalog chassis: a generic dual-socket server (12 TB = 2 x EPYC 9004 maximum).
+            self.ram_cap[key] = best if best > 0 else 12_288.0
+        return self.ram_cap[key]
 
     # -- pricing --
     def price_rough(self, c: Cand, w: sysmod.Workload) -> None:

@@ -1,0 +1,223 @@
+"""recommend(): the reference builds, no absurd answers, objectives, pins, filters, nothing-fits."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core.config_io import load_config
+from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.models import Recommendation, Requirements
+from gpuwiz.core.recommend import DROP_EXPORT, DROP_SITE, recommend
+
+CAT: Catalog = load_catalog()
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def example(name: str, **updates: dict[str, Any]) -> Requirements:
+    data = yaml.safe_load((EXAMPLES / name).read_text())
+    for key, upd in updates.items():
+        data[key] = {**(data.get(key) or {}), **upd}
+    return Requirements.model_validate(data)
+
+
+@pytest.fixture(scope="module")
+def small_team() -> Recommendation:
+    return recommend(load_config(EXAMPLES / "small-team-lora-7b.yaml"), CAT)
+
+
+@pytest.fixture(scope="module")
+def enterprise() -> Recommendation:
+    return recommend(load_config(EXAMPLES / "enterprise-70b-pretrain.yaml"), CAT)
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_example_gets_a_full_answer(path: Path) -> None:
+    r = recommend(load_config(path), CAT)
+    assert r.found and r.build and r.estimate and r.cost
+    assert r.estimate.feasible
+    assert r.cost_per_run_usd is not None and r.cost_per_run_usd > 0
+    assert len(r.alternatives) >= 3
+    assert len({a.gpu for a in r.alternatives}) == len(r.alternatives)
+    assert r.build.gpu not in {a.gpu for a in r.alternatives}
+    for a in r.alternatives:
+        assert "per run" in a.reason and ("x" in a.reason or "as fast" in a.reason)
+    assert r.cost.monthly and r.cost.verdict in ("rent", "buy", "hybrid") and r.cost.verdict_reason
+    assert r.candidates_considered > len(r.alternatives)
+    # JSON-ready: the fields the CLI's JSON needs are there.
+    js = r.model_dump(mode="json")
+    for key in ("gpu", "gpus_per_node", "nodes", "cpu", "ram_gb", "storage", "network", "psu_w", "software"):
+        assert key in js["build"]
+    assert {"cloud", "onprem", "verdict", "breakeven_utilization", "payback_months", "monthly"} <= set(js["cost"])
+
+
+def test_reference_small_team(small_team: Recommendation) -> None:
+    """Small team, 7B LoRA a few times a month, modest budget: one workstation-class box, or the
+    cloud with the reason."""
+    b = small_team.build
+    assert b is not None and small_team.cost is not None
+    assert b.nodes == 1 and b.gpus_per_node <= 4
+    if small_team.cost.verdict == "rent":
+        assert "renting" in small_team.cost.verdict_reason and "$" in small_team.cost.verdict_reason
+        assert b.site.startswith("cloud")
+        assert small_team.cost.onprem is not None  # the build it would otherwise buy, priced
+    else:
+        assert 128 <= b.ram_gb <= 256
+
+
+def test_reference_small_team_buying_gets_a_workstation() -> None:
+    r = recommend(example("small-team-lora-7b.yaml", deployment={"mode": "buy"}), CAT)
+    b = r.build
+    assert r.found and b is not None and r.cost is not None and r.cost.verdict == "buy"
+    g = CAT.gpu(b.gpu)
+    assert b.nodes == 1 and b.gpus_per_node <= 4
+    assert g.form_factor == "pcie" and g.segment in ("consumer", "workstation", "datacenter")
+    assert 64 <= b.ram_gb <= 512 and b.ram_gb >= b.vram_gb
+    assert any("NVMe" in s for s in b.storage) and any("HDD" in s for s in b.storage)
+    sw = " ".join(b.software)
+    assert "Ubuntu" in sw and "Docker" in sw and "PyTorch" in sw
+    assert b.capex_usd <= 40_000  # the budget
+    assert not b.site.startswith(("colocation", "server room"))
+
+
+def test_reference_enterprise_70b(enterprise: Recommendation) -> None:
+    """70B on 2T tokens by a deadline: 8-GPU SXM nodes with NVLink, dual EPYC-class CPUs, ~1-2 TB
+    RAM, NVMe RAID + parallel FS, InfiniBand 200-400 Gb/s, Slurm/Kubernetes + DCGM."""
+    b, est = enterprise.build, enterprise.estimate
+    assert b is not None and est is not None and enterprise.cost is not None
+    g = CAT.gpu(b.gpu)
+    assert g.form_factor in ("sxm", "oam") and g.nvlink_gbps > 0 and g.segment == "datacenter"
+    assert b.gpus_per_node == 8 and b.nodes >= 2
+    assert est.time.wall_hours <= 60 * 24
+    assert b.cpu_count == 2 and ("EPYC" in b.cpu or "Xeon" in b.cpu)
+    assert 1000 <= b.ram_gb <= 2400
+    assert any("RAID-0" in s for s in b.storage)
+    assert any("parallel file system" in s.lower() for s in b.storage)
+    assert b.rdma and 200 <= b.network_gbps_per_gpu <= 400 and "InfiniBand" in b.network
+    sw = " ".join(b.software)
+    assert ("Slurm" in sw or "Kubernetes" in sw) and "DCGM" in sw
+    assert enterprise.cost.verdict in ("buy", "hybrid")  # ~3 runs a year of ~1,000 h on 500+ GPUs
+    ids = {p.id for p in enterprise.pitfalls}
+    assert "reliability-spares" in ids and "multinode-network" not in ids
+
+
+def test_no_8x_h100_for_resnet50_a_few_times_a_year() -> None:
+    for mode in ("either", "buy"):
+        r = recommend(example("resnet50-imagenet.yaml", deployment={"mode": mode}), CAT)
+        assert r.found and r.build is not None and r.cost is not None
+        owned = r.cost.verdict in ("buy", "hybrid")
+        assert not (owned and r.build.gpus_per_node * r.build.nodes >= 8), (mode, r.build.gpu)
+        if owned:
+            assert r.build.capex_usd < 50_000
+
+
+def test_no_24gb_consumer_card_for_a_70b_full_finetune() -> None:
+    req = Requirements.model_validate({
+        "model": {"preset": "llama-2-70b"}, "training": {"method": "full"},
+        "data": {"tokens": 2e8}, "schedule": {"runs_per_month": 1, "deadline_days": 14}})
+    r = recommend(req, CAT)
+    assert r.found and r.build is not None
+    g = CAT.gpu(r.build.gpu)
+    assert not (g.segment == "consumer" and g.memory_gib <= 32)
+    assert r.estimate is not None
+    if r.estimate.plan.offload == "none":  # model states (16 B/param) live in GPU memory
+        assert r.build.gpus_per_node * r.build.nodes * g.memory_gib >= 70 * 16 / 1.0737
+    else:  # ZeRO-Infinity style offload: the host RAM must hold them
+        assert r.build.ram_gb >= r.estimate.memory.host_ram_gib
+
+
+def test_nothing_fits_says_what_would() -> None:
+    req = Requirements.model_validate({
+        "model": {"preset": "llama-3.1-405b"}, "training": {"method": "full"},
+        "data": {"tokens": 1e9}, "deployment": {"site": "desk"}})
+    r = recommend(req, CAT)
+    assert not r.found and r.build is None
+    assert r.suggestions
+    text = " ".join(r.suggestions)
+    assert "QLoRA" in text or "LoRA" in text or "node" in text
+    assert r.pitfalls and r.pitfalls[0].severity == "block"
+    assert sum(r.dropped.values()) > 0 and r.dropped.get(DROP_SITE, 0) > 0
+
+
+def test_pinned_hardware_is_recommended_with_costs() -> None:
+    req = example("small-team-lora-7b.yaml", hardware={"gpu": "a100-80gb-sxm", "count": 8})
+    r = recommend(req, CAT)
+    assert r.found and r.build is not None and r.cost is not None
+    assert r.build.gpu == "a100-80gb-sxm" and r.build.gpus_per_node * r.build.nodes == 8
+    assert r.cost.cloud and r.pitfalls is not None
+
+
+def test_export_restricted_gpus_are_dropped_for_cn() -> None:
+    r = recommend(example("small-team-lora-7b.yaml", deployment={"country": "CN"}), CAT)
+    assert r.found and r.build is not None
+    assert not CAT.gpu(r.build.gpu).export_restricted
+    assert all(not CAT.gpu(a.gpu).export_restricted for a in r.alternatives)
+    assert r.dropped.get(DROP_EXPORT, 0) == sum(1 for g in CAT.gpus if g.export_restricted)
+
+
+def test_desk_site_gets_no_sxm() -> None:
+    r = recommend(example("llama3-8b-qlora.yaml"), CAT)
+    assert r.found and r.build is not None
+    assert CAT.gpu(r.build.gpu).form_factor not in ("sxm", "oam")
+    assert r.dropped.get(DROP_SITE, 0) > 0
+
+
+def test_objectives_order_their_own_metric() -> None:
+    base = load_config(EXAMPLES / "small-team-lora-7b.yaml")
+    cheap = recommend(base, CAT, "cheapest")
+    fast = recommend(base, CAT, "fastest")
+    ppw = recommend(base, CAT, "perf-per-watt")
+    assert fast.objective == "fastest" and ppw.objective == "perf-per-watt"
+    assert fast.estimate and cheap.estimate and ppw.estimate
+    assert fast.estimate.time.wall_hours <= cheap.estimate.time.wall_hours
+    assert fast.cost_per_run_usd is not None and cheap.cost_per_run_usd is not None
+
+    def kwh(r: Recommendation) -> float:
+        assert r.estimate is not None and r.build is not None
+        return r.estimate.time.wall_hours * r.estimate.plan.gpus * CAT.gpu(r.build.gpu).tdp_w / 1000
+
+    assert kwh(ppw) <= kwh(cheap) * 1.05
+
+
+def test_budget_is_respected() -> None:
+    r = recommend(example("small-team-lora-7b.yaml", deployment={"mode": "buy", "budget_usd": 12_000}), CAT)
+    assert r.found and r.build is not None
+    assert r.build.capex_usd <= 12_000
+    tiny = recommend(example("enterprise-70b-pretrain.yaml", deployment={"budget_usd": 10_000}), CAT)
+    assert not tiny.found and any("budget" in s for s in tiny.suggestions)
+
+
+def test_rare_users_rent_heavy_users_buy() -> None:
+    rare = recommend(example("small-team-lora-7b.yaml", schedule={"runs_per_month": 0.2}), CAT)
+    assert rare.cost is not None and rare.cost.verdict == "rent"
+    assert rare.cost.onprem is None or rare.cost.onprem.utilization < 0.05
+
+
+def test_deterministic() -> None:
+    req = load_config(EXAMPLES / "enterprise-70b-pretrain.yaml")
+    assert recommend(req, CAT) == recommend(req, CAT)
+
+
+def test_missing_data_is_a_user_error() -> None:
+    req = Requirements.model_validate({"model": {"preset": "llama-2-7b"}})
+    with pytest.raises(GpuwizError, match="data"):
+        recommend(req, CAT)
+
+
+def test_unknown_objective_is_a_user_error() -> None:
+    with pytest.raises(GpuwizError, match="objective"):
+        recommend(load_config(EXAMPLES / "resnet50-imagenet.yaml"), CAT, "slowest")
+
+
+def test_costs_are_finite(enterprise: Recommendation, small_team: Recommendation) -> None:
+    for r in (enterprise, small_team):
+        assert r.cost is not None
+        for p in r.cost.monthly:
+            assert math.isfinite(p.rent_usd) and math.isfinite(p.buy_usd)
+        for a in r.alternatives:
+            assert math.isfinite(a.cost_per_run_usd) and a.wall_hours > 0
