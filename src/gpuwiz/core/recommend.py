@@ -297,7 +297,8 @@ class _Recommender:
                 c.spot_run = inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + costmod._fac(self.cat, "spot_overhead_frac", 0.1))
             r1 = costmod._fac(self.cat, "reserved_1y_discount", 0.3)
             res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
-            c.reserved_year = res_rate * 8760.0
+            # One reservation holds 8,760 h a year; the year's runs may need several.
+            c.reserved_year = res_rate * 8760.0 * max(1, math.ceil(c.q.wall_hours * self.rpy / 8760.0))
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
         unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
         if unit and self._buyable(c):
@@ -422,7 +423,7 @@ class _Recommender:
         cloud = costmod.cloud_options(self.req, self.cat, win.gpu.id, win.count, win.gpn, wall,
                                       storage_tb=build.storage_needed_tb)
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        renting = win.mode == "rent" and not (pinned and self.d.mode == "buy")
+        renting = win.mode == "rent" and win.rent_run is not None and not (pinned and self.d.mode == "buy")
         if renting:
             # The answer is a cloud instance; the on-prem side is the best build one could buy instead.
             label = f"{cloud[0].provider} {cloud[0].instance}" + (f" x{cloud[0].instances}" if cloud[0].instances > 1 else "") if cloud else win.rent_label
@@ -462,9 +463,11 @@ class _Recommender:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
             per_run = self.per_run(win)
+        if not math.isfinite(per_run):  # a pinned GPU with neither a price nor a cloud offer
+            per_run = None
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
-            found=True, build=build, estimate=est, cost_per_run_usd=round(per_run, 2),
+            found=True, build=build, estimate=est, cost_per_run_usd=round(per_run, 2) if per_run is not None else None,
             alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=self.considered,
             dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
             suggestions=self.suggestions(scan) if not est.feasible else [],
@@ -590,7 +593,7 @@ class _Recommender:
                     q = scan.quick(g, gpn, gpn)
                 except Exception:
                     break
-                if q.fits:
+                if q.fits and math.isfinite(q.wall_hours):
                     price = (g.price_new_usd or 1e9) * gpn
                     if best is None or price < best[0]:
                         best = (price, g, gpn, q.wall_hours)
