@@ -301,7 +301,8 @@ class _Recommender:
             c.reserved_year = res_rate * 8760.0 * max(1, math.ceil(c.q.wall_hours * self.rpy / 8760.0))
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
         unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
-        if unit and self._buyable(c):
+        pinned = bool(self.req.hardware and self.req.hardware.gpu)
+        if unit and (self._buyable(c) or pinned):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
             share = min(max(costmod._fac(self.cat, "server_overhead_frac", 0.39), 0.0), 0.9)
             c.capex = unit * c.count / (1 - share)
