@@ -341,7 +341,7 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         p_flip = p_equiv * buy_total / rent_total
         side = "buying" if not buying else "renting"
         word = "above" if not buying else "below"
-        out.append(f"a cloud price {word} ${p_flip:,.2f} per GPU-hour-equivalent (now ${p_equiv:,.2f}) would favour {side}")
+        out.append(f"a cloud price {word} ${p_flip:,.2f} for the work of one owned GPU-hour (now ${p_equiv:,.2f}) would favour {side}")
     # Horizon.
     for h in (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10):
         if h == y:

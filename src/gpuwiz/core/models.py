@@ -396,7 +396,8 @@ class Recommendation(BaseModel):
     model_config = ConfigDict(frozen=True)
     objective: Objective
     found: bool  # False: nothing feasible; see suggestions
-    build: Build | None = None
+    build: Build | None = None  # what to get: a rented instance shape when the verdict is rent
+    buy_build: Build | None = None  # the best build to own (priced in cost.onprem); = build when buying
     estimate: Estimate | None = None
     cost_per_run_usd: float | None = None
     alternatives: list[Alternative] = Field(default_factory=list)

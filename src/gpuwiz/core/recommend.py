@@ -26,7 +26,7 @@ from gpuwiz.core import pitfalls as pitmod
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import Alternative, Estimate, Recommendation, Requirements
+from gpuwiz.core.models import Alternative, Build, Estimate, Recommendation, Requirements
 from gpuwiz.core.units import GIB, HOURS_PER_MONTH
 
 GB_PER_GIB = GIB / 1e9
@@ -425,6 +425,7 @@ class _Recommender:
                                       storage_tb=build.storage_needed_tb)
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         renting = win.mode == "rent" and win.rent_run is not None and not (pinned and self.d.mode == "buy")
+        buy_build: Build | None = build
         if renting:
             # The answer is a cloud instance; the on-prem side is the best build one could buy instead.
             label = f"{cloud[0].provider} {cloud[0].instance}" + (f" x{cloud[0].instances}" if cloud[0].instances > 1 else "") if cloud else win.rent_label
@@ -437,6 +438,7 @@ class _Recommender:
                 buy_build = buy.extra.get("build") or sysmod.size_system(self.req, self.cat, buy.gpu, buy.gpn, buy.nodes, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref)
             else:
+                buy_build = None
                 why = "no build you could buy fits" + (" the budget" if self.d.budget_usd else "") + \
                     (f", the {self.d.site} site" if self.d.site not in ("any", "cloud") else "") + " and the schedule"
                 analysis = costmod.analyse(self.req, self.cat, None, gph, cloud, rent_ref, gpu_priced=False,
@@ -468,7 +470,7 @@ class _Recommender:
             per_run = None
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
-            found=True, build=build, estimate=est, cost_per_run_usd=round(per_run, 2) if per_run is not None else None,
+            found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est, cost_per_run_usd=round(per_run, 2) if per_run is not None else None,
             alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=self.considered,
             dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
             suggestions=self.suggestions(scan) if not est.feasible else [],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from gpuwiz.core.models import Estimate, Recommendation, Requirements
+from gpuwiz.core.models import Build, Estimate, Recommendation, Requirements
 
 Format = Literal["text", "md", "json"]
 SEVERITY_ORDER = {"block": 0, "high": 1, "medium": 2, "info": 3}
@@ -124,6 +124,25 @@ def render_estimate(est: Estimate, fmt: Format = "text") -> str:
 # ---- Recommendation ------------------------------------------------------------------------------
 
 
+def _build_lines(build: Build, md: bool, h2: str, title: str) -> list[str]:
+    out = [f"{h2}{title}" if md else title]
+    rows = [[b.item, str(b.qty), fmt_usd(b.unit_usd), fmt_usd(b.total_usd), b.note] for b in build.bom]
+    out += _table(["Item", "Qty", "Unit", "Total", "Note"], rows, md)
+    out += ["", f"{'**' if md else ''}Capex {fmt_usd(build.capex_usd)}{'**' if md else ''}", ""]
+    sysrows = [
+        ("GPUs", f"{build.nodes} node(s) x {build.gpus_per_node}x {build.gpu_name}"),
+        ("CPU", f"{build.cpu_count}x {build.cpu} ({build.cpu_cores} cores, {build.pcie_lanes} PCIe lanes per node)"),
+        ("RAM", f"{build.ram_gb} GB per node"),
+        ("Storage", "; ".join(build.storage)),
+        ("Network", build.network),
+        ("Power", f"{build.power_w:,} W sustained, PSU {build.psu_w:,} W per node; {build.heat_kw:.1f} kW of heat"),
+        ("Site", build.site),
+        ("Software", "; ".join(build.software)),
+    ]
+    out += [f"- **{k}**: {v}" for k, v in sysrows] if md else [f"  {k:<9}{v}" for k, v in sysrows]
+    return out + [""]
+
+
 def _pitfall_lines(rec: Recommendation, md: bool) -> list[str]:
     out = []
     for p in sorted(rec.pitfalls, key=lambda p: SEVERITY_ORDER[p.severity]):
@@ -165,31 +184,26 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     verdict = cost.verdict.upper() if cost else "n/a"
     out += [f"{h1}gpuwiz recommendation: {n_gpus}x {build.gpu_name} for {model_name}", ""]
     summary = (f"{'**Verdict: ' + verdict + '.**' if md else 'Verdict: ' + verdict + '.'} "
-               + (cost.verdict_reason if cost else ""))
+               + (cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""))
     out += [summary, ""]
     out += [f"Time per run {fmt_hours(est.time.wall_hours)} ({est.time.gpu_hours:,.0f} GPU-hours), "
             f"cost per run {fmt_usd(rec.cost_per_run_usd)}, memory {est.memory.per_gpu_gib:.1f} of "
             f"{est.memory.capacity_gib:.0f} GiB per GPU. Objective: {rec.objective}; "
             f"{rec.candidates_considered} builds considered.", ""]
 
-    out += [f"{h2}Bill of materials" if md else "Bill of materials (per node unless noted):"]
-    rows = [[b.item, str(b.qty), fmt_usd(b.unit_usd), fmt_usd(b.total_usd), b.note] for b in build.bom]
-    out += _table(["Item", "Qty", "Unit", "Total", "Note"], rows, md)
-    out += ["", f"{'**' if md else ''}Capex {fmt_usd(build.capex_usd)}{'**' if md else ''}", ""]
-
-    out += [f"{h2}System" if md else "System:"]
-    sysrows = [
-        ("GPUs", f"{build.nodes} node(s) x {build.gpus_per_node}x {build.gpu_name}"),
-        ("CPU", f"{build.cpu_count}x {build.cpu} ({build.cpu_cores} cores, {build.pcie_lanes} PCIe lanes per node)"),
-        ("RAM", f"{build.ram_gb} GB per node"),
-        ("Storage", "; ".join(build.storage)),
-        ("Network", build.network),
-        ("Power", f"{build.power_w:,} W sustained, PSU {build.psu_w:,} W per node; {build.heat_kw:.1f} kW of heat"),
-        ("Site", build.site),
-        ("Software", "; ".join(build.software)),
-    ]
-    out += [f"- **{k}**: {v}" for k, v in sysrows] if md else [f"  {k:<9}{v}" for k, v in sysrows]
-    out += ["", f"{h2}Estimate" if md else "Estimate:"] + _estimate_lines(est, md)
+    rented = cost is not None and cost.verdict == "rent" and build.capex_usd == 0 and not build.bom
+    if rented:
+        out += [f"{h2}Rent" if md else "Rent:"]
+        out += [f"- {build.site.removeprefix('cloud: ')}: {n_gpus}x {build.gpu_name}, "
+                f"{fmt_usd(rec.cost_per_run_usd)} per run"]
+        out += [f"- Storage: {s}" for s in build.storage]
+        out += [f"- Software: {'; '.join(build.software)}", ""]
+    else:
+        out += _build_lines(build, md, h2, "Bill of materials" if md else "Bill of materials (per node unless noted):")
+    if rented and rec.buy_build is not None:
+        out += _build_lines(rec.buy_build, md, h2, "If you would rather own it" if md
+                            else "If you would rather own it (bill of materials, per node unless noted):")
+    out += [f"{h2}Estimate" if md else "Estimate:"] + _estimate_lines(est, md)
 
     if rec.alternatives:
         out += ["", f"{h2}Alternatives" if md else "Alternatives:"]
@@ -220,7 +234,8 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         if cost.payback_months is not None:
             facts.append(f"payback {cost.payback_months:.0f} months")
         if facts:
-            out += ["", "; ".join(facts).capitalize() + "."]
+            joined = "; ".join(facts)
+            out += ["", joined[:1].upper() + joined[1:] + "."]
         if cost.flip_inputs:
             out += ["", "What would flip the verdict:"] + [f"- {f}" for f in cost.flip_inputs]
 
