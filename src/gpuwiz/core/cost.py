@@ -286,7 +286,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         hybrid_total = p.total(y, busy * share) + (1 - share) * rent_total
 
     u = tco.utilization
-    be_txt = f"{breakeven:.0%}" if breakeven is not None and breakeven <= 1 else "never (above 100 %)"
+    be_txt = f"{breakeven:.0%}" if breakeven is not None and breakeven <= 1 else "above 100%, never reached"
     if mode == "rent":
         verdict, reason = "rent", f"you asked to rent; over {y:g} years renting costs ${rent_total:,.0f} vs ${buy_total:,.0f} to own"
     elif mode == "buy":
