@@ -44,7 +44,9 @@ def test_diff_directions() -> None:
     d = {x.key: x for x in whatif.diff(base, now)}
     assert d["time"].direction == "better" and d["time"].change.startswith("−")
     assert d["cost"].direction == "worse" and "+20%" in d["cost"].change
-    assert d["gpu"].direction == "changed" and d["gpu"].change == "was H100-SXM × 8"
+    assert d["gpu"].direction == "changed" and d["gpu"].change == "was ×8"
+    other = whatif.diff(base, whatif.key_numbers(_rec(gpu="l40s")))
+    assert other[0].change == "was H100-SXM × 8"
     assert d["verdict"].after == "buy"
     same = whatif.diff(base, base)
     assert all(x.direction == "same" and x.change == "" for x in same)
@@ -123,3 +125,8 @@ def test_formatting_round_trips_through_units() -> None:
     assert whatif.fmt_usd(2_500_000) == "$2.50M"
     assert whatif.fmt_hours(0.5) == "30 min"
     assert whatif.fmt_hours(72) == "3.0 d"
+
+
+def test_count_change_on_the_same_gpu_reads_short() -> None:
+    d = {x.key: x for x in whatif.diff(whatif.key_numbers(_rec(n=8)), whatif.key_numbers(_rec(n=16)))}
+    assert d["gpu"].change == "was ×8"

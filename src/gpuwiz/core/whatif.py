@@ -205,8 +205,11 @@ def _text_delta(key: str, label: str, a: str | None, b: str | None) -> Delta:
 
 def diff(base: KeyNumbers, now: KeyNumbers) -> list[Delta]:
     """How each key number moved from ``base`` to ``now`` (labels in display order)."""
+    build = _text_delta("gpu", "Build", base.gpu_label, now.gpu_label)
+    if build.change and base.found and now.found and base.gpu == now.gpu:
+        build = Delta("gpu", "Build", build.before, build.after, f"was ×{base.count}", "changed")
     out = [
-        _text_delta("gpu", "Build", base.gpu_label, now.gpu_label),
+        build,
         _num_delta("mem", "Memory/GPU", base.mem_per_gpu_gib, now.mem_per_gpu_gib, fmt_gib),
         _num_delta("time", "Time/run", base.wall_hours, now.wall_hours, fmt_hours),
         _num_delta("cost", "Cost/run", base.cost_per_run_usd, now.cost_per_run_usd, fmt_usd),

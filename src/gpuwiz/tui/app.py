@@ -20,16 +20,21 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive, var
 from textual.screen import ModalScreen, Screen
 
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import Recommendation, Requirements
-from gpuwiz.tui import drafts
 from gpuwiz.tui.engine import Engine
-from gpuwiz.tui.forms import STEP_IDS, STEP_TITLES, STEPS, FieldSpec, apply_edit
+from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
+
+if TYPE_CHECKING:  # pydantic and the core load after the first frame (startup budget)
+    from gpuwiz.core.models import Recommendation, Requirements
+    from gpuwiz.tui import drafts
+    from gpuwiz.tui.forms import FieldSpec
 
 _T_IMPORT = time.perf_counter()
 
@@ -52,7 +57,7 @@ class GpuwizApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", priority=True, id="quit"),
     ]
 
-    requirements: reactive[Requirements] = reactive(Requirements(), init=False)
+    requirements: reactive[Requirements] = reactive(None, init=False)  # type: ignore[arg-type]
     recommendation: reactive[Recommendation | None] = reactive(None, init=False)
     engine_error: reactive[str | None] = reactive(None, init=False)
     revision: reactive[int] = reactive(0, init=False)  # bumps when requirements are replaced wholesale
@@ -71,13 +76,16 @@ class GpuwizApp(App[None]):
         offer_restore: bool = True,
     ) -> None:
         super().__init__()
+        from gpuwiz.tui.drafts import state_dir as _state_dir
+
         self.engine = Engine(catalog_overlay)
-        self.state_dir = drafts.state_dir(state_dir)
+        self.state_dir = _state_dir(state_dir)
         self.no_mouse = no_mouse
         self.handle_signals = handle_signals
         self.offer_restore = offer_restore
         self._initial_config = config_path
-        self._saved: Requirements = Requirements()
+        self._saved: Requirements | None = None
+        self._core_ready = False
         self._recompute_pending = False
         self._draft_error_shown = False
         self._signals_installed: list[int] = []
@@ -98,22 +106,36 @@ class GpuwizApp(App[None]):
 
     def on_mount(self) -> None:
         from gpuwiz.tui.screens.start import StartScreen
-        from gpuwiz.tui.screens.steps import StepScreen
-        from gpuwiz.tui.screens.result import ResultScreen
 
         self.install_screen(StartScreen(), "start")
-        for spec in STEPS:
-            self.install_screen(StepScreen(spec), spec.id)
-        self.install_screen(ResultScreen(), "result")
         self.push_screen("start")
         self._install_signal_handlers()
-        self._schedule_recompute()
-        self.call_after_refresh(self._startup)
 
     def on_ready(self) -> None:
         self.ready_at = time.perf_counter()
+        self.call_after_refresh(self._startup)
+
+    def ensure_core(self) -> None:
+        """Load pydantic, the core and the input screens (after the first frame, or on demand)."""
+        if self._core_ready:
+            return
+        self._core_ready = True
+        from gpuwiz.core.models import Requirements
+        from gpuwiz.tui.forms import STEPS
+        from gpuwiz.tui.screens.result import ResultScreen
+        from gpuwiz.tui.screens.steps import StepScreen
+
+        self.set_reactive(GpuwizApp.requirements, Requirements())
+        self._saved = Requirements()
+        for spec in STEPS:
+            self.install_screen(StepScreen(spec), spec.id)
+        self.install_screen(ResultScreen(), "result")
+        self._schedule_recompute()
 
     def _startup(self) -> None:
+        from gpuwiz.tui import drafts
+
+        self.ensure_core()
         draft = drafts.read_draft(self.state_dir) if self.offer_restore else None
         if draft is not None:
             from gpuwiz.tui.dialogs.confirm import ChoiceDialog
@@ -208,6 +230,8 @@ class GpuwizApp(App[None]):
 
     def _recompute(self) -> None:
         self._recompute_pending = False
+        if self.requirements is None:
+            return
         out = self.engine.run(self.requirements)
         self.last_engine_ms = out.ms
         if out.rec is not None:
@@ -222,6 +246,8 @@ class GpuwizApp(App[None]):
 
     def edit_field(self, spec: FieldSpec, raw: str) -> str | None:
         """Apply one field's text; returns why it is invalid, or None (requirements updated)."""
+        from gpuwiz.tui.forms import apply_edit
+
         new, error = apply_edit(self.requirements, spec, raw)
         if error is not None or new is None:
             return error or "invalid value"
@@ -230,11 +256,16 @@ class GpuwizApp(App[None]):
 
     def replace_requirements(self, req: Requirements, change: str = "") -> None:
         """Replace the whole requirements (open, restore, what-if): input screens reload."""
+        self.ensure_core()
         self.last_change = change
         self.requirements = req
         self.revision += 1
 
     def flush_draft(self) -> None:
+        from gpuwiz.tui import drafts
+
+        if not self._core_ready:
+            return
         try:
             if self.dirty:
                 drafts.write_draft(self.state_dir, self.requirements, self.config_path, self.step)
@@ -247,6 +278,8 @@ class GpuwizApp(App[None]):
                             severity="warning")
 
     def restore_draft(self, draft: drafts.Draft) -> None:
+        from gpuwiz.core.models import Requirements
+
         self.config_path = draft.source
         self._saved = Requirements() if draft.source is None else self._saved_from(draft.source)
         self.replace_requirements(draft.requirements, "restored draft")
@@ -257,6 +290,7 @@ class GpuwizApp(App[None]):
 
     def _saved_from(self, path: str) -> Requirements:
         from gpuwiz.core.config_io import load_config
+        from gpuwiz.core.models import Requirements
 
         try:
             return load_config(path)
@@ -267,6 +301,7 @@ class GpuwizApp(App[None]):
     def goto(self, step: str) -> None:
         if step not in ("start",) + STEP_IDS:
             return
+        self.ensure_core()
         while len(self.screen_stack) > 2:  # close dialogs / compare first
             self.pop_screen()
         self.step = step
@@ -278,6 +313,8 @@ class GpuwizApp(App[None]):
         return isinstance(self.screen, ModalScreen)
 
     def current_step_invalid(self) -> bool:
+        if not self._core_ready:
+            return False
         from gpuwiz.tui.screens.steps import StepScreen
 
         scr = self.screen
@@ -285,10 +322,11 @@ class GpuwizApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("next", "back"):
-            from gpuwiz.tui.screens.compare import CompareScreen
+            if self._core_ready:
+                from gpuwiz.tui.screens.compare import CompareScreen
 
-            if isinstance(self.screen, CompareScreen):
-                return action == "back"
+                if isinstance(self.screen, CompareScreen):
+                    return action == "back"
             if self._modal_open():
                 return False
             if action == "next":
@@ -310,6 +348,7 @@ class GpuwizApp(App[None]):
                 self.goto(STEP_IDS[i + 1])
 
     def action_back(self) -> None:
+        self.ensure_core()
         from gpuwiz.tui.screens.compare import CompareScreen
 
         if isinstance(self.screen, CompareScreen):
@@ -340,6 +379,7 @@ class GpuwizApp(App[None]):
 
     def load_example(self, name: str, text: str) -> str | None:
         from gpuwiz.core.config_io import loads_config
+        from gpuwiz.core.models import Requirements
 
         try:
             req = loads_config(text, name)
@@ -352,6 +392,8 @@ class GpuwizApp(App[None]):
         return None
 
     def new_config(self) -> None:
+        from gpuwiz.core.models import Requirements
+
         self._saved = Requirements()
         self.config_path = None
         self.replace_requirements(Requirements(), "new config")
@@ -427,6 +469,8 @@ class GpuwizApp(App[None]):
         self._guard_unsaved(ask, "open another config")
 
     async def action_quit(self) -> None:
+        from gpuwiz.tui import drafts
+
         def leave() -> None:
             drafts.clear_draft(self.state_dir)
             self.exit()

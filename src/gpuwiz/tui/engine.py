@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import Recommendation, Requirements
 
 if TYPE_CHECKING:
     from gpuwiz.core.catalog import Catalog
+    from gpuwiz.core.models import Recommendation, Requirements
 
 
 @dataclass(frozen=True)

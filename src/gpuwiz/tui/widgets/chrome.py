@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from gpuwiz.tui.forms import STEP_IDS, STEP_TITLES
+from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
 MIN_WIDTH = 80
 MIN_HEIGHT = 24

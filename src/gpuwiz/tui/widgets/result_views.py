@@ -89,6 +89,9 @@ def build_view(rec: Recommendation) -> RenderableType:
         bom.add_row(line.item + (f" [dim]({line.note})[/dim]" if line.note else ""), str(line.qty),
                     fmt_usd(line.unit_usd), fmt_usd(line.total_usd))
     bom.add_row("[b]Capex[/b]", "", "", f"[b]{fmt_usd(b.capex_usd)}[/b]")
+    if not b.bom:
+        rented = Text("Rented: nothing to buy. Cloud offers are on tab 3, rent vs buy on tab 4.", style="dim")
+        return Group(head, Text(""), spec, Text(""), rented)
     return Group(head, Text(""), spec, Text(""), bom)
 
 

@@ -1,0 +1,115 @@
+"""Startup and responsiveness of the wizard.
+
+    .venv/bin/python bench/bench_tui.py [--runs 7] [--keys 40]
+
+1. Time to first frame: wall time from spawning a fresh interpreter until ``on_ready`` (DOM built,
+   first frame drawn, headless 80×24; shutdown not counted), for a minimal Textual app (Header + Static + Footer) and for gpuwiz's
+   start screen; median of N runs after one warm-up each. Target: gpuwiz ≤ 1.5× the minimal app.
+2. Key press → updated live panel: in-process (Pilot), on the Data step with a config open, press a
+   key (posted as the terminal driver would) in the Epochs field and wait until the live panel's
+   text has changed; median / p95 over K presses. Target: < 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+MINIMAL = """
+from textual.app import App
+from textual.widgets import Footer, Header, Static
+class MinApp(App):
+    def compose(self):
+        yield Header(); yield Static("hello"); yield Footer()
+    def on_ready(self):
+        print(time.time(), flush=True); self.exit()
+import time
+MinApp().run(headless=True, size=(80, 24))
+"""
+
+GPUWIZ = """
+import sys
+from gpuwiz.tui.app import GpuwizApp, create_app
+class Timed(GpuwizApp):
+    def on_ready(self):
+        super().on_ready(); print(time.time(), flush=True); self.exit()
+import time
+app = create_app(state_dir=sys.argv[1], handle_signals=False, offer_restore=False)
+app.__class__ = Timed
+app.run(headless=True, size=(80, 24))
+"""
+
+
+def first_frame(code: str, runs: int, *args: str) -> float:
+    cmd = [sys.executable, "-c", code, *args]
+    subprocess.run(cmd, check=True, capture_output=True)  # warm-up (page cache, .pyc)
+    times = []
+    for _ in range(runs):
+        t0 = time.time()
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        times.append((float(out.split()[0]) - t0) * 1e3)  # spawn -> on_ready (first frame drawn)
+    return statistics.median(times)
+
+
+async def key_latency(presses: int, state: str) -> tuple[list[float], list[float]]:
+    from textual import events
+
+    from gpuwiz.tui.app import create_app
+    from gpuwiz.tui.widgets.live_panel import LivePanel
+
+    example = Path(state) / "example.yaml"
+    example.write_text(resources.files("gpuwiz").joinpath("examples", "small-team-lora-7b.yaml").read_text())
+    app = create_app(example, state_dir=state, handle_signals=False, offer_restore=False)
+    lat: list[float] = []
+    engine: list[float] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+b", "ctrl+b", "ctrl+b")  # result -> data
+        await pilot.pause()
+        field = app.screen.query_one("#f-data-epochs")
+        field.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        panel = app.screen.query_one(LivePanel)
+        for i in range(presses):
+            before = panel.text
+            version = panel.version
+            key = "2" if i % 2 == 0 else "backspace"
+            t0 = time.perf_counter()
+            # the same Key event the terminal driver posts (Pilot.press adds idle waits of its own)
+            app.post_message(events.Key(key, "2" if key == "2" else None))
+            while panel.version == version and time.perf_counter() - t0 < 2.0:
+                await asyncio.sleep(0.0005)
+            lat.append((time.perf_counter() - t0) * 1e3)
+            assert panel.text != before, "the live panel did not change"
+            engine.append(app.last_engine_ms)
+    return lat, engine
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="gpuwiz TUI benchmark")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--keys", type=int, default=40)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as state:
+        t_min = first_frame(MINIMAL, args.runs)
+        t_wiz = first_frame(GPUWIZ, args.runs, state)
+        print(f"first frame, minimal Textual app : {t_min:7.1f} ms (median of {args.runs})")
+        print(f"first frame, gpuwiz start screen : {t_wiz:7.1f} ms  = {t_wiz / t_min:.2f}x minimal (target <= 1.5x)")
+        lat, eng = asyncio.run(key_latency(args.keys, state))
+    lat.sort()
+    p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
+    print(f"key press -> live panel updated  : median {statistics.median(lat):.1f} ms, p95 {p95:.1f} ms, "
+          f"max {lat[-1]:.1f} ms over {len(lat)} presses (target < 50 ms)")
+    print(f"  of which engine (recommend)    : median {statistics.median(eng):.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
