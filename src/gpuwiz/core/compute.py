@@ -39,7 +39,7 @@ class EfficiencyParams:
     # H100: MosaicML 7B-70B MFU 42-46 % (HFU 50-56 %); Llama 3 405B 38-43 % MFU. V100: Megatron 8.3B
     # 39 TFLOPS = 30 % of peak on one GPU. Others: my estimates from peak/bandwidth balance.
     base_by_arch: dict[str, float] = field(default_factory=lambda: {
-        "volta": 0.35, "turing": 0.35, "ampere": 0.62, "ada": 0.50, "hopper": 0.47,
+        "volta": 0.42, "turing": 0.35, "ampere": 0.62, "ada": 0.50, "hopper": 0.50,
         "blackwell": 0.42, "cdna2": 0.30, "cdna3": 0.33, "cdna4": 0.33, "gaudi": 0.35,
         "rdna3": 0.25, "xe": 0.25,
     })
@@ -64,8 +64,16 @@ class EfficiencyParams:
     # Sequence length: f = seq_decay ^ log2(s / seq_ref) above seq_ref (MosaicML 7B H100: 46 % at 2k,
     # 37 % at 8k, 31 % at 32k, 29 % at 64k; A100 64 → 47 % over the same range).
     seq_ref: int = 2048
-    seq_decay: float = 0.93
+    seq_decay: float = 0.95
     seq_floor: float = 0.55
+    # Recompute: the extra forward of full activation checkpointing costs less time than its FLOPs suggest
+    # (it runs at larger micro-batches and overlaps with communication). Time charged for recompute FLOPs =
+    # recompute_time_factor × their count. MosaicML A100 30B AC on MFU 55 % vs 7B AC off 64 % → 0.47;
+    # H100 13B-70B AC on MFU 41-44 % vs 7B AC off 42-46 % → ~0.1; 0.3 taken (validation: docs/VALIDATION.md).
+    recompute_time_factor: float = 0.3
+    # FlashAttention off (scores materialised, softmax memory-bound): Megatron-LM 2021 GPT on A100 reached
+    # HFU 44-52 % vs 2023 FlashAttention stacks 55-74 %.
+    no_flash_factor: float = 1.0
     # Non-transformer families, relative to the transformer figure (ResNet-50 A100 AMP 2470 img/s at
     # ~24.6 GFLOP/img training = 20 % of peak → 0.33 of the A100 base; UNet/ViT/speech my estimates)
     family_factor: dict[str, float] = field(default_factory=lambda: {
@@ -155,14 +163,19 @@ def hardware_flops_per_token(
 
 
 def static_model_factor(
-    params_active: float, seq: int | None, family: str, is_token: bool, method: str, e: EfficiencyParams = EFF
+    params_active: float, seq: int | None, family: str, is_token: bool, method: str, e: EfficiencyParams = EFF,
+    precision: str = "bf16", flash: bool = True,
 ) -> float:
     """The part of the efficiency that depends only on the requirements (computed once per prepare)."""
     f = min(1.0, (max(params_active, 1.0) / e.size_ref_params) ** e.size_exp) if is_token else 1.0
     if is_token and seq and seq > e.seq_ref:
         f *= max(e.seq_floor, e.seq_decay ** math.log2(seq / e.seq_ref))
-    if not is_token or family in e.family_factor:
+    if (not is_token or family in e.family_factor) and precision != "fp32":
+        # the family penalty is a tensor-core effect (memory-bound layers between fast GEMMs); on CUDA
+        # cores (fp32) a CNN reaches a high share of the low peak (ResNet-50 V100 FP32: 367 img/s = 58 %)
         f *= e.family_factor.get(family, 1.0)
+    if is_token and not flash:
+        f *= e.no_flash_factor
     if method == "lora":
         f *= e.lora_factor
     elif method == "qlora":
@@ -280,7 +293,8 @@ def step_time(
     peak = peak_tflops * 1e12
     mp = tp * pp
     units_mb = mb * cc.units_per_sample
-    t_mb = units_mb * cc.hw_flops_per_unit[ckpt] / mp / (peak * core)
+    flops = cc.model_flops_per_unit + e.recompute_time_factor * (cc.hw_flops_per_unit[ckpt] - cc.model_flops_per_unit)
+    t_mb = units_mb * flops / mp / (peak * core)
     compute = t_mb * ga
     bubble = t_mb * (pp - 1) if pp > 1 else 0.0  # 1F1B: (p - 1)/m of the ideal time (Narayanan 2021 §2.2)
 
