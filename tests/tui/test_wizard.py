@@ -373,7 +373,7 @@ async def test_help_palette_and_too_small(make_app: MakeApp) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         keys = [r[0] for r in app.help_rows()]
-        assert "^n" in keys and "g" in keys and "^s" in keys and "+" in keys
+        assert "^n" in keys and "g" in keys and "^s" in keys and "+/-" in keys and "-" in keys
         await pilot.press("escape")
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(app.screen)]

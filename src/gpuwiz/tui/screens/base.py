@@ -29,7 +29,7 @@ class WizScreen(Screen[None]):
         yield TooSmall()
         with Container(id="body"):
             yield from self.compose_body()
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def compose_body(self) -> ComposeResult:
         yield from ()

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gpuwiz.core.models import Recommendation
+from gpuwiz.core.models import Build, Recommendation
 from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_usd, pitfalls_by_severity
 from gpuwiz.tui.widgets.bars import breakdown_bar, breakdown_legend, memory_bar
 from gpuwiz.tui.widgets.live_panel import SEVERITY_STYLE
@@ -63,6 +63,28 @@ def build_view(rec: Recommendation) -> RenderableType:
             head.append(f" ZeRO-{p.zero_stage}", style="dim")
         if p.offload != "none":
             head.append(f" offload {p.offload}", style="dim")
+    if b.bom:
+        return Group(head, Text(""), *_build_block(b, "Bill of materials"))
+    rented = Text()
+    rented.append("Rent: ", style="bold")
+    rented.append(b.site.removeprefix("cloud: "))
+    if rec.cost_per_run_usd is not None:
+        rented.append(f", {fmt_usd(rec.cost_per_run_usd)} per run")
+    parts: list[RenderableType] = [head, rented]
+    if b.software:
+        parts.append(Text("Software: " + ", ".join(b.software), style="dim"))
+    if rec.buy_build is not None:
+        bb = rec.buy_build
+        parts += [Text(""), Text(f"If you would rather own it: {bb.gpu_name} × {bb.gpus_per_node}"
+                                 + (f" × {bb.nodes} nodes" if bb.nodes > 1 else ""), style="bold")]
+        parts += _build_block(bb, "Bill of materials (to own)")
+    else:
+        parts.append(Text("No build you could buy meets these requirements; cloud offers are on tab 3.", style="dim"))
+    return Group(*parts)
+
+
+def _build_block(b: Build, title: str) -> list[RenderableType]:
+    """Spec lines and bill of materials of one physical build."""
     spec = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     spec.add_column(style="dim", no_wrap=True)
     spec.add_column()
@@ -79,7 +101,7 @@ def build_view(rec: Recommendation) -> RenderableType:
         spec.add_row("Site", b.site)
     if b.software:
         spec.add_row("Software", ", ".join(b.software))
-    bom = Table(title="Bill of materials", title_justify="left", title_style="bold", expand=True,
+    bom = Table(title=title, title_justify="left", title_style="bold", expand=True,
                 box=None, header_style="bold", padding=(0, 1), pad_edge=False)
     bom.add_column("Item", ratio=1)
     bom.add_column("Qty", justify="right", no_wrap=True)
@@ -89,10 +111,7 @@ def build_view(rec: Recommendation) -> RenderableType:
         bom.add_row(line.item + (f" [dim]({line.note})[/dim]" if line.note else ""), str(line.qty),
                     fmt_usd(line.unit_usd), fmt_usd(line.total_usd))
     bom.add_row("[b]Capex[/b]", "", "", f"[b]{fmt_usd(b.capex_usd)}[/b]")
-    if not b.bom:
-        rented = Text("Rented: nothing to buy. Cloud offers are on tab 3, rent vs buy on tab 4.", style="dim")
-        return Group(head, Text(""), spec, Text(""), rented)
-    return Group(head, Text(""), spec, Text(""), bom)
+    return [spec, Text(""), bom]
 
 
 def memory_view(rec: Recommendation, width: int) -> RenderableType:
@@ -167,8 +186,8 @@ def cost_summary(rec: Recommendation) -> RenderableType:
         return Text("No rent-vs-buy analysis for this answer.", style="dim")
     t = Text()
     t.append("Verdict: ", style="bold")
-    t.append(c.verdict.upper(), style="bold reverse")
-    t.append("  " + c.verdict_reason)
+    t.append(f" {c.verdict.upper()} ", style="bold reverse")
+    t.append(" " + c.verdict_reason)
     rows = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     rows.add_column(style="dim", no_wrap=True)
     rows.add_column()
@@ -179,7 +198,9 @@ def cost_summary(rec: Recommendation) -> RenderableType:
         rows.add_row("Buy", f"capex {fmt_usd(o.capex_usd)}, TCO {fmt_usd(o.total_usd)} over the horizon, "
                             f"{fmt_usd(o.usd_per_gpu_hour)}/GPU-h at {o.utilization * 100:.0f}% busy")
     if c.breakeven_utilization is not None:
-        rows.add_row("Break-even", f"buying wins above {c.breakeven_utilization * 100:.0f}% utilisation")
+        be = c.breakeven_utilization
+        rows.add_row("Break-even", f"buying wins above {be * 100:.0f}% utilisation" if be <= 1 else
+                     f"never: buying would need {be * 100:.0f}% utilisation")
     if c.payback_months is not None:
         rows.add_row("Payback", f"{c.payback_months:.0f} months")
     parts: list[RenderableType] = [t, rows]
