@@ -221,3 +221,19 @@ def test_costs_are_finite(enterprise: Recommendation, small_team: Recommendation
             assert math.isfinite(p.rent_usd) and math.isfinite(p.buy_usd)
         for a in r.alternatives:
             assert math.isfinite(a.cost_per_run_usd) and a.wall_hours > 0
+
+
+def test_require_cuda_keeps_only_nvidia_and_says_why(catalog):
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.recommend import DROP_CUDA, recommend
+
+    base = load_config(EXAMPLES / "enterprise-70b-pretrain.yaml")
+    cuda = recommend(base, catalog)
+    assert base.deployment.require_cuda
+    assert catalog.gpu(cuda.build.gpu).vendor == "nvidia"
+    assert all(catalog.gpu(a.gpu).vendor == "nvidia" for a in cuda.alternatives)
+    assert cuda.dropped.get(DROP_CUDA, 0) >= 1
+    free = recommend(base.model_copy(update={"deployment": base.deployment.model_copy(update={"require_cuda": False})}),
+                     catalog)
+    assert DROP_CUDA not in free.dropped
+    assert any(catalog.gpu(g).vendor != "nvidia" for g in [free.build.gpu] + [a.gpu for a in free.alternatives])

@@ -116,6 +116,7 @@ class DeploymentSpec(_Strict):
     staff_usd_per_year: HumanFloat | None = Field(None, ge=0, le=1e8)
     utilization: HumanFloat | None = Field(None, gt=0, le=1.0)
     used_hardware: bool = False
+    require_cuda: bool = False  # the training code needs CUDA (custom kernels): NVIDIA GPUs only
 
 
 class HardwareSpec(_Strict):

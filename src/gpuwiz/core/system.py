@@ -311,9 +311,16 @@ def driver_stack(gpu: GPU) -> list[str]:
 def software_stack(gpu: GPU, nodes: int, w: Workload) -> list[str]:
     out = ["Ubuntu 22.04/24.04 LTS"]
     out += driver_stack(gpu)
+    # Collectives and monitoring per vendor: NCCL + DCGM (NVIDIA), RCCL + AMD SMI/ROCm
+    # validation suite (AMD ROCm docs), HCCL + hl-smi (Intel Gaudi software docs).
+    collectives, monitor = {
+        "nvidia": ("NCCL with GPUDirect RDMA", "DCGM monitoring + health checks"),
+        "amd": ("RCCL with GPUDirect-style RDMA (ROCm)", "AMD SMI / ROCm Validation Suite health checks"),
+        "intel": ("HCCL over the Gaudi on-chip RoCE ports", "hl-smi / Gaudi health checks"),
+    }[gpu.vendor]
     if nodes > 1:
-        out += ["Slurm (or Kubernetes with the GPU operator)", "NCCL with GPUDirect RDMA",
-                "DCGM monitoring + health checks"]
+        operator = "the GPU operator" if gpu.vendor == "nvidia" else "the vendor's device plugin"
+        out += [f"Slurm (or Kubernetes with {operator})", collectives, monitor]
         out.append("Enroot/Pyxis or Docker containers")
     else:
         out.append("Docker + NVIDIA Container Toolkit" if gpu.vendor == "nvidia" else "Docker")
