@@ -9,40 +9,14 @@ import json
 from typing import Any, Literal
 
 from gpuwiz.core.models import Build, Estimate, Recommendation, Requirements
+from gpuwiz.core.whatif import fmt_hours, fmt_usd
 
 Format = Literal["text", "md", "json"]
 SEVERITY_ORDER = {"block": 0, "high": 1, "medium": 2, "info": 3}
 SEVERITY_LABEL = {"block": "BLOCKER", "high": "HIGH", "medium": "MEDIUM", "info": "INFO"}
 
 
-# ---- number formatting (shared with the TUI) ---------------------------------------------------
-
-
-def fmt_usd(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    ax = abs(x)
-    if ax >= 1e9:
-        return f"${x / 1e9:.2f}B"
-    if ax >= 1e6:
-        return f"${x / 1e6:.2f}M"
-    if ax >= 1e4:
-        return f"${x / 1e3:.0f}k"
-    if ax >= 100:
-        return f"${x:,.0f}"
-    return f"${x:,.2f}"
-
-
-def fmt_hours(h: float | None) -> str:
-    if h is None:
-        return "n/a"
-    if h < 1:
-        return f"{h * 60:.0f} min"
-    if h < 48:
-        return f"{h:.1f} h"
-    if h < 24 * 365:
-        return f"{h / 24:.1f} days"
-    return f"{h / 24 / 365:.1f} years"
+# ---- number formatting (money and hours: gpuwiz.core.whatif, shared with the TUI) -----------------
 
 
 def fmt_count(n: float | None) -> str:
