@@ -106,6 +106,7 @@ DEPLOY_STEP = StepSpec(
                   optional=False),
         FieldSpec(("deployment", "site"), "Site", "select", _lit(m.Site), optional=False),
         FieldSpec(("deployment", "used_hardware"), "Used hardware", "select", YES_NO, optional=False),
+        FieldSpec(("deployment", "require_cuda"), "CUDA only", "select", YES_NO, optional=False),
         FieldSpec(("hardware", "gpu"), "Pin GPU", "select"),
         FieldSpec(("hardware", "count"), "Pin GPU count", placeholder="auto"),
     ),
