@@ -6,11 +6,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from gpuwiz.tui.dialogs.base import Dialog
 
-class ChoiceDialog(ModalScreen[str]):
+
+class ChoiceDialog(Dialog[str]):
     BINDINGS = [
         Binding("escape", "choose('cancel')", "Cancel", id="dialog-cancel"),
         Binding("left", "app.focus_previous", show=False),

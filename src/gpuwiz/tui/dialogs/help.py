@@ -6,8 +6,9 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Label, Static
+
+from gpuwiz.tui.dialogs.base import Dialog
 
 INTRO = (
     "gpuwiz asks what you train, on what data, how often and whether you rent or buy, and answers "
@@ -16,7 +17,7 @@ INTRO = (
 )
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     BINDINGS = [
         Binding("escape,f1,q,question_mark", "close", "Close", id="help-close"),
     ]

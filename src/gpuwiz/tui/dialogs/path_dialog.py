@@ -12,11 +12,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from gpuwiz.tui.dialogs.base import Dialog
 
-class PathDialog(ModalScreen[str | None]):
+
+class PathDialog(Dialog[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
 
     def __init__(self, title: str, initial: str = "", action: Callable[[str], str | None] | None = None,
@@ -47,6 +48,8 @@ class PathDialog(ModalScreen[str | None]):
     @on(Input.Submitted, "#path")
     @on(Button.Pressed, "#ok")
     def _submit(self) -> None:
+        if self.dismissed:  # a second Enter of a burst: the first one already answered
+            return
         path = self.query_one("#path", Input).value.strip()
         err_box = self.query_one("#path-error", Static)
         if not path:

@@ -86,7 +86,11 @@ class CompareScreen(WizScreen):
         self.query_one("#compare-changes", Static).update(changes_table(self.left, self.right))
 
     def action_close(self) -> None:
-        self.dismiss()
+        from textual.screen import Screen
+
+        from gpuwiz.tui.dialogs.base import dismiss_once
+
+        dismiss_once(self, None, Screen)  # a second esc/q of a burst must not pop the result screen too
 
     def action_swap(self) -> None:
         self.left, self.right = self.right, self.left
