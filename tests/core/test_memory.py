@@ -134,3 +134,50 @@ def test_nontoken_activation_scales_with_batch_and_resolution(cat):
     big = estimate(req(model={"preset": "resnet-50", "resolution": 448}, training={"micro_batch": 64}),
                    cat, "a100-80gb-sxm", 1)
     assert big.memory.breakdown.activations == pytest.approx(8 * base.memory.breakdown.activations)
+
+
+def test_pure_bf16_is_8_bytes_per_param():
+    # no fp32 master copy: weights 2 + grads 2 + AdamW m, v in bf16 4 (LLaMA-Factory pure_bf16, torchtune bf16)
+    assert sum(state_bytes("bf16", "adamw", pure=True)) == 8.0
+    assert sum(state_bytes("bf16", "adamw")) == 16.0
+    assert state_bytes("fp32", "adamw", pure=True) == state_bytes("fp32", "adamw")  # no master copy anyway
+
+
+def test_pure_bf16_halves_states_in_an_estimate(cat):
+    base = dict(model={"preset": "llama-2-7b", "seq_len": 1024},
+                training={"method": "full", "micro_batch": 1, "activation_checkpointing": "full",
+                          "parallel": {"zero_stage": 0}})
+    mixed = estimate(req(**base), cat, "h100-sxm", 1).memory.breakdown
+    base["training"] = dict(base["training"], pure_bf16=True)
+    pure = estimate(req(**base), cat, "h100-sxm", 1).memory.breakdown
+    assert pure.optimizer == pytest.approx(mixed.optimizer / 3, rel=1e-6)
+    assert pure.weights == pytest.approx(mixed.weights, rel=1e-6)
+
+
+def test_chunked_loss_drops_the_fp32_logits():
+    full = head_activation_bytes(4096, 3072, 128256)
+    chunked = head_activation_bytes(4096, 3072, 128256, chunked=True)
+    assert full - chunked == pytest.approx(3.5 * 4096 * 128256)  # 6·s·V → 2.5·s·V
+    assert chunked > 2 * 4096 * 128256  # the bf16 logits stay
+
+
+def test_activation_offload_keeps_two_layers_of_inputs(cat):
+    def act(**tr):
+        t = {"method": "lora", "micro_batch": 2, "activation_checkpointing": "full", "global_batch": 2, **tr}
+        return estimate(req(model={"preset": "llama-3-8b", "seq_len": 2048}, training=t), cat, "rtx-4090", 1)
+    on, off = act(activation_offload=True), act()
+    inputs_per_layer = 2 * 2048 * 4096 * 2 / GIB  # 2·s·h bytes per sequence, micro-batch 2
+    assert off.memory.breakdown.activations - on.memory.breakdown.activations == pytest.approx(
+        30 * inputs_per_layer, rel=1e-6)
+
+
+def test_gradients_and_activations_do_not_peak_together_without_accumulation(cat):
+    t = {"method": "full", "micro_batch": 2, "activation_checkpointing": "full", "pure_bf16": True,
+         "parallel": {"zero_stage": 0}}
+    one = estimate(req(model={"preset": "llama-2-7b", "seq_len": 2048}, training=dict(t, global_batch=2)),
+                   cat, "h200-sxm", 1).memory
+    accum = estimate(req(model={"preset": "llama-2-7b", "seq_len": 2048}, training=dict(t, global_batch=16)),
+                     cat, "h200-sxm", 1).memory
+    assert one.per_gpu_gib < accum.per_gpu_gib
+    b = one.breakdown
+    assert b.gradients == 0 or b.activations == 0  # the larger of the two is shown

@@ -174,7 +174,8 @@ def prepare(
     p_adapter = lora_params(model, tr.lora_rank) if lora else 0.0
     p_tr = p_adapter if lora else model.params_total
     mc = memory_consts(model, tr.method, tr.precision, tr.optimizer, tr.flash_attention, tr.lora_rank, seq, res,
-                       p_adapter, largest_layer_params(model), mem_params)
+                       p_adapter, largest_layer_params(model), mem_params, tr.pure_bf16, tr.chunked_loss,
+                       tr.activation_offload)
 
     if model.is_token_model:
         L, h = model.layers or 1, model.hidden or 1
@@ -193,7 +194,7 @@ def prepare(
         L, h = model.layers or 1, model.hidden or 1
     static = static_model_factor(model.params_active, seq if model.is_token_model else None, model.family,
                                  model.is_token_model, tr.method, eff, tr.precision, tr.flash_attention)
-    w_b, g_b, _ = state_bytes(tr.precision, tr.optimizer)
+    w_b, g_b, _ = state_bytes(tr.precision, tr.optimizer, tr.pure_bf16)
     cc = ComputeConsts(
         is_token=model.is_token_model, units_per_sample=units_per_sample, model_flops_per_unit=mflops,
         hw_flops_per_unit=hw, static_factor=static, layers=L, hidden=h, seq=seq, p_total=model.params_total,
@@ -353,7 +354,10 @@ def _host_limit_gib(ctx: Context, g: GPU, gpn: int) -> float:
     return limit
 
 
-FASTEST_MARGIN = 0.05  # a model-parallel plan must be this much faster to replace the simpler ZeRO-3 plan
+FASTEST_MARGIN = 0.05
+TIGHT_HEADROOM = 0.05  # before CPU offload, the in-GPU plans are tried against this smaller headroom
+LARGE_SCALE_GPUS = 256  # at this scale and model size the planner prefers Megatron-style TP/PP plans
+LARGE_SCALE_PARAMS = 100e9  # a model-parallel plan must be this much faster to replace the simpler ZeRO-3 plan
 
 
 def _step_units_per_s(ctx: Context, g: GPU, gf: tuple, ch: Choice, count: int, gpn: int, nodes: int) -> float:
@@ -366,12 +370,21 @@ def _step_units_per_s(ctx: Context, g: GPU, gf: tuple, ch: Choice, count: int, g
 
 
 def _fastest(ctx: Context, g: GPU, gf: tuple, table: list[Row], first: Choice, budget: float, count: int, gpn: int,
-             nodes: int, host_budget: float) -> Choice:
+             nodes: int, host_budget: float, prefer_mp: bool = False) -> Choice:
     """At multi-node scale the simplest plan that fits (ZeRO-3 / FSDP) is often not what practitioners run:
     Megatron TP within the node + PP across nodes reaches ~45 % MFU on GPT-3 175B / 1024 A100 where FSDP's
     per-micro-batch all-gathers over the network do not (Narayanan et al. 2021). Among the model-parallel
-    layouts that fit, keep the fastest if it beats the simple plan by more than ``FASTEST_MARGIN``."""
+    layouts that fit, keep the fastest if it beats the simple plan by more than ``FASTEST_MARGIN``.
+
+    ``prefer_mp`` (≥ ``LARGE_SCALE_GPUS`` GPUs and ≥ ``LARGE_SCALE_PARAMS`` parameters): the fastest
+    TP/PP layout that fits wins outright -- every published run of that size used Megatron-style 3D
+    parallelism (GPT-3 175B, MT-NLG 530B, Megatron 1T, Falcon-180B, OPT-175B), and the ZeRO-3 time model
+    misses the network contention of parameter all-gathers over hundreds of nodes."""
     best, best_ups = first, _step_units_per_s(ctx, g, gf, first, count, gpn, nodes)
+    if prefer_mp and (first.shape.tp > 1 or first.shape.pp > 1):
+        prefer_mp = False  # already model-parallel: plain fastest-of comparison
+    mp_best: Choice | None = None
+    mp_ups = 0.0
     for row in table:
         sh = row[0]
         if sh.offload != "none" or (sh.tp == 1 and sh.pp == 1):
@@ -380,8 +393,12 @@ def _fastest(ctx: Context, g: GPU, gf: tuple, table: list[Row], first: Choice, b
         if not c.fits:
             continue
         ups = _step_units_per_s(ctx, g, gf, c, count, gpn, nodes)
+        if ups > mp_ups:
+            mp_best, mp_ups = c, ups
         if ups > best_ups * (1.0 + FASTEST_MARGIN):
             best, best_ups = c, ups
+    if prefer_mp and mp_best is not None:
+        return mp_best
     return best
 
 
@@ -421,21 +438,40 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         gf = (*gpu_factor(g, ctx.req.training.precision, ctx.eff), intra_node_bw(g, gpn, ctx.eff)[0],
               inter_node_bw(g, gpn, ctx.eff)[0])
         ctx._gpu_cache[gkey] = gf
-    ch = choose_from_table(table, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_gib * GIB / gpn)
-    if (ch.fits and nodes > 1 and ch.shape.zero >= 3 and ch.shape.offload == "none"
-            and not ctx.pinned.any_layout and model.is_token_model):
-        ch = _fastest(ctx, g, gf, table, ch, budget, count, gpn, nodes, host_gib * GIB / gpn)
+    host_pg = host_gib * GIB / gpn
+    ch = choose_from_table(table, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
+    if ((not ch.fits or ch.shape.offload != "none") and ctx.pinned.offload in (None, "none")
+            and ctx.headroom > TIGHT_HEADROOM):
+        # CPU offload is the last resort: first try the in-GPU layouts against a smaller headroom
+        in_gpu = [r for r in table if r[0].offload == "none"]
+        tight_usable = capacity * (1.0 - TIGHT_HEADROOM)
+        tight = choose_from_table(in_gpu, tight_usable * GIB / ctx.mem_scale, ctx._mb_cap_fn,
+                                  ctx.pinned.micro_batch, host_pg) if in_gpu else None
+        if tight is not None and tight.fits:
+            ch, usable = tight, tight_usable
+            notes.append(f"TIGHT: fits only with less than the {ctx.headroom:.0%} headroom asked "
+                         f"(deployment.headroom); planned against {TIGHT_HEADROOM:.0%} instead of CPU offload")
+    if (ch.fits and nodes > 1 and ch.shape.offload == "none" and not ctx.pinned.any_layout
+            and model.is_token_model):
+        large = count >= LARGE_SCALE_GPUS and model.params_total >= LARGE_SCALE_PARAMS
+        if large or ch.shape.zero >= 3:
+            ch = _fastest(ctx, g, gf, table, ch, budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
+                          else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large)
     s = ch.shape
-    mkey = (count, s, ch.ckpt, ch.mb)
+    ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
+    mkey = (count, s, ch.ckpt, ch.mb, ga <= 1)
     hit = ctx._mem_cache.get(mkey)
     if hit is None:
-        mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt)
+        mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt, ga)
         plan_s = f"{s.framework(count)}, mb {ch.mb}, ckpt {ch.ckpt}"
         ctx._mem_cache[mkey] = (mem, plan_s)
     else:
         mem, plan_s = hit
     per_gpu = mem.total / GIB * ctx.mem_scale
     fits = per_gpu <= usable + 1e-9 and not problems
+    if fits and per_gpu > capacity * (1.0 - ctx.headroom) + 1e-9:
+        notes.append(f"fits with {1.0 - per_gpu / capacity:.0%} headroom -- tight (asked for {ctx.headroom:.0%}); "
+                     "fragmentation spikes or a longer sample can OOM")
     if not ch.fits and not ch.host_ok:
         problems.append(
             f"does not fit: even {s.framework(count)} needs {mem.host_per_gpu * gpn / GIB:.0f} GiB of host RAM "
@@ -453,7 +489,6 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
                 problems.append(f"CPU offload would need {need:.0f} GiB of host RAM per node; a platform for "
                                 f"{gpn}× {g.name} takes at most {host_gib:.0f} GiB")
 
-    ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
     core_gpu, peak, pnote, intra, inter = gf
     if pnote:
         notes.append(pnote)
@@ -558,7 +593,8 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
         out.append(f"sequence length {ctx.seq} tokens")
         out.append("FlashAttention on" if tr.flash_attention else "FlashAttention off (attention scores stored)")
     # Method / states
-    w, gb, o = state_bytes(tr.precision, tr.optimizer)
+    w, gb, o = state_bytes(tr.precision, tr.optimizer, tr.pure_bf16)
+    pure = tr.pure_bf16 and tr.precision not in ("fp32", "tf32")
     opt_name = {"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD with momentum"}[tr.optimizer]
     if tr.method in ("lora", "qlora"):
         base = ("NF4 ≈ 4.13 bits/param (QLoRA)" if tr.method == "qlora"
@@ -567,7 +603,8 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
                    f"{_fmt_b(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base {base}")
         out.append(f"adapters: {tr.precision} + {opt_name}, {w + gb + o:g} B per trainable param")
     else:
-        out.append(f"model states: {tr.precision} {'mixed precision ' if w == 2 else ''}+ {opt_name}, "
+        regime = "pure 16-bit, no fp32 master copy " if pure else ("mixed precision " if w == 2 else "")
+        out.append(f"model states: {tr.precision} {regime}+ {opt_name}, "
                    f"{w + gb + o:g} B/param ({w:g} weights + {gb:g} grads + {o:g} optimizer)")
     # Plan
     chosen = ("as configured" if ctx.pinned.any_layout else
@@ -585,6 +622,9 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
         out.append(f"CPU offload ({s.offload}): {q.host_ram_gib:.0f} GiB pinned host RAM per node "
                    f"(DeepSpeed buffer factor 1.5); slow")
     prm = ctx.mc.params
+    if model.is_token_model:
+        out.append("loss: chunked / fused cross-entropy (bf16 logits, fp32 one chunk at a time)" if tr.chunked_loss
+                   else "loss: full fp32 logits for the cross-entropy (training.chunked_loss off)")
     out.append(f"overhead: CUDA context {prm.cuda_context_gib:g} GiB + framework/NCCL + comm buckets"
                f"{' + ZeRO-3 gathered-layer buffer' if s.zero >= 3 else ''} + {prm.fragmentation:.0%} fragmentation")
     out.append(f"headroom: {ctx.headroom:.0%} of GPU memory kept free (deployment.headroom)")

@@ -42,8 +42,12 @@ class MemoryParams:
     ddp_bucket_bytes: float = 2 * 25e6
     # DeepSpeed reduce/allgather bucket default 5e8 elements x 2 B (EleutherAI cookbook defaults, §3.3)
     zero_bucket_elems: float = 5e8
-    # ZeRO-3 gathered parameters: 4 B x largest layer (DeepSpeed estimate_zero3_model_states_mem_needs)
-    zero3_gather_bytes_per_param: float = 4.0
+    # ZeRO-3 gathered parameters: the layer being computed + the prefetched next one, at the stored weight
+    # width: 2 x 2 B = 4 B x largest layer for 16-bit weights (DeepSpeed estimate_zero3_model_states_mem_needs:
+    # 4·largest_layer); NF4 bases (QLoRA) gather 2 x 0.52 B (FSDP all-gathers the quantised storage)
+    zero3_gather_layers: float = 2.0
+    # Layers whose checkpointed inputs stay on the GPU with activation offloading (current + prefetched)
+    act_offload_layers_on_gpu: float = 2.0
     # Allocator fragmentation allowance on states + activations (ZeRO paper §3 reports OOM with up to 30 %
     # free in extreme cases; Megatron adds 5 % to activations) -- my default, applied to everything
     fragmentation: float = 0.05
@@ -65,7 +69,7 @@ PARAMS = MemoryParams()
 # --------------------------------------------------------------------------------------------------
 
 
-def state_bytes(precision: str, optimizer: str) -> tuple[float, float, float]:
+def state_bytes(precision: str, optimizer: str, pure: bool = False) -> tuple[float, float, float]:
     """(weight, gradient, optimizer) bytes per trainable parameter.
 
     Mixed precision (bf16/fp16/fp8 compute) + AdamW: 2 + 2 + 12 (fp32 master 4 + m 4 + v 4) = 16
@@ -73,9 +77,14 @@ def state_bytes(precision: str, optimizer: str) -> tuple[float, float, float]:
     SGD with momentum: master 4 + momentum 4 = 8 (-> 12). fp32/tf32: weights 4, grads 4, AdamW 8,
     8-bit Adam 2, SGD 4 (no master copy). FP8 recipes keep bf16 weights and fp32 master (Playbook
     FP8 table: 9-16 B/param) -- counted as bf16 mixed.
+
+    ``pure`` (``training.pure_bf16``): no fp32 master copy, states in 16 bits -- AdamW 2 + 2 + 4 = 8 B/param
+    (LLaMA-Factory pure_bf16; torchtune dtype=bf16), 8-bit AdamW 2 + 2 + 2, SGD 2 + 2 + 2.
     """
     if precision in ("fp32", "tf32"):
         return 4.0, 4.0, {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0}[optimizer]
+    if pure:
+        return 2.0, 2.0, {"adamw": 4.0, "adamw-8bit": 2.0, "sgd": 2.0}[optimizer]
     return 2.0, 2.0, {"adamw": 12.0, "adamw-8bit": 6.0, "sgd": 8.0}[optimizer]
 
 
@@ -125,12 +134,20 @@ def layer_activation_bytes(
     return per / tp
 
 
-def head_activation_bytes(seq: int, hidden: int, vocab: int, tp: int = 1) -> float:
+def head_activation_bytes(seq: int, hidden: int, vocab: int, tp: int = 1, chunked: bool = False) -> float:
     """Output layer + loss for ONE sequence: fp32 logits for the cross-entropy ``4·s·V`` (Playbook widget),
     plus bf16 logits ``2·s·V`` and the final norm / embedding output ``4·s·h`` (Megatron: 4·s·b·h·(1 + V/h)).
-    Vocab-parallel with TP divides by t."""
+    Vocab-parallel with TP divides by t.
+
+    ``chunked`` (``training.chunked_loss``): the loss upcasts one chunk of the logits at a time
+    (torchtune CEWithChunkedOutputLoss, 8 chunks: the bf16 logits ``2·s·V`` stay, fp32 only for ``s/8``
+    tokens); measured by torchtune: -8.1 GiB on Llama-3.2-3B at b·s = 8192 (README "Optimization flags")."""
     s = float(seq)
-    return (6.0 * s * vocab + 4.0 * s * hidden) / tp
+    per_v = (2.0 + 4.0 / CHUNKED_LOSS_CHUNKS) if chunked else 6.0
+    return (per_v * s * vocab + 4.0 * s * hidden) / tp
+
+
+CHUNKED_LOSS_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 
 
 # --------------------------------------------------------------------------------------------------
@@ -149,6 +166,7 @@ class MemoryConsts:
     p_embedding_one: float  # the larger single table (a PP stage holds at most one)
     p_adapter: float  # LoRA trainable params (0 for full training)
     lora: bool
+    act_offload: bool  # checkpointed layer inputs offloaded to host (only with full recompute)
     frozen_bytes: float  # per frozen base param (LoRA 2, QLoRA 0.516, fp32 4)
     w_bytes: float
     g_bytes: float
@@ -226,6 +244,9 @@ def activation_per_sample(mc: MemoryConsts, tp: int, pp: int, ckpt: str) -> floa
     per_layer = mc.act_layer[ckpt] / tp + (mc.act_lora_layer / tp if ckpt != "full" else 0.0)
     work = mc.act_work_full / tp if ckpt == "full" else 0.0
     head = mc.act_head / tp
+    if mc.act_offload and ckpt == "full":
+        # checkpointed inputs stream to host; the current and the prefetched layer's stay on the GPU
+        return min(mc.layers, mc.params.act_offload_layers_on_gpu) * per_layer + work + head
     if pp == 1:
         return mc.layers * per_layer + work + head
     stage_layers = mc.layers / pp
@@ -245,16 +266,32 @@ def fixed_overhead(mc: MemoryConsts, count: int, dp: int, tp: int, zero: int, of
             tr = (mc.p_adapter if mc.lora else mc.p_total) / tp
             b += min(prm.zero_bucket_elems, tr) * mc.g_bytes
     if zero >= 3 or offload == "optimizer+params":
-        b += prm.zero3_gather_bytes_per_param * mc.largest_layer / tp
+        wb = mc.frozen_bytes if mc.lora else mc.w_bytes
+        b += prm.zero3_gather_layers * wb * mc.largest_layer / tp
     return b
 
 
+def grads_transient(dp: int, zero: int, offload: str, ga: int) -> bool:
+    """Whether the gradients do not yet exist while the forward activations peak.
+
+    PyTorch >= 2.0 ``zero_grad(set_to_none=True)`` frees ``.grad`` after each step and backward allocates it
+    layer by layer while the activations are freed, so with one micro-batch per step the peak is
+    ``states + max(activations, gradients)``, not their sum. Not so with gradient accumulation (grads live
+    across micro-batches), DDP (persistent gradient buckets) or DeepSpeed ZeRO-1/2 (persistent partition
+    buffers); FSDP / ZeRO-3 and a single GPU qualify. Planning (``max_micro_batch``) keeps the sum."""
+    return ga <= 1 and offload == "none" and (dp <= 1 or zero >= 3)
+
+
 def plan_memory(
-    mc: MemoryConsts, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, mb: int, ckpt: str
+    mc: MemoryConsts, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, mb: int, ckpt: str,
+    ga: int = 2,
 ) -> MemParts:
-    """Full breakdown for one plan (bytes per GPU)."""
+    """Full breakdown for one plan (bytes per GPU). With ``grads_transient`` the gradients and the
+    activations share the same memory over the step: the breakdown shows the larger, the other as 0."""
     w, g, o, host = states(mc, dp, tp, pp, zero, offload)
     act = activation_per_sample(mc, tp, pp, ckpt) * mb
+    if grads_transient(dp, zero, offload, ga):
+        g, act = (g, 0.0) if g > act else (0.0, act)
     frag = mc.params.fragmentation * (w + g + o + act)
     over = fixed_overhead(mc, count, dp, tp, zero, offload) + frag
     return MemParts(w, g, o, act, over, host)
@@ -289,9 +326,12 @@ def memory_consts(
     p_adapter: float,
     largest_layer: float,
     params: MemoryParams = PARAMS,
+    pure: bool = False,
+    chunked_loss: bool = False,
+    act_offload: bool = False,
 ) -> MemoryConsts:
     """Precompute the per-requirements constants used by every plan evaluation."""
-    w, g, o = state_bytes(precision, optimizer)
+    w, g, o = state_bytes(precision, optimizer, pure)
     lora = method in ("lora", "qlora")
     if method == "qlora":
         frozen = params.qlora_bits_per_param / 8.0
@@ -305,7 +345,7 @@ def memory_consts(
         for mode in CKPT_MODES:
             act_layer[mode] = layer_activation_bytes(seq, h, a, f, model.mlp, flash, mode)
         work = layer_activation_bytes(seq, h, a, f, model.mlp, flash, "none")
-        head = head_activation_bytes(seq, h, model.vocab or 0)
+        head = head_activation_bytes(seq, h, model.vocab or 0, chunked=chunked_loss)
         if lora:
             # PEFT adapter inputs (dropout copy) and rank-r intermediates: 2·(4·s·b·(r + h) + s·b·h) bytes
             # per layer (pacman100 in huggingface/transformers#25572)
@@ -323,6 +363,7 @@ def memory_consts(
     return MemoryConsts(
         is_token=model.is_token_model, layers=model.layers or 1, p_total=model.params_total,
         p_embedding=emb_total, p_embedding_one=float(emb_one), p_adapter=p_adapter if lora else 0.0, lora=lora,
+        act_offload=act_offload,
         frozen_bytes=frozen, w_bytes=w, g_bytes=g, o_bytes=o, largest_layer=largest_layer,
         act_layer=act_layer, act_work_full=work, act_head=head, act_lora_layer=lora_act,
         act_sample=act_sample, params=params,

@@ -85,6 +85,16 @@ class TrainingSpec(_Strict):
     flash_attention: bool = True
     lora_rank: HumanInt = Field(16, ge=1, le=65_536)
     parallel: ParallelSpec | None = None
+    # Pure 16-bit training: weights, gradients and optimizer states all in the training precision, no fp32
+    # master copy (torchtune dtype=bf16, LLaMA-Factory pure_bf16): AdamW 2 + 2 + 4 = 8 B/param. No effect
+    # for fp32/tf32 (no master copy there anyway).
+    pure_bf16: bool = False
+    # Fused / chunked cross-entropy (torchtune CEWithChunkedOutputLoss, Liger fused linear CE): the fp32
+    # logits are never materialised for the whole sequence. Off = full fp32 logits (HF Trainer default).
+    chunked_loss: bool = False
+    # Activation offloading: the checkpointed layer inputs go to host memory (torchtune
+    # enable_activation_offloading, Megatron/DeepSpeed cpu_checkpointing); only with full checkpointing.
+    activation_offload: bool = False
 
 
 class DataSpec(_Strict):
