@@ -237,3 +237,42 @@ def test_require_cuda_keeps_only_nvidia_and_says_why(catalog):
                      catalog)
     assert DROP_CUDA not in free.dropped
     assert any(catalog.gpu(g).vendor != "nvidia" for g in [free.build.gpu] + [a.gpu for a in free.alternatives])
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_simplicity_only_breaks_near_ties(path: Path) -> None:
+    """Cheapest: an alternative may be cheaper than the pick only if it needs more GPUs, and then by
+    at most SIMPLICITY_TOLERANCE (non-CUDA parts counted with their software-stack handicap)."""
+    from gpuwiz.core.recommend import NON_CUDA_HANDICAP, SIMPLICITY_TOLERANCE
+
+    r = recommend(load_config(path), CAT)
+    assert r.found and r.build and r.cost_per_run_usd
+    n = r.build.gpus_per_node * r.build.nodes
+
+    def eff(gpu: str, usd: float) -> float:
+        return usd * (1.0 if CAT.gpu(gpu).vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP)
+
+    mine = eff(r.build.gpu, r.cost_per_run_usd)
+    for a in r.alternatives:
+        other = eff(a.gpu, a.cost_per_run_usd)
+        if other < mine * 0.999:
+            assert a.count > n, f"{a.count}x {a.gpu} is cheaper (${a.cost_per_run_usd}) and no bigger than the pick"
+            assert other >= mine / (1 + SIMPLICITY_TOLERANCE) * 0.99, a
+
+
+def test_near_tie_goes_to_the_fewer_gpus() -> None:
+    """The pick rule itself: within the tolerance the smaller build wins; outside it the cheaper one."""
+    from gpuwiz.core import recommend as rmod
+
+    req = load_config(EXAMPLES / "small-team-lora-7b.yaml")
+    rec = rmod._Recommender(req, CAT, "cheapest")
+    g = CAT.gpu("h100-sxm")
+    q = rmod.Quick(fits=True, wall_hours=10.0, gpu_hours=10.0)
+
+    def cand(count: int, score: float) -> rmod.Cand:
+        return rmod.Cand(gpu=g, gpn=count, nodes=1, q=q, score=score)
+
+    big, small = cand(8, 100.0), cand(1, 100.0 * (1 + rmod.SIMPLICITY_TOLERANCE) * 0.999)
+    assert rec.pick(sorted([big, small], key=rec.key)) is small
+    small_dear = cand(1, 100.0 * (1 + rmod.SIMPLICITY_TOLERANCE) * 1.01)
+    assert rec.pick(sorted([big, small_dear], key=rec.key)) is big

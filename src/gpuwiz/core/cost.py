@@ -80,7 +80,9 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
         per_run = rate * hours + storage
         spot = (inst.spot_usd_per_hour * n * hours * (1 + spot_over) + storage) if inst.spot_usd_per_hour else None
         res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
-        res_per_run = max(res_rate * hours, res_rate * HOURS_PER_YEAR / max(rpy, 1e-9)) + storage
+        # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
+        reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
+        res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
         out.append(CloudOption(
             provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
             gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
@@ -228,9 +230,15 @@ def rent_per_year(req: Requirements, rent: RentRef, gpu_hours_per_run: float, bu
 
 def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_run: float,
             cloud: list[CloudOption], rent: RentRef | None, gpu_priced: bool = True,
-            no_buy_reason: str = "no purchase price for this GPU in the catalog") -> CostAnalysis:
+            no_buy_reason: str = "no purchase price for this GPU in the catalog",
+            decided: str | None = None, decided_why: str = "") -> CostAnalysis:
     """Rent vs buy: owning ``build`` (which needs ``gpu_hours_per_run`` per run) against ``rent``,
-    the cheapest cloud way to do the same work (possibly on another GPU type)."""
+    the cheapest cloud way to do the same work (possibly on another GPU type).
+
+    With the choice open (mode either) the verdict is buy when owning is BUY_MARGIN cheaper. A
+    caller whose ranking already weighed more than the dollars (the recommender's non-CUDA and
+    simplicity rules) passes its choice as ``decided`` ("rent" / "buy") and ``decided_why``, the
+    reason it overrides the plain comparison; the verdict then follows it, saying why."""
     y = years(req)
     mode = req.deployment.mode
     months = max(1, int(math.ceil(y * 12)))
@@ -297,15 +305,26 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         reason = (f"owning and renting are within 10 % (${buy_total:,.0f} vs ${rent_total:,.0f} over {y:g} years): own "
                   f"{hybrid_own} of {units} {what} for the base load and burst the rest to {rent.label} "
                   f"(${hybrid_total:,.0f}), hedging cloud price drift against obsolescence")
-    elif buy_total < BUY_MARGIN * rent_total:
+    elif decided == "buy" or (decided is None and buy_total < BUY_MARGIN * rent_total):
         verdict = "buy"
         reason = (f"owned GPUs busy {u:.0%} of the time (break-even {be_txt}); over {y:g} years owning costs "
                   f"${buy_total:,.0f} vs ${rent_total:,.0f} renting {rent.label}"
                   + (f"; pays back in {payback:.0f} months" if payback else ""))
+        if buy_total >= BUY_MARGIN * rent_total and decided_why:
+            reason += f"; {decided_why}"
     else:
         verdict = "rent"
-        reason = (f"owned GPUs would be busy only {u:.0%} of the time (break-even {be_txt}); renting {rent.label} "
-                  f"costs ${rent_total:,.0f} over {y:g} years vs ${buy_total:,.0f} to own")
+        if buy_total < BUY_MARGIN * rent_total:  # only with ``decided``: the ranking weighed more than dollars
+            reason = (f"renting {rent.label} costs ${rent_total:,.0f} over {y:g} years; owning {buy_label} "
+                      f"would cost ${buy_total:,.0f}, but "
+                      + (decided_why or "the ranking's estimate put the two within the 10 % margin that buying needs"))
+        elif buy_total < rent_total:
+            reason = (f"owning would save only {1 - buy_total / rent_total:.0%} (${buy_total:,.0f} vs "
+                      f"${rent_total:,.0f} renting {rent.label} over {y:g} years), less than the "
+                      f"{1 - BUY_MARGIN:.0%} that justifies tying up ${parts.capex:,.0f} of capex")
+        else:
+            reason = (f"owned GPUs would be busy only {u:.0%} of the time (break-even {be_txt}); renting {rent.label} "
+                      f"costs ${rent_total:,.0f} over {y:g} years vs ${buy_total:,.0f} to own")
 
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus, p_equiv)
     series = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2),

@@ -8,7 +8,9 @@ and buy costs (``core.cost``), and builds the full estimate, cost analysis and p
 
 Ranking ("cheapest", the default) compares each candidate's cheapest way to do the year's work over
 the horizon: renting (cloud per run x runs) or buying (TCO net of residual value, tco_and_pitfalls
-§C), so a team that trains twice a month is not told to buy an 8-GPU node. "fastest" minimises
+§C), so a team that trains twice a month is not told to buy an 8-GPU node; non-CUDA parts carry a
+software-stack handicap, and within SIMPLICITY_TOLERANCE of the cheapest the build with the fewest
+GPUs wins (a near-tie breaker, never more). "fastest" minimises
 wall-clock time per run within the budget; "perf-per-watt" minimises energy per run.
 
 Budget (``deployment.budget_usd``) is read as money available up front: the capex of a bought
@@ -17,6 +19,7 @@ build, or the first year of cloud spend for a rented one.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +34,9 @@ from gpuwiz.core.units import GIB, HOURS_PER_MONTH
 
 GB_PER_GIB = GIB / 1e9
 NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the cheapest objective
+# Cheapest objective: among builds within this fraction of the lowest (effective) horizon cost, the
+# one with the fewest GPUs wins. The one place this tolerance is stated; see _Recommender.pick.
+SIMPLICITY_TOLERANCE = 0.05
 
 GPN_LADDER = (1, 2, 4, 8)
 MAX_NODES = 4096
@@ -165,6 +171,10 @@ class _Recommender:
         self.req, self.cat, self.obj = req, cat, objective
         self.d = req.deployment
         self.deadline_h = _deadline_hours(req)
+        # Scale-out stops at this time per run: the deadline, or tighter when the build may be owned.
+        self.stop_h = self.deadline_h
+        if self.d.mode in ("buy", "either"):
+            self.stop_h = min(self.stop_h, HOURS_PER_MONTH / req.schedule.runs_per_month)
         self.dropped: dict[str, int] = {}
         self.considered = 0
         self.cap_cache: dict[tuple[str, int, int], float] = {}
@@ -172,6 +182,7 @@ class _Recommender:
         self.restricted = self.d.country.upper() in {c.upper() for c in cat.export_controlled_countries}
         self.y = costmod.years(req)
         self.rpy = costmod.runs_per_year(req)
+        self.storage_usd_per_hour = 0.0  # cloud volume for the data and checkpoints (set in run)
 
     def drop(self, reason: str, n: int = 1) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + n
@@ -225,7 +236,12 @@ class _Recommender:
                 c = self._try(scan, gpu, gpn, 1)
                 if c:
                     out.append(c)
-            # Scale out with full nodes until the deadline is met (one step past it for speed).
+            # Scale out with full nodes: keep every shape that meets the deadline, and stop once a
+            # shape also meets the tighter of (deadline, an owned build's time per run -- the month's
+            # runs must fit in the month). Stopping at the deadline alone made the search depend on
+            # it: a longer deadline stopped earlier and lost the bigger cluster that could be owned
+            # (B4). Past that point more nodes only cost more (GPU-hours grow with the node count).
+            # "fastest" goes one doubling further.
             if gpu.segment == "consumer" or self.d.site == "desk":
                 continue
             gpn = gpns[-1]
@@ -238,9 +254,9 @@ class _Recommender:
                 q = c.q if c else None
                 if c and c.q.fits and c.q.wall_hours <= self.deadline_h:
                     out.append(c)
-                    if met_once or self.obj == "cheapest":
+                    if c.q.wall_hours <= self.stop_h and (met_once or self.obj == "cheapest"):
                         break
-                    met_once = True
+                    met_once = met_once or c.q.wall_hours <= self.stop_h
                 elif q is not None and prev is not None and q.fits and prev.fits and q.wall_hours > 0.9 * prev.wall_hours:
                     break  # doubling no longer helps
                 prev = q
@@ -295,7 +311,8 @@ class _Recommender:
         hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn)
         if hit:
             rate, inst, n = hit
-            c.rent_run = rate * c.q.wall_hours
+            # The cloud volume is paid while the run lasts, as in cost.cloud_options.
+            c.rent_run = rate * c.q.wall_hours + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0)
             c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{f' x{n}' if n > 1 else ''})"
             c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
             if inst.spot_usd_per_hour:
@@ -303,7 +320,8 @@ class _Recommender:
             r1 = costmod._fac(self.cat, "reserved_1y_discount", 0.3)
             res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
-            c.reserved_year = res_rate * 8760.0 * max(1, math.ceil(c.q.wall_hours * self.rpy / 8760.0))
+            c.reserved_year = (res_rate * 8760.0 * max(1, math.ceil(c.q.wall_hours * self.rpy / 8760.0))
+                               + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0) * self.rpy)
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
         unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
@@ -341,15 +359,19 @@ class _Recommender:
                 opts.append((c.rent_total, "rent"))
         if mode in ("buy", "either") and c.buy_total is not None and keeps_up:
             if budget is None or (c.capex or 0) <= budget:
-                opts.append((c.buy_total, "buy"))
+                # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
+                # verdict's own rule), so the ranking and the verdict agree.
+                opts.append((c.buy_total / costmod.BUY_MARGIN if mode == "either" else c.buy_total, "buy"))
         if not opts:
             c.score = math.inf
-            if mode == "buy" and c.buy_total is not None and not keeps_up:
+            can_rent = mode in ("rent", "either") and c.rent_total is not None
+            can_buy = mode in ("buy", "either") and c.buy_total is not None
+            if can_rent or (can_buy and keeps_up):
+                c.extra["drop"] = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
+            elif can_buy:
                 c.extra["drop"] = DROP_CAPACITY
-            elif (c.rent_total is None or mode == "buy") and (c.buy_total is None or mode == "rent"):
-                c.extra["drop"] = DROP_PRICE
             else:
-                c.extra["drop"] = DROP_BUDGET
+                c.extra["drop"] = DROP_PRICE
             return
         c.score, c.mode = min(opts)
 
@@ -368,33 +390,62 @@ class _Recommender:
         c.extra["build"] = build
         self._score(c)
 
+    def effective(self, c: Cand) -> float:
+        """The cost the cheapest objective compares: horizon cost (``score``), with the non-CUDA
+        software-stack handicap -- porting kernels such as FlashAttention and fused optimizers, less
+        mature distributed training (SemiAnalysis, "MI300X vs H100 vs H200 Benchmark Part 1:
+        Training", Dec 2024, found MI300X training far below its paper advantage). A judgement,
+        stated in the rocm-caveats pitfall."""
+        return c.score * (1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP)
+
     def key(self, c: Cand) -> tuple[float, ...]:
+        """Order of the ranked list (alternatives); the winner is ``pick``."""
         if self.obj == "fastest":
             return (_sig(c.q.wall_hours), c.score)
         if self.obj == "perf-per-watt":
             return (_sig(c.energy_kwh), c.score)
-        # Cheapest: horizon cost, with a 5 % handicap per doubling of GPUs (a simpler build wins
-        # near-ties: multi-GPU jobs cost engineering time the price does not show), and a
-        # software-stack handicap for non-CUDA accelerators (porting kernels such as FlashAttention
-        # and fused optimizers, less mature distributed training: SemiAnalysis, "MI300X vs H100 vs
-        # H200 Benchmark Part 1: Training", Dec 2024, found MI300X training far below its paper
-        # advantage). A judgement, stated in the rocm-caveats pitfall; it only breaks near-ties.
-        stack = 1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP
-        return (c.score * (1 + 0.05 * math.log2(max(c.count, 1))) * stack, c.q.wall_hours)
+        return (self.effective(c), c.q.wall_hours)
+
+    def pick(self, ranked: list[Cand]) -> Cand:
+        """The winner of a list sorted by ``key``. Cheapest: the simplest build -- fewest GPUs, then
+        fewest nodes -- among those within SIMPLICITY_TOLERANCE of the lowest effective cost (a
+        multi-GPU job costs engineering time the price does not show, so 1 GPU at $104 beats 8 at
+        $100). Only a near-tie breaker: the pick never costs more than (1 + tolerance) x the
+        cheapest, so a longer deadline -- which only adds candidates -- never makes the pick dearer
+        than the shorter deadline's pick by more than the tolerance (tests/robustness)."""
+        if self.obj != "cheapest" or not ranked:
+            return ranked[0]
+        floor = self.effective(ranked[0])
+        near = [c for c in ranked if self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
+        return min(near, key=lambda c: (c.count, c.nodes, self.effective(c), c.q.wall_hours))
 
     def per_run(self, c: Cand) -> float:
         if c.mode == "rent" and c.rent_run is not None:
             if c.reserved_year is not None and c.reserved_year < c.rent_run * self.rpy:
                 return c.reserved_year / self.rpy
             return c.rent_run
-        return c.score / max(self.rpy * self.y, 1e-9)
+        total = c.buy_total if (c.mode == "buy" and c.buy_total is not None) else c.score
+        return total / max(self.rpy * self.y, 1e-9)
+
+    def workload0(self, scan: _Scanner) -> sysmod.Workload:
+        """Sizing inputs before any estimate: the resolved model's parameters when the fast path has them
+        (a preset has no params_b in the requirements; 1B would under-size checkpoints and storage)."""
+        w = sysmod.workload_from(self.req, self.cat, None)
+        model = getattr(scan.ctx, "model", None)
+        total = getattr(model, "params_total", None)
+        if total:
+            trainable = getattr(scan.ctx, "p_trainable", None) or total
+            w = dataclasses.replace(w, params_total=float(total), params_trainable=float(trainable))
+        return w
 
     # -- main --
     def run(self) -> Recommendation:
         scan = _Scanner(self.req, self.cat)
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands = self.enumerate(scan)
-        w0 = sysmod.workload_from(self.req, self.cat, None)
+        w0 = self.workload0(scan)
+        self.storage_usd_per_hour = (sysmod.storage_needed_tb(w0) * costmod._fac(self.cat, "cloud_storage_usd_per_tb_month", 23.0)
+                                     / HOURS_PER_MONTH)
         for c in cands:
             self.price_rough(c, w0)
         if pinned:
@@ -422,7 +473,9 @@ class _Recommender:
         if not shortlist:
             return self.nothing(scan)
         shortlist.sort(key=self.key)
-        win = shortlist[0]
+        win = self.pick(shortlist)
+        shortlist.remove(win)
+        shortlist.insert(0, win)
         return self.finish(scan, win, shortlist)
 
     def finish(self, scan: _Scanner, win: Cand, ranked: list[Cand]) -> Recommendation:
@@ -439,14 +492,17 @@ class _Recommender:
         if renting:
             # The answer is a cloud instance; the on-prem side is the best build one could buy instead.
             label = f"{cloud[0].provider} {cloud[0].instance}" + (f" x{cloud[0].instances}" if cloud[0].instances > 1 else "") if cloud else win.rent_label
+            if cloud and _reserved_wins(cloud[0]):
+                label += ", 1-year reservation"
             buy = self._best_buy(ranked)
             rent_ref = costmod.RentRef(
                 usd_per_run=cloud[0].cost_per_run_usd if cloud else (win.rent_run or 0.0), label=win.rent_label,
                 usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year, spot_usd_per_run=win.spot_run)
             if buy is not None:
-                bw = sysmod.workload_from(self.req, self.cat, None)
+                bw = self.workload0(scan)
                 buy_build = buy.extra.get("build") or sysmod.size_system(self.req, self.cat, buy.gpu, buy.gpn, buy.nodes, bw)
-                analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref)
+                analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
+                                           **self._decided(win, buy))
             else:
                 buy_build = None
                 why = "no build you could buy fits" + (" the budget" if self.d.budget_usd else "") + \
@@ -458,7 +514,8 @@ class _Recommender:
         else:
             ref = self._best_rent(win, ranked)
             if ref is not None and ref is not win:
-                extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours)
+                extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
+                                              storage_tb=build.storage_needed_tb)
                 cloud = cloud + extra[:1]
             rent_ref = None
             if ref is not None:
@@ -466,12 +523,16 @@ class _Recommender:
                 rent_ref = costmod.RentRef(
                     usd_per_run=own.cost_per_run_usd if own else (ref.rent_run or 0.0), label=ref.rent_label,
                     usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year, spot_usd_per_run=ref.spot_run)
-            analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref, gpu_priced=win.capex is not None)
+            analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref, gpu_priced=win.capex is not None,
+                                       **(self._decided(win, ref) if ref is not None else {}))
         alts = self.alternatives(win, ranked)
         ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis)
         pits = pitmod.check(ctx)
         if analysis.verdict == "rent" and cloud:
-            per_run = cloud[0].cost_per_run_usd
+            # What renting costs the way the ranking priced it: on demand, or a reservation when
+            # the year's runs fill it well enough to be cheaper.
+            o = cloud[0]
+            per_run = o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None else o.cost_per_run_usd
         elif analysis.onprem is not None and not renting:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
@@ -487,14 +548,33 @@ class _Recommender:
         )
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
+        """The build to own instead of renting: cheapest over the horizon as the ranking counts it."""
         ok = [c for c in ranked if c.buy_total is not None and c.exact and "build" in c.extra
               and c.q.wall_hours * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
               and (self.d.budget_usd is None or (c.capex or 0) <= self.d.budget_usd)]
-        return min(ok, key=lambda c: (c.buy_total, c.q.wall_hours)) if ok else None
+        return min(ok, key=lambda c: (c.buy_total * self._stack(c), c.q.wall_hours)) if ok else None  # type: ignore[operator]
+
+    def _stack(self, c: Cand) -> float:
+        return 1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP
+
+    def _decided(self, win: Cand, other: Cand) -> dict[str, str]:
+        """The ranking's rent-or-buy choice for cost.analyse (cheapest objective, mode either), and why
+        it may differ from the plain dollar comparison there (``other`` is the other side's build)."""
+        if self.obj != "cheapest" or self.d.mode != "either" or win.mode not in ("rent", "buy"):
+            return {}
+        why = ""
+        if win.mode == "rent" and self._stack(other) > 1.0:
+            why = (f"{other.gpu.name}'s non-CUDA software stack is counted {NON_CUDA_HANDICAP:.0%} dearer "
+                   "(kernel porting, less mature distributed training)")
+        elif win.count < other.count:
+            how = "rented" if win.mode == "rent" else "owned"
+            why = (f"the {how} {win.count}-GPU build is simpler than the {other.count}-GPU alternative and within "
+                   f"{SIMPLICITY_TOLERANCE:.0%} of the cheapest")
+        return {"decided": win.mode, "decided_why": why}
 
     def _best_rent(self, win: Cand, ranked: list[Cand]) -> Cand | None:
-        ok = [c for c in [win] + ranked if c.rent_run is not None]
-        return min(ok, key=lambda c: (c.rent_run, c.q.wall_hours)) if ok else None
+        ok = [c for c in [win] + ranked if c.rent_run is not None and c.rent_total is not None]
+        return min(ok, key=lambda c: (c.rent_total, c.q.wall_hours)) if ok else None  # type: ignore[arg-type, return-value]
 
     def alternatives(self, win: Cand, ranked: list[Cand]) -> list[Alternative]:
         out: list[Alternative] = []
@@ -613,6 +693,11 @@ class _Recommender:
                         best = (price, g, gpn, q.wall_hours)
                     break
         return (best[1], best[2], best[3]) if best else None
+
+
+def _reserved_wins(o: Any) -> bool:
+    """A 1-year reservation is cheaper per run than on-demand for this cloud option."""
+    return o.cost_per_run_reserved_usd is not None and o.cost_per_run_reserved_usd < o.cost_per_run_usd
 
 
 def _sig(x: float) -> float:

@@ -338,6 +338,11 @@ def software_stack(gpu: GPU, nodes: int, w: Workload) -> list[str]:
 # ---- the build -----------------------------------------------------------------------------------
 
 
+def storage_needed_tb(w: Workload) -> float:
+    """Capacity the build (or a cloud volume) needs: raw + preprocessed data, local checkpoints, base weights."""
+    return (w.dataset_gb * 2 + w.checkpoint_gb * KEEP_LOCAL_CKPTS + w.base_weights_gb) * FREE_SPACE / 1000
+
+
 def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int,
                 w: Workload) -> Build:
     site = req.deployment.site
@@ -353,7 +358,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     data_gb = w.dataset_gb
     fast_need_gb = (data_gb + ckpt_gb * KEEP_LOCAL_CKPTS + w.base_weights_gb) * FREE_SPACE
     bulk_need_gb = (data_gb * 2 + ckpt_gb * BULK_CKPT_HISTORY + w.base_weights_gb) * FREE_SPACE
-    needed_tb = (data_gb * 2 + ckpt_gb * KEEP_LOCAL_CKPTS + w.base_weights_gb) * FREE_SPACE / 1000
+    needed_tb = storage_needed_tb(w)
 
     # Read throughput the data pipeline needs per node (GB/s).
     if w.samples_per_s_per_gpu and w.sample_kb and w.modality != "text":
