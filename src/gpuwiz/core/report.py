@@ -170,7 +170,11 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         out += [f"{h2}Rent" if md else "Rent:"]
         out += [f"- {build.site.removeprefix('cloud: ')}: {n_gpus}x {build.gpu_name}, "
                 f"{fmt_usd(rec.cost_per_run_usd)} per run"]
-        out += [f"- Storage: {s}" for s in build.storage]
+        tb = build.storage_needed_tb
+        need = f"{max(tb * 1000, 1):,.0f} GB" if tb < 1 else f"{tb:,.1f} TB"
+        ckpt = f", checkpoints ~{build.checkpoint_gb:,.0f} GB each" if build.checkpoint_gb >= 1 else ""
+        out += [f"- Storage: {need} for data and checkpoints on the instance's local NVMe or a network volume"
+                f"{ckpt}; keep an off-site copy of checkpoints in object storage"]
         out += [f"- Software: {'; '.join(build.software)}", ""]
     else:
         out += _build_lines(build, md, h2, "Bill of materials" if md else "Bill of materials (per node unless noted):")
