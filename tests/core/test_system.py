@@ -169,3 +169,38 @@ def test_desk_site_never_gets_a_rack_chassis() -> None:
     assert sysmod.pick_chassis(CAT, CAT.gpu("h100-sxm"), 8, "desk") is None
     ch = sysmod.pick_chassis(CAT, CAT.gpu("rtx-a6000"), 2, "desk")
     assert ch is not None and ch.kind in ("desktop", "workstation")
+
+
+def test_desk_and_workstation_boxes_get_m2_servers_get_u2() -> None:
+    """Consumer M.2 drives in desktop / workstation towers; enterprise U.2 in servers."""
+    desk = build(req(deployment={"site": "desk"}), "rtx-4090", 1)
+    ws = build(req(), "rtx-a6000", 4)
+    srv = build(req(), "h100-sxm", 8)
+    for b, form in ((desk, "m.2"), (ws, "m.2"), (srv, "u.2")):
+        line = next(x for x in b.bom if x.item.startswith(("Consumer NVMe", "Enterprise NVMe")))
+        tier = next(t for t in CAT.storage if t.name == line.item)
+        assert tier.form == form, (b.chassis, line.item)
+    assert not any("U.2" in x.item for x in desk.bom)
+    # The M.2 tier's price is a consumer drive's, not an enterprise one's.
+    m2 = next(x for x in desk.bom if x.item.startswith("Consumer NVMe"))
+    assert (m2.unit_usd or 0) < 500
+
+
+def test_m2_falls_back_to_u2_when_the_board_runs_out_of_sockets() -> None:
+    ws = next(c for c in CAT.platforms.chassis if c.kind == "workstation")
+    tier, n = sysmod.pick_nvme(CAT, ws, 3.0, 0.1)
+    assert tier is not None and tier.form == "m.2" and n * (tier.capacity_tb or 0) >= 3.0
+    tier, n = sysmod.pick_nvme(CAT, ws, 40.0, 0.1)  # 40 TB: more than 4 M.2 sockets hold
+    assert tier is not None and tier.form == "u.2"
+
+
+def test_four_triple_slot_consumer_cards_get_a_real_chassis() -> None:
+    """4x RTX 4090 (3-slot coolers): a chassis with room for them -- no 'blower variants' -- a CPU with
+    lanes for 4 x16 links, PSUs for the transients, and a site with a 208-240 V circuit."""
+    b = build(req(), "rtx-4090", 4)
+    ch = next(c for c in CAT.platforms.chassis if c.name == b.chassis)
+    assert ch.max_gpus >= 4 and ch.max_slot_width >= CAT.gpu("rtx-4090").slot_width
+    assert not any("blower" in x.note for x in b.bom)
+    assert b.pcie_lanes >= b.pcie_lanes_needed >= 64
+    assert b.psu_w >= b.max_power_w
+    assert "240 V" in b.site and not b.site.startswith("desk")

@@ -174,6 +174,7 @@ class StorageTier(_Entry):
     read_gbps: float = Field(gt=0)  # GB/s sequential read per unit
     price_usd: float | None = Field(None, ge=0)  # per unit
     usd_per_tb_month: float | None = Field(None, ge=0)  # services (cloud / object storage)
+    form: Literal["m.2", "u.2", "e1.s"] | None = None  # drive form factor: M.2 for desks, U.2 / E1.S for servers
 
 
 class NetworkOption(_Entry):

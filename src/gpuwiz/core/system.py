@@ -137,8 +137,11 @@ def cores_needed(gpus_per_node: int, modality: str) -> int:
     return gpus_per_node * (workers + 1) + 4
 
 
-def lanes_per_gpu(gpu: GPU) -> int:
-    return 8 if gpu.segment == "consumer" else 16
+def lanes_per_gpu(gpu: GPU, gpus_per_node: int = 1) -> int:
+    """x8 per card is fine for two consumer cards on a desktop board (x8/x8 bifurcation); past two,
+    consumer cards have no P2P/NVLink, so every all-reduce crosses PCIe through host memory and each
+    card wants its full x16 (a Threadripper PRO / Xeon W / EPYC platform)."""
+    return 8 if gpu.segment == "consumer" and gpus_per_node <= 2 else 16
 
 
 def lanes_needed(gpu: GPU, gpus_per_node: int, nvme: int, nics: int, hgx: bool) -> int:
@@ -146,7 +149,7 @@ def lanes_needed(gpu: GPU, gpus_per_node: int, nvme: int, nics: int, hgx: bool) 
         # GPUs and NICs sit behind PCIe switches on the baseboard, one x16 uplink per 2 GPUs.
         return 16 * math.ceil(gpus_per_node / 2) + 4 * nvme + 16
     # Single-node ingest NICs hang off the chipset; cluster NICs want their own x16.
-    return lanes_per_gpu(gpu) * gpus_per_node + 4 * nvme + 16 * nics
+    return lanes_per_gpu(gpu, gpus_per_node) * gpus_per_node + 4 * nvme + 16 * nics
 
 
 def ram_target_gb(vram_gb: float, host_ram_gib: float, offload: str) -> tuple[float, float]:
@@ -264,6 +267,41 @@ def _tiers(cat: Catalog, *kinds: str) -> list[StorageTier]:
     return [s for s in cat.storage if s.kind in kinds]
 
 
+M2_SLOTS = {"desktop": 2, "workstation": 4}  # M.2 sockets on typical AM5 / TRX50-WRX90 boards
+
+
+def pick_nvme(cat: Catalog, chassis: Chassis | None, target_tb: float, read_gbps: float) -> tuple[StorageTier | None, int]:
+    """The local NVMe tier and drive count: the cheapest set that holds ``target_tb`` and reads
+    ``read_gbps``. Desktop / workstation boxes take consumer M.2 drives (as many as the board has
+    M.2 sockets); servers take enterprise U.2 (hot-swap bays, power-loss protection)."""
+    tiers = sorted(_tiers(cat, "nvme"), key=lambda s: (s.capacity_tb or 0))
+    kind = chassis.kind if chassis else "server"
+    slots = M2_SLOTS.get(kind)
+    if slots is not None:
+        m2 = [t for t in tiers if t.form == "m.2"]
+        hit = _cheapest_drives(m2, target_tb, read_gbps, slots, strict=True)
+        if hit is not None:
+            return hit
+    pool = [t for t in tiers if t.form != "m.2"] or tiers
+    return _cheapest_drives(pool, target_tb, read_gbps, 16, strict=False) or (None, 1)
+
+
+def _cheapest_drives(tiers: list[StorageTier], target_tb: float, read_gbps: float, max_n: int,
+                     strict: bool) -> tuple[StorageTier, int] | None:
+    best: tuple[float, StorageTier, int] | None = None
+    for t in tiers:
+        cap = t.capacity_tb or 1.0
+        n = max(1, math.ceil(target_tb / cap), math.ceil(read_gbps / t.read_gbps) if t.read_gbps else 1)
+        if n > max_n:
+            if strict:
+                continue
+            n = max_n
+        cost = n * (t.price_usd or 0.0)
+        if best is None or (n * cap >= target_tb and (best[2] * (best[1].capacity_tb or 1) < target_tb or cost < best[0])):
+            best = (cost, t, n)
+    return (best[1], best[2]) if best else None
+
+
 def pick_network(cat: Catalog, gpu: GPU, nodes: int) -> tuple[NetworkOption | None, int, float]:
     """(option, NICs per node, target Gb/s per GPU). Single node: ingest Ethernet only."""
     if nodes <= 1:
@@ -369,35 +407,13 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     else:
         read_need = 0.0
 
-    nvme_tiers = sorted(_tiers(cat, "nvme"), key=lambda s: (s.capacity_tb or 0))
-    nvme = None
-    n_nvme = 1
     min_fast_tb = 2.0 if nodes == 1 else 4.0  # a 2 TB floor: OS, env, datasets, checkpoints
     fast_tb_target = max(min_fast_tb, fast_need_gb / 1000 if nodes == 1 else min(fast_need_gb / 1000, 30.0))
-    if nvme_tiers:
-        best: tuple[float, StorageTier, int] | None = None
-        for t in nvme_tiers:
-            cap = t.capacity_tb or 1.0
-            n = max(1, math.ceil(fast_tb_target / cap), math.ceil(read_need / t.read_gbps) if t.read_gbps else 1)
-            n = min(n, 16)
-            cost = n * (t.price_usd or 0.0)
-            if best is None or (n * cap >= fast_tb_target and (best[2] * (best[1].capacity_tb or 1) < fast_tb_target or cost < best[0])):
-                best = (cost, t, n)
-        assert best is not None
-        _, nvme, n_nvme = best
-    fast_tb = n_nvme * (nvme.capacity_tb or 1.0) if nvme else fast_tb_target
-    fast_read = n_nvme * (nvme.read_gbps if nvme else 3.0)
-
+    # The chassis may still step up below (when the CPU cannot feed the GPUs); the drive form follows it.
+    nvme, n_nvme = pick_nvme(cat, options[0] if options else None, fast_tb_target, read_need)
     storage: list[str] = []
-    if nvme:
-        raid = " RAID-0" if n_nvme > 1 else ""
-        storage.append(f"{n_nvme}x {nvme.name} ({fast_tb:g} TB NVMe{raid}, ~{fast_read:.0f} GB/s read)")
-        bom.append(BomLine(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
-                           total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
-                           note="data + last checkpoints" + (" (RAID-0 cache)" if n_nvme > 1 else "")))
-    else:
-        storage.append(f"{fast_tb:g} TB NVMe (data + last checkpoints)")
-
+    storage_at = len(bom)
+    storage.append("")  # the fast tier, filled in once the chassis is final
     bulk_tb = 0.0
     pfs_line = None
     if nodes == 1:
@@ -460,6 +476,17 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
             chassis, cpu, sockets = alt, c2, s2
             break
     desktop = bool(chassis and chassis.cpu_segment == "desktop")
+    nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
+    fast_tb = n_nvme * (nvme.capacity_tb or 1.0) if nvme else fast_tb_target
+    fast_read = n_nvme * (nvme.read_gbps if nvme else 3.0)
+    if nvme:
+        raid = " RAID-0" if n_nvme > 1 else ""
+        storage[0] = f"{n_nvme}x {nvme.name} ({fast_tb:g} TB NVMe{raid}, ~{fast_read:.0f} GB/s read)"
+        bom.insert(storage_at, BomLine(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
+                                       total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
+                                       note="data + last checkpoints" + (" (RAID-0 cache)" if n_nvme > 1 else "")))
+    else:
+        storage[0] = f"{fast_tb:g} TB NVMe (data + last checkpoints)"
     cpu_lanes = 0
     if cpu:
         cpu_lanes = cpu.pcie_lanes if sockets == 1 else int(cpu.pcie_lanes * 1.25)
