@@ -162,3 +162,50 @@ def test_cheapest_rate_respects_countries() -> None:
     rate, inst, n = hit
     us = costmod.cheapest_rate(CAT, "a100-40gb-sxm", 8, 8, countries={"US"})
     assert us is not None and us[1].country == "US" and us[0] >= rate
+
+
+def _pinned_rent(training: dict[str, Any]) -> Any:
+    from gpuwiz.core.recommend import recommend
+
+    return recommend(Requirements.model_validate({
+        "model": {"preset": "llama-2-7b"}, "training": training, "data": {"tokens": 1e8},
+        "deployment": {"mode": "rent"}, "hardware": {"gpu": "h100-sxm", "count": 2}}), CAT)
+
+
+def test_small_count_on_a_big_instance_says_the_gpus_are_idle() -> None:
+    """2x H100 for a ZeRO-3 full fine-tune: no 2-GPU offer, and splitting over 1-GPU VMs without RDMA
+    would drown in weight gathers -> the smallest instance with >= 2 GPUs, saying 6 are idle."""
+    r = _pinned_rent({"method": "full"})
+    assert r.estimate is not None and r.estimate.plan.zero_stage == 3
+    assert r.cost is not None and r.cost.cloud and r.build is not None
+    top = r.cost.cloud[0]
+    assert top.instances == 1 and top.gpus_per_instance == 8
+    assert "6 of 8 paid but idle" in top.note and "idle" in r.build.site
+    assert all(o.gpus_per_instance >= 2 for o in r.cost.cloud)
+
+
+def test_small_ddp_job_may_split_over_single_gpu_instances() -> None:
+    """LoRA (tiny gradients, long steps): 2 x 1-GPU instances over plain Ethernet cost a quarter of an
+    8-GPU box, with the all-reduce time added and said."""
+    r = _pinned_rent({"method": "lora", "global_batch": 512})
+    assert r.cost is not None and r.cost.cloud and r.estimate is not None
+    top = r.cost.cloud[0]
+    assert top.gpus_per_instance == 1 and top.instances == 2 and "no RDMA" in top.note
+    big = min(o.cost_per_run_usd for o in r.cost.cloud if o.gpus_per_instance >= 8)
+    assert top.cost_per_run_usd < big / 2
+    # The split costs time: the run is longer than the estimate by the all-reduce share.
+    rate = top.usd_per_hour
+    assert top.cost_per_run_usd >= rate * r.estimate.time.wall_hours
+
+
+def test_split_job_refuses_zero3_tp_and_slow_networks() -> None:
+    from types import SimpleNamespace as NS
+
+    def est(zero: int, tp: int, trainable: float, step: float) -> Any:
+        return NS(plan=NS(tp=tp, pp=1, zero_stage=zero, gpus=2), throughput=NS(step_time_s=step),
+                  model=NS(params_trainable=trainable))
+    assert costmod.SplitJob.from_estimate(est(3, 1, 7e9, 10.0)) is None
+    assert costmod.SplitJob.from_estimate(est(0, 2, 7e9, 10.0)) is None
+    job = costmod.SplitJob.from_estimate(est(0, 1, 7e9, 10.0))  # full DDP of 7B: 28 GB per step
+    one_gpu = next(i for i in CAT.cloud_instances if i.gpu_count == 1)
+    assert job is not None and job.slowdown(one_gpu) is None

@@ -364,6 +364,7 @@ class CloudOption(BaseModel):
     cost_per_run_reserved_usd: float | None = None
     cost_per_year_usd: float
     source: str = ""
+    note: str = ""  # how the instances hold the job (idle GPUs in a bigger box, a split over the network)
 
 
 class OnPremTCO(BaseModel):

@@ -315,6 +315,7 @@ class _Recommender:
             c.rent_run = rate * c.q.wall_hours + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0)
             c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{f' x{n}' if n > 1 else ''})"
             c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
+            c.extra["idle"] = inst.gpu_count * n - c.count  # GPUs paid for but unused (smallest offer >= count)
             if inst.spot_usd_per_hour:
                 c.spot_run = inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + costmod._fac(self.cat, "spot_overhead_frac", 0.1))
             r1 = costmod._fac(self.cat, "reserved_1y_discount", 0.3)
@@ -485,7 +486,8 @@ class _Recommender:
         wall = est.time.wall_hours if est.feasible else win.q.wall_hours
         gph = est.time.gpu_hours if est.feasible else win.q.gpu_hours
         cloud = costmod.cloud_options(self.req, self.cat, win.gpu.id, win.count, win.gpn, wall,
-                                      storage_tb=build.storage_needed_tb)
+                                      storage_tb=build.storage_needed_tb,
+                                      split=costmod.SplitJob.from_estimate(est, self.req.training.precision))
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         renting = win.mode == "rent" and win.rent_run is not None and not (pinned and self.d.mode == "buy")
         buy_build: Build | None = build
@@ -494,6 +496,8 @@ class _Recommender:
             label = f"{cloud[0].provider} {cloud[0].instance}" + (f" x{cloud[0].instances}" if cloud[0].instances > 1 else "") if cloud else win.rent_label
             if cloud and _reserved_wins(cloud[0]):
                 label += ", 1-year reservation"
+            if cloud and cloud[0].note:
+                label += f" ({cloud[0].note})"
             buy = self._best_buy(ranked)
             rent_ref = costmod.RentRef(
                 usd_per_run=cloud[0].cost_per_run_usd if cloud else (win.rent_run or 0.0), label=win.rent_label,
@@ -608,6 +612,8 @@ class _Recommender:
         else:
             money = "cost unknown"
         how = "rented" if c.mode == "rent" else "owned"
+        if c.mode == "rent" and c.extra.get("idle", 0) > 0:
+            how = f"rented: smallest offer has {c.count + c.extra['idle']} GPUs, {c.extra['idle']} idle"
         tail = ""
         if self.obj == "perf-per-watt":
             tail = f", {c.energy_kwh:,.0f} kWh per run"

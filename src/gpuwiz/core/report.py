@@ -192,11 +192,13 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     if cost:
         out += ["", f"{h2}Rent vs buy" if md else "Rent vs buy:"]
         if cost.cloud:
+            noted = any(c.note for c in cost.cloud)
             rows = [[c.provider, f"{c.instances}x {c.instance}", fmt_usd(c.usd_per_hour) + "/h",
                      fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd),
-                     fmt_usd(c.cost_per_run_reserved_usd), fmt_usd(c.cost_per_year_usd)] for c in cost.cloud]
+                     fmt_usd(c.cost_per_run_reserved_usd), fmt_usd(c.cost_per_year_usd)]
+                    + ([c.note] if noted else []) for c in cost.cloud]
             out += _table(["Cloud", "Instances", "Price", "Run (on-demand)", "Run (spot)", "Run (reserved)",
-                           "Per year"], rows, md)
+                           "Per year"] + (["Note"] if noted else []), rows, md)
         if cost.onprem:
             o = cost.onprem
             out += ["", f"Buy: capex {fmt_usd(o.capex_usd)}; per year power {fmt_usd(o.power_usd_per_year)}, "
