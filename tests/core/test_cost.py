@@ -191,8 +191,12 @@ def test_small_ddp_job_may_split_over_single_gpu_instances() -> None:
     assert r.cost is not None and r.cost.cloud and r.estimate is not None
     top = r.cost.cloud[0]
     assert top.gpus_per_instance == 1 and top.instances == 2 and "no RDMA" in top.note
-    big = min(o.cost_per_run_usd for o in r.cost.cloud if o.gpus_per_instance >= 8)
-    assert top.cost_per_run_usd < big / 2
+    whole = costmod.cloud_options(Requirements.model_validate({"model": {"preset": "llama-2-7b"}, "data": {"tokens": 1e8}}),
+                                  CAT, "h100-sxm", 2, 2, r.estimate.time.wall_hours)
+    assert whole and all("idle" in o.note for o in whole)  # without the split: only 8-GPU boxes
+    assert top.cost_per_run_usd < min(o.cost_per_run_usd for o in whole) / 2
+    # ... which the answer no longer lists: they cost more than the exact fit.
+    assert not any("idle" in o.note for o in r.cost.cloud)
     # The split costs time: the run is longer than the estimate by the all-reduce share.
     rate = top.usd_per_hour
     assert top.cost_per_run_usd >= rate * r.estimate.time.wall_hours

@@ -127,7 +127,8 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             continue
         idle = inst.gpu_count * n - gpus_total
         if idle > 0:
-            note = f"smallest offer with >= {gpus_total} GPUs: {idle} of {inst.gpu_count * n} paid but idle"
+            note = (f"smallest offer for {gpus_total} GPU{'s' if gpus_total != 1 else ''}: "
+                    f"{idle} of {inst.gpu_count * n} paid but idle")
         # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
         hours = wall_hours * slow
         storage = storage_tb * st_rate * max(hours, 1.0) / HOURS_PER_MONTH
@@ -147,6 +148,10 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             cost_per_year_usd=round(per_run * rpy, 2), source=inst.source, note=note,
         ))
     out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
+    # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
+    exact = [o.cost_per_run_usd for o in out if o.gpus_per_instance * o.instances == gpus_total or "no RDMA" in o.note]
+    if exact:
+        out = [o for o in out if "idle" not in o.note or o.cost_per_run_usd < min(exact)]
     return out
 
 
@@ -378,8 +383,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
                       f"${rent_total:,.0f} renting {rent.label} over {y:g} years), less than the "
                       f"{1 - BUY_MARGIN:.0%} that justifies tying up ${parts.capex:,.0f} of capex")
         else:
-            reason = (f"owned GPUs would be busy only {u:.0%} of the time (break-even {be_txt}); renting {rent.label} "
-                      f"costs ${rent_total:,.0f} over {y:g} years vs ${buy_total:,.0f} to own")
+            reason = (f"an owned {gpus}x {build.gpu_name} would be busy only {u:.0%} of the time (break-even "
+                      f"{be_txt}); renting {rent.label} costs ${rent_total:,.0f} over {y:g} years vs ${buy_total:,.0f} to own")
 
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus, p_equiv)
     series = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2),
@@ -414,8 +419,10 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
     if rent_total > 0:
         p_flip = p_equiv * buy_total / rent_total
         side = "buying" if not buying else "renting"
-        word = "above" if not buying else "below"
-        out.append(f"a cloud price {word} ${p_flip:,.2f} for the work of one owned GPU-hour (now ${p_equiv:,.2f}) would favour {side}")
+        ratio = buy_total / rent_total
+        what = f"{ratio:.1f}x today's" if ratio >= 1.05 else f"{1 - ratio:.0%} below today's" if ratio <= 0.95 else "about today's"
+        out.append(f"cloud prices {'above' if not buying else 'below'} {what} (${p_flip:,.2f} instead of ${p_equiv:,.2f} "
+                   f"for the work one owned GPU does in an hour) would favour {side}")
     # Horizon.
     for h in (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10):
         if h == y:

@@ -187,9 +187,11 @@ def _over(c: Context) -> str | None:  # P04
     gpus = c.nodes * c.gpus_per_node
     need = u * gpus * HOURS_PER_YEAR
     rent = f"; renting at ${c.cost.rent_usd_per_gpu_hour:.2f}/GPU-h" if c.cost.rent_usd_per_gpu_hour else ""
-    be_txt = f"{be:.0%}" if be is not None else "unreachable"
-    return (f"You need ~{need:,.0f} GPU-h/yr; these {gpus} GPUs offer {gpus * HOURS_PER_YEAR:,.0f}. At {u:.0%} utilisation "
-            f"(break-even {be_txt}) the hardware sits idle most of the year{rent} is cheaper.")
+    be_txt = (f"below the {be:.0%} break-even" if be is not None and be <= 1
+              else "no utilisation breaks even at this cloud price")
+    many = "s" if gpus != 1 else ""
+    return (f"You need ~{need:,.0f} GPU-h/yr; {gpus} owned GPU{many} offer{'' if many else 's'} {gpus * HOURS_PER_YEAR:,.0f}. "
+            f"At {u:.0%} utilisation ({be_txt}) the hardware sits idle {1 - u:.0%} of the year{rent} is cheaper.")
 
 
 @rule("short-horizon", "high", "tco_and_pitfalls §C3 (payback)")
@@ -202,8 +204,10 @@ def _short_horizon(c: Context) -> str | None:  # P05
         return None
     if pb is None and c.cost.verdict != "buy" and c.req.deployment.mode != "buy":
         return None
-    pb_txt = f"{pb:.0f} months" if pb is not None else "never (renting is cheaper every month)"
-    return f"Payback is {pb_txt} but the horizon is {months:.0f} months: rent or lease instead of buying."
+    if pb is None:
+        return (f"Buying never pays back: renting is cheaper every month of the {months:.0f}-month horizon. "
+                "Rent or lease instead of buying.")
+    return f"Payback takes {pb:.0f} months, longer than the {months:.0f}-month horizon: rent or lease instead of buying."
 
 
 @rule("reserved-vs-buy", "info", "tco_and_pitfalls §A3 (reserved capacity is paid 24/7); GCP/AWS/Azure commitment tables")

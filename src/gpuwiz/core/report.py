@@ -210,7 +210,9 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         if cost.rent_usd_per_gpu_hour is not None:
             facts.append(f"rent {fmt_usd(cost.rent_usd_per_gpu_hour)} per GPU-hour")
         if cost.breakeven_utilization is not None:
-            facts.append(f"break-even at {fmt_pct(cost.breakeven_utilization)} utilisation")
+            be = cost.breakeven_utilization
+            facts.append(f"break-even at {fmt_pct(be)} utilisation" if be <= 1
+                         else f"buying never breaks even (it would need {fmt_pct(be)} utilisation)")
         if cost.payback_months is not None:
             facts.append(f"payback {cost.payback_months:.0f} months")
         if facts:

@@ -533,7 +533,12 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
             chassis_note += f"; needs {chassis.max_slot_width}-slot (blower) variants of the card"
         if chassis.psu_w < psu_need:
-            chassis_note += f"; upgrade PSU to >= {psu_w} W"
+            if chassis.kind in ("desktop", "workstation"):
+                # ATX PSUs stop at ~1,600 W on 120 V: a second PSU, or a power cap, covers the transients.
+                chassis_note += (f"; {psu_need:,.0f} W of PSU for GPU transients: add a second PSU or cap "
+                                 "GPU power (nvidia-smi -pl)")
+            else:
+                chassis_note += f"; upgrade PSU to >= {psu_w} W"
         bom.insert(0, BomLine(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
                               note=chassis_note))
     else:
