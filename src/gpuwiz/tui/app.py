@@ -94,6 +94,28 @@ class GpuwizApp(App[None]):
         self.last_engine_ms: float = 0.0
         self.ready_at: float | None = None
 
+    # ---- a guard for Textual 8.2.8 -----------------------------------------------------------------
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """Drop a PageDown/PageUp meant for an option list that has not been laid out yet.
+
+        Textual 8.2.8's ``OptionList._move_page`` indexes its line cache, which stays empty until the
+        list has a size, so a page key that arrives with the key that opened the list (the command
+        palette, a Select dropdown, the start menu right after a resize; one read over ssh) raises
+        KeyError and kills the app. Bindings run through here, at the moment the action would run.
+        """
+        if isinstance(action, str) and "page_" in action and _page_to_undrawn_list(action, default_namespace):
+            return True  # handled: nothing to page through yet
+        return await super().run_action(action, default_namespace, namespaces)
+
+    def action_command_palette(self) -> None:
+        """Textual's palette, minus a crash when it is closed in the burst that opened it."""
+        from textual.command import CommandPalette
+
+        from gpuwiz.tui.widgets.palette import SafeCommandPalette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(SafeCommandPalette(id="--command-palette"))
+
     # ---- running ---------------------------------------------------------------------------------
     def run(self, *, headless: bool = False, inline: bool = False, inline_no_clear: bool = False,
             mouse: bool | None = None, size: tuple[int, int] | None = None, auto_pilot: Any = None,
@@ -616,30 +638,62 @@ class GpuwizApp(App[None]):
 
             if self.step != "result":
                 self.goto("result")
+            else:
+                self._close_overlays()
             scr = self.get_screen("result")
             assert isinstance(scr, ResultScreen)
             self.call_after_refresh(getattr(scr, f"action_{name}"))
 
         return run
 
+    def _close_overlays(self) -> None:
+        """Close dialogs and the compare view over the current step (a command from the palette
+        acts on the wizard, not on top of whatever dialog the palette was opened over)."""
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def _command(self, fn: Callable[[], Any]) -> Callable[[], None]:
+        def run() -> None:
+            self._close_overlays()
+            fn()
+
+        return run
+
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        cmd = self._command
         for sid in ("start",) + STEP_IDS:
             title = "Start screen" if sid == "start" else STEP_TITLES[sid]
             yield SystemCommand(f"Go to: {title}", f"Show the {title} step", lambda s=sid: self.goto(s))
-        yield SystemCommand("Save", "Save the config (ctrl+s)", self.action_save)
-        yield SystemCommand("Save as…", "Save the config to a new path (f2)", self.action_save_as)
-        yield SystemCommand("Open config…", "Open a YAML config (ctrl+o)", self.action_open)
-        yield SystemCommand("Export Markdown…", "Write the recommendation as Markdown", self.action_export)
+        yield SystemCommand("Save", "Save the config (ctrl+s)", cmd(self.action_save))
+        yield SystemCommand("Save as…", "Save the config to a new path (f2)", cmd(self.action_save_as))
+        yield SystemCommand("Open config…", "Open a YAML config (ctrl+o)", cmd(self.action_open))
+        yield SystemCommand("Export Markdown…", "Write the recommendation as Markdown", cmd(self.action_export))
         yield SystemCommand("Copy Markdown", "Copy the recommendation to the clipboard (OSC 52)", self.action_copy)
-        yield SystemCommand("Compare: baseline vs now", "Side by side, with the differences", self.action_compare)
+        yield SystemCommand("Compare: baseline vs now", "Side by side, with the differences", cmd(self.action_compare))
         yield SystemCommand("Compare with a config file…", "Load another config as the left side",
-                            self.action_compare_files)
+                            cmd(self.action_compare_files))
         yield SystemCommand("Help", "All keys (f1)", self.action_help)
         from gpuwiz.tui.screens.result import WHATIF_COMMANDS
 
         for name, title, help_text in WHATIF_COMMANDS:
             yield SystemCommand(f"What-if: {title}", help_text, self._result_action(name))
         yield from super().get_system_commands(screen)
+
+
+_PAGE_ACTIONS = ("page_down", "page_up")
+
+
+def _page_to_undrawn_list(action: str, target: Any) -> bool:
+    from textual.command import CommandList, CommandPalette
+    from textual.widgets import OptionList
+
+    lst: OptionList | None = None
+    if action in _PAGE_ACTIONS and isinstance(target, OptionList):
+        lst = target
+    elif isinstance(target, CommandPalette) and action.replace('"', "'") in (
+            "command_list('page_down')", "command_list('page_up')"):
+        lst = target.query(CommandList).first() if target.query(CommandList) else None
+    return lst is not None and lst.option_count > 0 and not lst.scrollable_content_region
 
 
 def create_app(

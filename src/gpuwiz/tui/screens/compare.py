@@ -64,7 +64,7 @@ class CompareScreen(WizScreen):
     ]
 
     def __init__(self, left: Side, right: Side) -> None:
-        super().__init__(id="compare")
+        super().__init__(classes="compare")
         self.left = left
         self.right = right
 
