@@ -7,7 +7,9 @@
    start screen; median of N runs after one warm-up each. Target: gpuwiz ≤ 1.5× the minimal app.
 2. Key press → updated live panel: in-process (Pilot), on the Data step with a config open, press a
    key (posted as the terminal driver would) in the Epochs field and wait until the live panel's
-   text has changed; median / p95 over K presses. Target: < 50 ms.
+   text has changed ("updated"), and until the compositor has asked the panel for its new lines
+   ("repainted", the frame that shows it); median / p95 over K presses. Target: < 50 ms. The keys
+   alternate "2" / backspace, so the config flips between saved and unsaved on every press.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def first_frame(code: str, runs: int, *args: str) -> float:
     return statistics.median(times)
 
 
-async def key_latency(presses: int, state: str) -> tuple[list[float], list[float]]:
+async def key_latency(presses: int, state: str) -> tuple[list[float], list[float], list[float]]:
     from textual import events
 
     from gpuwiz.tui.app import create_app
@@ -68,6 +70,7 @@ async def key_latency(presses: int, state: str) -> tuple[list[float], list[float
     example.write_text(resources.files("gpuwiz").joinpath("examples", "small-team-lora-7b.yaml").read_text())
     app = create_app(example, state_dir=state, handle_signals=False, offer_restore=False)
     lat: list[float] = []
+    painted: list[float] = []
     engine: list[float] = []
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
@@ -78,6 +81,14 @@ async def key_latency(presses: int, state: str) -> tuple[list[float], list[float
         await pilot.press("end")
         await pilot.pause()
         panel = app.screen.query_one(LivePanel)
+        rendered: list[tuple[int, float]] = []
+        render = panel.render
+
+        def timed_render() -> object:  # the compositor asks the panel for its lines: the repaint
+            rendered.append((panel.version, time.perf_counter()))
+            return render()
+
+        panel.render = timed_render  # type: ignore[method-assign]
         for i in range(presses):
             before = panel.text
             version = panel.version
@@ -89,8 +100,12 @@ async def key_latency(presses: int, state: str) -> tuple[list[float], list[float
                 await asyncio.sleep(0.0005)
             lat.append((time.perf_counter() - t0) * 1e3)
             assert panel.text != before, "the live panel did not change"
+            while not any(v > version for v, _ in rendered) and time.perf_counter() - t0 < 2.0:
+                await asyncio.sleep(0.0005)
+            painted.append((min(t for v, t in rendered if v > version) - t0) * 1e3)
+            rendered.clear()
             engine.append(app.last_engine_ms)
-    return lat, engine
+    return lat, painted, engine
 
 
 def main() -> None:
@@ -103,11 +118,12 @@ def main() -> None:
         t_wiz = first_frame(GPUWIZ, args.runs, state)
         print(f"first frame, minimal Textual app : {t_min:7.1f} ms (median of {args.runs})")
         print(f"first frame, gpuwiz start screen : {t_wiz:7.1f} ms  = {t_wiz / t_min:.2f}x minimal (target <= 1.5x)")
-        lat, eng = asyncio.run(key_latency(args.keys, state))
-    lat.sort()
-    p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
-    print(f"key press -> live panel updated  : median {statistics.median(lat):.1f} ms, p95 {p95:.1f} ms, "
-          f"max {lat[-1]:.1f} ms over {len(lat)} presses (target < 50 ms)")
+        lat, painted, eng = asyncio.run(key_latency(args.keys, state))
+    for label, xs in (("key press -> live panel updated  ", lat), ("key press -> live panel repainted", painted)):
+        xs.sort()
+        p95 = xs[min(len(xs) - 1, int(0.95 * len(xs)))]
+        print(f"{label}: median {statistics.median(xs):.1f} ms, p95 {p95:.1f} ms, "
+              f"max {xs[-1]:.1f} ms over {len(xs)} presses (target < 50 ms)")
     print(f"  of which engine (recommend)    : median {statistics.median(eng):.1f} ms")
 
 

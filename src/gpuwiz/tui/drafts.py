@@ -14,11 +14,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from gpuwiz.core.models import Requirements
+if TYPE_CHECKING:  # pydantic and the core load after the first frame (``state_dir`` is needed before it)
+    from gpuwiz.core.models import Requirements
 
 ENV_STATE_DIR = "GPUWIZ_STATE_DIR"
 DRAFT_NAME = "draft.json"
@@ -72,6 +71,8 @@ def write_draft(directory: Path, req: Requirements, source: str | None, step: st
 
 def read_draft(directory: Path) -> Draft | None:
     """The draft, or None when there is none or it is unreadable (never raises)."""
+    from gpuwiz.core.models import Requirements
+
     path = draft_path(directory)
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
@@ -82,7 +83,7 @@ def read_draft(directory: Path) -> Draft | None:
             step=str(payload.get("step") or "model"),
             saved_at=float(payload.get("saved_at") or 0.0),
         )
-    except (OSError, ValueError, KeyError, TypeError, ValidationError):
+    except (OSError, ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
         return None
 
 

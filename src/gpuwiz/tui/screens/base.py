@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, cast
 
 from textual.app import ComposeResult
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 class WizScreen(Screen[None]):
     STEP = "start"
+    LIVES_WITH_APP = True
 
     @property
     def wiz(self) -> GpuwizApp:
@@ -33,6 +35,12 @@ class WizScreen(Screen[None]):
 
     def compose_body(self) -> ComposeResult:
         yield from ()
+
+    def on_mount(self) -> None:
+        # The installed screens live as long as the app: once built, keep the collector off them
+        # (see GpuwizApp._startup). Not for short-lived screens (compare): frozen cycles are never freed.
+        if self.LIVES_WITH_APP:
+            self.call_after_refresh(gc.freeze)
 
     def on_screen_resume(self) -> None:
         bar = self.query_one(StepBar)

@@ -56,6 +56,7 @@ def changes_table(left: Side, right: Side) -> Table | Text:
 
 class CompareScreen(WizScreen):
     STEP = "result"
+    LIVES_WITH_APP = False
     BINDINGS = [
         Binding("escape,q", "close", "Close", id="compare-close"),
         Binding("l", "load('left')", "Left from file", id="compare-left"),

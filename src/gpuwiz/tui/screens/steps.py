@@ -105,20 +105,21 @@ class StepScreen(WizScreen):
         panel.show(self.wiz.recommendation, self.wiz.requirements, self.wiz.engine_error, bool(self.invalid))
 
     def _mark(self, f: FieldSpec, error: str | None) -> None:
-        changed = (f.id in self.invalid) != (error is not None) or self.invalid.get(f.id) != error
+        was_invalid = f.id in self.invalid
+        if self.invalid.get(f.id) == error and was_invalid == (error is not None):
+            return  # the common case (a valid edit of a valid field): touch nothing, no layout pass
         if error is None:
             self.invalid.pop(f.id, None)
         else:
             self.invalid[f.id] = error
-        row = self.query_one(f"#row-{f.id}")
-        row.set_class(error is not None, "-invalid")
-        self.query_one(f"#{f.id}").set_class(error is not None, "-invalid")
         err = self.query_one(f"#err-{f.id}", Static)
         err.update(f"↳ {f.label}: {error}" if error else "")
+        if was_invalid == (error is not None):
+            return  # only the reason changed
+        self.query_one(f"#row-{f.id}").set_class(error is not None, "-invalid")
         err.set_class(error is not None, "-shown")
-        if changed:
-            self.refresh_bindings()
-            self._refresh_panel()
+        self.refresh_bindings()  # Next greys out while a field is invalid (a Footer rebuild: only on a flip)
+        self._refresh_panel()
 
     def _edit(self, fid: str | None, raw: str) -> None:
         f = self._by_id.get(fid or "")
