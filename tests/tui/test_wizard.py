@@ -409,3 +409,36 @@ def test_theme_option() -> None:
     assert create_app(theme="ansi-dark", handle_signals=False).theme == "ansi-dark"
     with pytest.raises(GpuwizError, match="unknown theme"):
         create_app(theme="nope")
+
+
+async def test_the_strip_shows_the_capex_of_the_build_to_own_when_renting_wins(make_app, config_file, monkeypatch):
+    """When the verdict is rent, Recommendation.buy_build is the build one would own: its capex is the
+    "Capex (buy)" number (it used to show "—"). At 80 columns a change too long for its cell drops its
+    percentage instead of being cut."""
+    from textual.widgets import Static
+
+    app = make_app(config_file)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        for _ in range(40):
+            if app.recommendation is not None and isinstance(app.screen, ResultScreen):
+                break
+            await pilot.pause(0.05)
+        rec = app.recommendation
+        assert rec is not None and rec.buy_build is not None and rec.buy_build.capex_usd > 0
+        scr = app.screen
+        assert isinstance(scr, ResultScreen)
+        capex = next(d for d in scr.deltas if d.key == "capex")
+        assert capex.after.startswith("$"), capex
+        await pilot.press("m", "plus", "plus")
+        await pilot.pause()
+        assert any("%" in d.change for d in scr.deltas)
+        from rich.console import Console
+
+        from gpuwiz.tui.widgets.result_views import deltas_table
+
+        width = scr.query_one("#whatif").content_size.width
+        console = Console(width=width, record=True, color_system=None)
+        console.print(deltas_table(scr.deltas, two_columns=True, width=width))
+        for line in console.export_text().splitlines():
+            assert "(+" not in line or "%)" in line, line  # a percentage is shown whole or not at all

@@ -128,6 +128,10 @@ def pitfalls_by_severity(pitfalls: list[Pitfall]) -> list[Pitfall]:
     return sorted(pitfalls, key=lambda p: SEVERITY_ORDER.get(p.severity, 9))
 
 
+def _capex(build: Any) -> float | None:
+    return build.capex_usd if build is not None and build.capex_usd else None
+
+
 def key_numbers(rec: Recommendation | None, req: Requirements | None = None) -> KeyNumbers:
     if rec is None:
         return KeyNumbers(found=False)
@@ -156,7 +160,9 @@ def key_numbers(rec: Recommendation | None, req: Requirements | None = None) -> 
         wall_hours=est.time.wall_hours if est else None,
         cost_per_run_usd=rec.cost_per_run_usd,
         cost_per_year_usd=per_year,
-        capex_usd=(build.capex_usd if build and build.capex_usd else None),
+        # the money to own the hardware: the build to own (= the chosen build when buying; the owned
+        # alternative when renting wins), not the rented build's notional price
+        capex_usd=_capex(rec.buy_build or build),
         verdict=rec.cost.verdict if rec.cost else None,
         worst_pitfall=worst_pitfall(rec.pitfalls),
     )

@@ -141,7 +141,7 @@ class ResultScreen(WizScreen):
         if app.engine_error:
             subtitle = "⚠ " + app.engine_error + " (showing the last valid answer)"
         box.border_subtitle = subtitle
-        box.update(deltas_table(deltas, two_columns=True))
+        box.update(deltas_table(deltas, two_columns=True, width=box.content_size.width or None))
         self.deltas = deltas
 
     def action_tab(self, index: int) -> None:

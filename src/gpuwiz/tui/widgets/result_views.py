@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -25,17 +27,26 @@ def nothing_fits(rec: Recommendation) -> RenderableType:
     return Group(*parts)
 
 
-def deltas_table(deltas: list[Delta], two_columns: bool) -> Table:
+def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = None) -> Table:
+    """Key numbers with their change against the baseline. Given ``width`` (the box's), a change
+    that would not fit drops its percentage, then itself (the mark stays), instead of being cut."""
     table = Table(box=None, expand=True, show_header=False, padding=(0, 1), pad_edge=False)
     cols = 2 if two_columns else 1
     for _ in range(cols):
         table.add_column("what", style="dim", no_wrap=True)
         table.add_column("value", no_wrap=True, ratio=1)
+    label_w = max((len(d.label) for d in deltas), default=0)
+    room = None if not width else (width - cols * (label_w + 2)) // cols
     cells: list[Text] = []
     for d in deltas:
         value = Text(d.after, style="bold")
         if d.change:
-            value.append("  " + DIRECTION_MARK[d.direction] + d.change, style=DIRECTION_STYLE[d.direction])
+            change = d.change
+            if room is not None and len(d.after) + 3 + len(change) > room:
+                change = re.sub(r" \([^)]*%\)$", "", change)
+                if len(d.after) + 3 + len(change) > room:
+                    change = ""
+            value.append("  " + DIRECTION_MARK[d.direction] + change, style=DIRECTION_STYLE[d.direction])
         cells.extend([Text(d.label), value])
     per_row = 2 * cols
     for i in range(0, len(cells), per_row):
