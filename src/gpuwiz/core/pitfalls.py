@@ -186,12 +186,13 @@ def _over(c: Context) -> str | None:  # P04
         return None
     gpus = c.nodes * c.gpus_per_node
     need = u * gpus * HOURS_PER_YEAR
-    rent = f"; renting at ${c.cost.rent_usd_per_gpu_hour:.2f}/GPU-h" if c.cost.rent_usd_per_gpu_hour else ""
+    rent = (f" Renting at ${c.cost.rent_usd_per_gpu_hour:.2f}/GPU-h is cheaper." if c.cost.rent_usd_per_gpu_hour
+            else " Renting is cheaper.")
     be_txt = (f"below the {be:.0%} break-even" if be is not None and be <= 1
-              else "no utilisation breaks even at this cloud price")
+              else "and no utilisation breaks even at this cloud price")
     many = "s" if gpus != 1 else ""
     return (f"You need ~{need:,.0f} GPU-h/yr; {gpus} owned GPU{many} offer{'' if many else 's'} {gpus * HOURS_PER_YEAR:,.0f}. "
-            f"At {u:.0%} utilisation ({be_txt}) the hardware sits idle {1 - u:.0%} of the year{rent} is cheaper.")
+            f"At {u:.0%} utilisation ({be_txt}) the hardware would sit idle {1 - u:.0%} of the year.{rent}")
 
 
 @rule("short-horizon", "high", "tco_and_pitfalls §C3 (payback)")
