@@ -80,9 +80,9 @@ class CompareScreen(WizScreen):
 
     def redraw(self) -> None:
         self.query_one("#compare-heading", Static).update(
-            Text.assemble(("Compare  ", "bold"), (self.left.label, "bold cyan"), "  vs  ",
-                          (self.right.label, "bold yellow"), ("   l/r load a config file into a side · "
-                                                              "s swaps · esc closes", "dim")))
+            Text.assemble(("Compare  ", "bold"), (self.left.label + "  ", "bold cyan"), "vs  ",
+                          (self.right.label + "   ", "bold yellow"), ("l/r load a config file into a side · "
+                                                                      "s swaps · esc closes", "dim")))
         self.query_one("#compare-numbers", Static).update(compare_table(self.left, self.right))
         self.query_one("#compare-changes", Static).update(changes_table(self.left, self.right))
 
