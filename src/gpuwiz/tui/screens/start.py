@@ -21,6 +21,15 @@ class Example:
     text: str
 
 
+def _shorten(text: str, width: int) -> str:
+    """Cut at a word boundary with an ellipsis, never mid-word."""
+    text = text.strip().rstrip(",;")
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
+
+
 def examples() -> list[Example]:
     """The example configs shipped in ``gpuwiz/examples`` (never raises)."""
     out: list[Example] = []
@@ -58,7 +67,7 @@ class StartScreen(WizScreen):
         if self._examples:
             options.append(None)
             for i, ex in enumerate(self._examples):
-                options.append(Option(f"Example: {ex.title[:60]}", id=f"example-{i}"))
+                options.append(Option(f"Example: {_shorten(ex.title, 62)}", id=f"example-{i}"))
         with Vertical(id="start"):
             yield Static(
                 "[b]Which GPU server should you rent or buy?[/b]\n"
