@@ -166,9 +166,18 @@ def load_config(path: str | os.PathLike[str], *, catalog: Catalog | None = None)
     return loads_config(text, str(path), catalog=catalog, base_dir=Path(path).resolve().parent)
 
 
+def _tidy(value: Any) -> Any:
+    """Whole floats as ints (``epochs: 2``, ``tokens: 20000000``): they load back as the same float."""
+    if isinstance(value, dict):
+        return {k: _tidy(v) for k, v in value.items()}
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
 def config_data(req: Requirements) -> dict[str, Any]:
     """The minimal dict for ``req``: only values that differ from the defaults."""
-    data = req.model_dump(mode="json", exclude_defaults=True)
+    data = _tidy(req.model_dump(mode="json", exclude_defaults=True))
     return {"version": req.version, **{k: v for k, v in data.items() if k != "version"}}
 
 
