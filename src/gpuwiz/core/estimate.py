@@ -543,10 +543,6 @@ def estimate(
     return estimate_from(prepare(req, catalog), gpu, count, gpus_per_node)
 
 
-def _fmt_b(n: float) -> str:
-    return fmt_params(n)
-
-
 def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> Estimate:
     """Build the full ``Estimate`` from a prepared context (same arithmetic as ``quick``)."""
     q = quick(ctx, gpu, count, gpus_per_node)
@@ -600,7 +596,7 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
         base = ("NF4 ≈ 4.13 bits/param (QLoRA)" if tr.method == "qlora"
                 else f"{ctx.mc.frozen_bytes:g} B/param")
         out.append(f"{tr.method.upper() if tr.method == 'qlora' else 'LoRA'} r={tr.lora_rank} on all linear layers: "
-                   f"{_fmt_b(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base {base}")
+                   f"{fmt_params(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base {base}")
         out.append(f"adapters: {tr.precision} + {opt_name}, {w + gb + o:g} B per trainable param")
     else:
         regime = "pure 16-bit, no fp32 master copy " if pure else ("mixed precision " if w == 2 else "")
@@ -634,7 +630,7 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
     if d.nodes > 1:
         _, net = inter_node_bw(g, d.gpn, ctx.eff)
         scale += f", {d.nodes} nodes over {net} (assumed network)"
-    size = _fmt_b(model.params_active)
+    size = fmt_params(model.params_active)
     seq = f", seq {ctx.seq}" if model.is_token_model else ""
     out.append(f"MFU {q.mfu:.2f} from: {g.name} {tr.precision}, {size}{' active' if model.family == 'moe' else ''}"
                f"{seq}, {scale}, {tr.method}")

@@ -285,6 +285,7 @@ class Estimate(BaseModel):
 # --------------------------------------------------------------------------------------------------
 
 Severity = Literal["block", "high", "medium", "info"]
+SEVERITY_ORDER: dict[str, int] = {"block": 0, "high": 1, "medium": 2, "info": 3}  # worst first
 
 
 class Pitfall(BaseModel):

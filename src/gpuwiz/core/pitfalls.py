@@ -12,11 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpuwiz.core.catalog import GPU, Catalog
-from gpuwiz.core.models import Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
-from gpuwiz.core.units import GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
+from gpuwiz.core.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
-SEVERITY_ORDER = {"block": 0, "high": 1, "medium": 2, "info": 3}
-GB_PER_GIB = GIB / 1e9
 
 
 @dataclass(frozen=True)
@@ -605,5 +603,3 @@ def check_nothing_fits(req: Requirements, cat: Catalog, suggestions: list[str]) 
 def rule_ids() -> list[str]:
     return [r.id for r in RULES]
 
-
-_ = GB_PER_GIB  # unit constant kept for rules that quote GB

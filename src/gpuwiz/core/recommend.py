@@ -30,9 +30,8 @@ from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Alternative, Build, Estimate, Recommendation, Requirements
-from gpuwiz.core.units import GIB, HOURS_PER_MONTH
+from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
-GB_PER_GIB = GIB / 1e9
 NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the cheapest objective
 # Cheapest objective: among builds within this fraction of the lowest (effective) horizon cost, the
 # one with the fewest GPUs wins. The one place this tolerance is stated; see _Recommender.pick.
@@ -198,24 +197,28 @@ class _Recommender:
         """(gpus_per_node, nodes) to try for a pinned count; None = search."""
         hw = self.req.hardware
         if not hw or not hw.count:
-            if hw and hw.gpus_per_node:
-                return None
             return None
         count = hw.count
         gpn = hw.gpus_per_node or min(count, gpu.max_per_node)
         gpn = max(1, min(gpn, count))
         return [(gpn, max(1, math.ceil(count / gpn)))]
 
+    def excluded(self, gpu: GPU) -> str | None:
+        """Why the user cannot have this GPU at all (export controls, CUDA-only), or None."""
+        if self.restricted and gpu.export_restricted:
+            return DROP_EXPORT
+        if self.d.require_cuda and gpu.vendor != "nvidia":
+            return DROP_CUDA
+        return None
+
     def enumerate(self, scan: _Scanner) -> list[Cand]:
         out: list[Cand] = []
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         for gpu in self.gpus():
             if not pinned:
-                if self.restricted and gpu.export_restricted:
-                    self.drop(DROP_EXPORT)
-                    continue
-                if self.d.require_cuda and gpu.vendor != "nvidia":
-                    self.drop(DROP_CUDA)
+                excluded = self.excluded(gpu)
+                if excluded:
+                    self.drop(excluded)
                     continue
                 if self.d.site == "desk" and gpu.form_factor in ("sxm", "oam"):
                     self.drop(DROP_SITE)
@@ -321,7 +324,7 @@ class _Recommender:
             r1 = costmod._fac(self.cat, "reserved_1y_discount", 0.3)
             res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
-            c.reserved_year = (res_rate * 8760.0 * max(1, math.ceil(c.q.wall_hours * self.rpy / 8760.0))
+            c.reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
                                + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0) * self.rpy)
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
         unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
@@ -346,7 +349,7 @@ class _Recommender:
         maint = costmod._fac(self.cat, "maintenance_frac_per_year", 0.1)
         kwh = self.d.electricity_usd_per_kwh if self.d.electricity_usd_per_kwh is not None else costmod._fac(self.cat, "electricity_usd_per_kwh", 0.08)
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
-        power = (0.25 * c.count * 8760 + 0.75 * busy) * c.gpu.tdp_w / 1000 * 1.4 * kwh
+        power = (0.25 * c.count * HOURS_PER_YEAR + 0.75 * busy) * c.gpu.tdp_w / 1000 * 1.4 * kwh
         return c.capex * (1 - resid) + self.y * (maint * c.capex + power)
 
     def _score(self, c: Cand) -> None:
@@ -632,8 +635,7 @@ class _Recommender:
     def suggestions(self, scan: _Scanner) -> list[str]:
         out: list[str] = []
         req = self.req
-        gpus = [g for g in self.cat.gpus if not (self.restricted and g.export_restricted)
-                and not (self.d.require_cuda and g.vendor != "nvidia")]
+        gpus = [g for g in self.cat.gpus if not self.excluded(g)]
         # 1. More GPUs / a longer deadline: the fastest fitting multi-node build of a big GPU.
         big = sorted(gpus, key=lambda g: -g.memory_gib)[:3]
         for g in big:

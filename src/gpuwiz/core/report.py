@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from gpuwiz.core.models import Build, Estimate, Recommendation, Requirements
+from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, Recommendation, Requirements
 from gpuwiz.core.whatif import fmt_hours, fmt_usd
 
 Format = Literal["text", "md", "json"]
-SEVERITY_ORDER = {"block": 0, "high": 1, "medium": 2, "info": 3}
 SEVERITY_LABEL = {"block": "BLOCKER", "high": "HIGH", "medium": "MEDIUM", "info": "INFO"}
 
 

@@ -30,9 +30,8 @@ from dataclasses import dataclass
 
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
 from gpuwiz.core.models import BomLine, Build, Estimate, Requirements
-from gpuwiz.core.units import GIB
+from gpuwiz.core.units import GB_PER_GIB
 
-GB_PER_GIB = GIB / 1e9
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82

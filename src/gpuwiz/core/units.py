@@ -14,6 +14,7 @@ from pydantic import BeforeValidator
 
 GIB = 2**30
 GB = 1e9
+GB_PER_GIB = GIB / GB  # a GiB in decimal GB (1.0737)
 HOURS_PER_MONTH = 730.0  # 8760 / 12
 HOURS_PER_YEAR = 8760.0
 

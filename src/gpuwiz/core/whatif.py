@@ -12,9 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpuwiz.core.models import Pitfall, Recommendation, Requirements
+from gpuwiz.core.models import SEVERITY_ORDER, Pitfall, Recommendation, Requirements
 
-SEVERITY_ORDER: dict[str, int] = {"block": 0, "high": 1, "medium": 2, "info": 3}
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16", "fp8", "fp16", "tf32", "fp32")

@@ -17,6 +17,12 @@ DIRECTION_STYLE = {"better": "bold green", "worse": "bold red", "changed": "bold
 DIRECTION_MARK = {"better": "▼ ", "worse": "▲ ", "changed": "◆ ", "same": ""}
 
 
+def _titled_table(title: str) -> Table:
+    """The borderless, full-width table with a bold left title used on the result tabs."""
+    return Table(title=title, title_justify="left", title_style="bold", expand=True, box=None,
+                 header_style="bold", padding=(0, 1), pad_edge=False)
+
+
 def nothing_fits(rec: Recommendation) -> RenderableType:
     parts: list[RenderableType] = [Text("Nothing fits these requirements.", style="bold red")]
     if rec.dropped:
@@ -112,8 +118,7 @@ def _build_block(b: Build, title: str) -> list[RenderableType]:
         spec.add_row("Site", b.site)
     if b.software:
         spec.add_row("Software", ", ".join(b.software))
-    bom = Table(title=title, title_justify="left", title_style="bold", expand=True,
-                box=None, header_style="bold", padding=(0, 1), pad_edge=False)
+    bom = _titled_table(title)
     bom.add_column("Item", ratio=1)
     bom.add_column("Qty", justify="right", no_wrap=True)
     bom.add_column("Unit", justify="right", no_wrap=True)
@@ -163,8 +168,7 @@ def memory_view(rec: Recommendation, width: int) -> RenderableType:
 
 def alternatives_view(rec: Recommendation) -> RenderableType:
     parts: list[RenderableType] = []
-    alt = Table(title="Alternatives", title_justify="left", title_style="bold", expand=True, box=None,
-                header_style="bold", padding=(0, 1), pad_edge=False)
+    alt = _titled_table("Alternatives")
     alt.add_column("GPU", ratio=1)
     alt.add_column("×", justify="right", no_wrap=True)
     alt.add_column("Time", justify="right", no_wrap=True)
@@ -176,8 +180,7 @@ def alternatives_view(rec: Recommendation) -> RenderableType:
         alt.add_row("—", "", "", "", "no other feasible build")
     parts.append(alt)
     if rec.cost and rec.cost.cloud:
-        cloud = Table(title="Cloud offers", title_justify="left", title_style="bold", expand=True, box=None,
-                      header_style="bold", padding=(0, 1), pad_edge=False)
+        cloud = _titled_table("Cloud offers")
         cloud.add_column("Provider / instance", ratio=1)
         cloud.add_column("n", justify="right", no_wrap=True)
         cloud.add_column("$/h", justify="right", no_wrap=True)
