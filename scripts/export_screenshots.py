@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -64,12 +65,19 @@ def main() -> None:
     args = ap.parse_args()
     w, h = (int(x) for x in args.size.lower().split("x"))
     OUT.mkdir(exist_ok=True)
+    cwd = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / EXAMPLE
-        config.write_text(resources.files("gpuwiz").joinpath("examples", EXAMPLE).read_text(encoding="utf-8"))
-        for name, keys in SHOTS:
-            path = asyncio.run(shoot(name, keys, config, (w, h), args.theme, Path(tmp) / "state"))
-            print(path.relative_to(ROOT))
+        # Work inside the temp folder with a relative config path, so pictures that show the path
+        # (save as) are the same on every run.
+        os.chdir(tmp)
+        try:
+            config = Path(EXAMPLE)
+            config.write_text(resources.files("gpuwiz").joinpath("examples", EXAMPLE).read_text(encoding="utf-8"))
+            for name, keys in SHOTS:
+                path = asyncio.run(shoot(name, keys, config, (w, h), args.theme, Path(tmp) / "state"))
+                print(Path(path).resolve().relative_to(ROOT))
+        finally:
+            os.chdir(cwd)
 
 
 if __name__ == "__main__":
