@@ -156,16 +156,18 @@ def test_unreadable_file_chmod(tmp_path, capsys):
 
 def test_unreadable_file_simulated(tmp_path, capsys, monkeypatch, good_config):
     """The OS refuses the read (as for chmod 000 as a normal user, or an NFS permission error)."""
+    import gpuwiz.core.yamlio as yamlio
+
     p = tmp_path / "secret.yaml"
     p.write_text(GOOD)
-    real = Path.read_bytes
+    real = os.open
 
-    def deny(self: Path) -> bytes:
-        if self.name == "secret.yaml":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def deny(path, *args, **kwargs):
+        if os.fspath(path).endswith("secret.yaml"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", deny)
+    monkeypatch.setattr(yamlio.os, "open", deny)
     _expect_refused(["recommend", str(p)], str(p), r"{file}: permission denied", capsys)
     _expect_refused(["recommend", good_config, "--catalog", str(p)], str(p), r"{file}: permission denied", capsys)
     monkeypatch.undo()
@@ -175,13 +177,15 @@ def test_unreadable_file_simulated(tmp_path, capsys, monkeypatch, good_config):
 def test_io_error_on_read(tmp_path, capsys, monkeypatch):
     import errno
 
+    import gpuwiz.core.yamlio as yamlio
+
     p = tmp_path / "flaky.yaml"
     p.write_text(GOOD)
 
-    def eio(self: Path) -> bytes:
+    def eio(fd: int, n: int) -> bytes:
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(Path, "read_bytes", eio)
+    monkeypatch.setattr(yamlio.os, "read", eio)
     _expect_refused(["recommend", str(p)], str(p), r"{file}: cannot read: Input/output error", capsys)
 
 

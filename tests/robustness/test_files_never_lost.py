@@ -113,7 +113,7 @@ def _boom(err: int, text: str):
 
 def test_recommend_output_writes_the_report_atomically(setup, capsys):
     tmp, cfg, out = setup
-    assert main(["recommend", str(cfg), "--format", "md", "-o", str(out)]) == 0
+    assert main(["recommend", str(cfg), "--format", "md", "-o", str(out), "--force"]) == 0
     stdout, stderr = capsys.readouterr()
     assert stdout == "" and stderr == ""
     assert out.read_text() != PRECIOUS and len(out.read_text()) > 100
@@ -139,7 +139,7 @@ def test_recommend_output_failure_keeps_previous_file(setup, capsys, monkeypatch
         monkeypatch.setattr(yamlio.os, "replace", boom)
     else:
         monkeypatch.setattr(yamlio.os, "fsync", boom)
-    rc = main(["recommend", str(cfg), "-o", str(out)])
+    rc = main(["recommend", str(cfg), "-o", str(out), "--force"])
     stdout, stderr = capsys.readouterr()
     assert rc == 2 and stdout == ""
     assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr

@@ -19,7 +19,6 @@ nothing for activations or overhead).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
@@ -28,7 +27,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.compute import EFF, EfficiencyParams, arch_key
@@ -49,15 +47,10 @@ def bundled_data_path() -> Path:
 
 
 def load_data(path: str | None = None) -> dict[str, Any]:
+    from gpuwiz.core.yamlio import load_file  # the hardened loader: regular files, size cap, safe tags
+
     p = Path(path) if path else bundled_data_path()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise GpuwizError(f"{p}: cannot read published runs ({exc.strerror or exc})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise GpuwizError(f"{p}: not valid YAML ({exc})") from None
+    data, _ = load_file(p, max_bytes=8_000_000)
     if not isinstance(data, dict) or not any(k in data for k in ("time_runs", "throughput_runs", "memory_runs")):
         raise GpuwizError(f"{p}: expected time_runs / throughput_runs / memory_runs lists")
     return data
@@ -1020,7 +1013,9 @@ def render_json(r: Report) -> str:
         "cases": [case(c) for c in r.cases],
         "unmapped": [{"id": s.id, "kind": s.kind, "reason": s.reason} for s in r.skipped],
     }
-    return json.dumps(out, indent=2, default=lambda x: None if isinstance(x, float) and math.isnan(x) else x) + "\n"
+    from gpuwiz.core.report import to_json  # finite numbers or null, allow_nan=False
+
+    return to_json(out)
 
 
 def validate(data: str | None = None, catalog_overlay: str | None = None) -> Report:
