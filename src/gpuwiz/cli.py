@@ -341,8 +341,9 @@ COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    safe_streams()
     try:
+        if argv and argv[0] in SUBCOMMANDS or argv[:1] in (["-h"], ["--help"]):
+            safe_streams()  # headless output only: the wizard's terminal driver writes its own bytes
         if argv and argv[0] in SUBCOMMANDS:
             args = build_parser().parse_args(argv)
             return COMMANDS[args.command](args)

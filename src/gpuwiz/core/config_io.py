@@ -131,9 +131,12 @@ def requirements_from_data(data: Any, name: str = "<config>", lines: LineMap | N
     _check_numbers(data, (), name, lines)
     model = data.get("model")
     if base_dir is not None and isinstance(model, dict) and isinstance(model.get("hf_config"), str):
-        hf = Path(model["hf_config"]).expanduser()
-        if not hf.is_absolute() and (base_dir / hf).exists():
-            data = {**data, "model": {**model, "hf_config": str((base_dir / hf).resolve())}}
+        hf = Path(os.path.expanduser(model["hf_config"]))  # (Path.expanduser raises for ~unknownuser)
+        try:
+            if not hf.is_absolute() and (base_dir / hf).exists():
+                data = {**data, "model": {**model, "hf_config": str((base_dir / hf).resolve())}}
+        except (OSError, ValueError):  # a name over PATH_MAX, a NUL: the HF reader says what is wrong
+            pass
     try:
         req = Requirements.model_validate(data)
     except ValidationError as exc:

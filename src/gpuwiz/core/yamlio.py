@@ -244,6 +244,8 @@ def parse(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
             # (`!!bool maybe` -> KeyError, `!!timestamp x` -> AttributeError, `!!float ""` -> ...)
             tag = n.tag.rsplit(":", 1)[-1]
             detail = f": {exc}" if isinstance(exc, (yaml.YAMLError, ValueError, OverflowError)) else ""
+            if "digits" in detail and "limit" in detail:  # int() refuses > 4300 digits
+                detail = ": a number with thousands of digits"
             raise GpuwizError(format_problem(name, n.start_mark.line + 1, dotted(path) or None,
                                              f"bad value {_clip(n.value)} for YAML tag !!{tag}{detail}")) from None
 
