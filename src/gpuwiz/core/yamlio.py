@@ -120,6 +120,13 @@ def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_B
             raise GpuwizError(f"{name}: is a symbolic link; gpuwiz does not follow it here") from None
         if exc.errno == errno.ENAMETOOLONG:
             raise GpuwizError(f"{printable(name[:60])}...: file name too long") from None
+        if exc.errno == errno.ENXIO:  # a socket (or a device without a driver) cannot be opened
+            try:
+                kind = _describe_kind(os.stat(path).st_mode)
+            except OSError:
+                kind = None
+            if kind:
+                raise GpuwizError(f"{name}: {kind}") from None
         raise GpuwizError(f"{name}: cannot read: {exc.strerror or exc}") from None
     except ValueError:  # an embedded NUL in the name
         raise GpuwizError(f"{name}: not a valid file name (contains a NUL character)") from None
