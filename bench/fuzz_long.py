@@ -57,7 +57,8 @@ def main() -> int:
             f"as_of: '2025'}}\n" for i in range(12_000)))
         good = Path(tmp) / "good.yaml"
         good.write_text("version: 1\nmodel:\n  preset: llama-2-7b\ndata:\n  tokens: 1B\n")
-        timed_cli(f"overlay of 12,000 entries ({over.stat().st_size / 1e6:.1f} MB)", ["catalog", "--catalog", str(over)])
+        size = over.stat().st_size / 1e6
+        timed_cli(f"overlay of 12,000 entries ({size:.1f} MB)", ["catalog", "--catalog", str(over)])
         fifo = Path(tmp) / "fifo.yaml"
         os.mkfifo(fifo)
         timed_cli("a FIFO as the config", ["recommend", str(fifo)])

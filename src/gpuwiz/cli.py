@@ -316,7 +316,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     inputs = {"published runs file (--data)": args.data, "catalog overlay": args.catalog}
     if args.output:
         check_output(args.output, inputs, args.force)
-    text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog)
+    try:
+        text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        if args.data is None or os.environ.get("GPUWIZ_DEBUG"):
+            raise  # the bundled set failing is a bug: report it as one
+        from gpuwiz.core.errors import GpuwizError, printable
+
+        raise GpuwizError(f"{printable(args.data)}: an entry gpuwiz cannot read "
+                          f"({type(exc).__name__}: {printable(' '.join(str(exc).split()))[:80]})") from None
     _write_out(text, args.output, inputs=inputs, force=args.force)
     return 0
 

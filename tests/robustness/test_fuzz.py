@@ -8,7 +8,8 @@ deadline; a SIGALRM watchdog turns a real hang into a failure too), and so does 
 anywhere in the JSON output.
 
 Budgets: ``budget(ci=..., long=...)`` examples per target: the CI numbers in the test suite, the long
-ones from ``bench/fuzz_long.py`` (GPUWIZ_FUZZ=long, GPUWIZ_FUZZ_SCALE to scale them). Inputs that found bugs are kept as ``@example`` regression cases.
+ones from ``bench/fuzz_long.py`` (GPUWIZ_FUZZ=long, GPUWIZ_FUZZ_SCALE to scale them).
+Inputs that found bugs are kept as ``@example`` regression cases.
 """
 
 from __future__ import annotations

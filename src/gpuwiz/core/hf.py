@@ -62,10 +62,10 @@ def read_hf_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         if isinstance(exc, FileNotFoundError):
             parent = os.path.dirname(p) or "."
             if p.startswith("~"):
-                raise GpuwizError(f"{FIELD}: {p!r}: no such file (unknown user in {p.split('/')[0]!r})") from None
+                raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file (unknown user in {p.split('/')[0]!r})") from None
             if not os.path.isdir(parent):
-                raise GpuwizError(f"{FIELD}: {p!r}: no such file (folder {printable(parent)} does not exist)") from None
-            raise GpuwizError(f"{FIELD}: {p!r}: no such file") from None
+                raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file (folder {printable(parent)} does not exist)") from None
+            raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file") from None
         raise GpuwizError(f"{FIELD}: cannot read {printable(p)!r}: {exc.strerror or exc}") from None
     return dict(_read_cached(p, key))
 

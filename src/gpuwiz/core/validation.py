@@ -53,6 +53,13 @@ def load_data(path: str | None = None) -> dict[str, Any]:
     data, _ = load_file(p, max_bytes=8_000_000)
     if not isinstance(data, dict) or not any(k in data for k in ("time_runs", "throughput_runs", "memory_runs")):
         raise GpuwizError(f"{p}: expected time_runs / throughput_runs / memory_runs lists")
+    for section in ("time_runs", "throughput_runs", "memory_runs"):  # the shape every entry reader relies on
+        entries = data.get(section, [])
+        if not isinstance(entries, list):
+            raise GpuwizError(f"{p}: {section}: must be a list of entries")
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or not isinstance(e.get("id"), str) or not e["id"]:
+                raise GpuwizError(f"{p}: {section}[{i}]: each entry must be a mapping with a string `id`")
     return data
 
 

@@ -327,7 +327,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     except FileNotFoundError:
         if not parent.is_dir():
             raise GpuwizError(f"{name}: cannot save: folder {printable(str(parent))} does not exist") from None
-        raise GpuwizError(f"{name}: cannot save: the file vanished while saving (previous file left unchanged)") from None
+        raise GpuwizError(
+            f"{name}: cannot save: the file vanished while saving (previous file left unchanged)") from None
     except NotADirectoryError:
         raise GpuwizError(f"{name}: cannot save: {printable(str(parent))} is not a folder") from None
     except PermissionError:
