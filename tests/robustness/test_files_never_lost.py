@@ -298,3 +298,34 @@ def test_wizard_killed_mid_save_keeps_the_file_and_the_draft(tmp_path):
     assert draft.source == str(target)
     for name in _leftovers(tmp_path, {"team.yaml", "state"}):
         assert name.startswith(".team.yaml.") and name.endswith(".tmp"), name
+
+
+def test_saving_a_linked_config_keeps_the_link(tmp_path):
+    """A config kept as a symlink (dotfiles): saving replaces the file it points to, never the link."""
+    from gpuwiz.core.config_io import save_config
+
+    real = tmp_path / "dotfiles" / "team.yaml"
+    real.parent.mkdir()
+    real.write_text(GOOD)
+    link = tmp_path / "team.yaml"
+    link.symlink_to(real)
+    save_config(loads_config("version: 1\nmodel:\n  preset: mistral-7b\n"), link)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert load_config(real).model.preset == "mistral-7b"
+
+
+def test_saving_onto_a_fifo_or_device_is_refused(tmp_path):
+    from gpuwiz.core.config_io import save_config
+    from gpuwiz.core.errors import GpuwizError
+
+    fifo = tmp_path / "team.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(GpuwizError, match=r"named pipe .*replaces only regular files"):
+        save_config(loads_config(GOOD), fifo)
+    assert stat_is_fifo(fifo)
+
+
+def stat_is_fifo(p: Path) -> bool:
+    import stat
+
+    return stat.S_ISFIFO(os.lstat(p).st_mode)

@@ -296,11 +296,15 @@ def check_output_target(path: str | os.PathLike[str]) -> None:
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically: temp file beside it, fsync, rename.
 
+    A symlink is followed (its target is replaced, the link kept); a FIFO, device node, socket or
+    folder is refused (``check_output_target``). ``gpuwiz ... -o`` refuses symlinks before this.
     On any failure the previous file (if any) is untouched and a GpuwizError says what happened.
     """
     p = Path(path)
     name = printable(str(path))
-    check_output_target(p)
+    if p.is_symlink():  # a linked config (dotfiles): replace the file it points to, keep the link
+        p = Path(os.path.realpath(p))
+    check_output_target(p)  # a FIFO, device node, socket or folder is never replaced
     parent = p.parent if str(p.parent) else Path(".")
     tmp_name: str | None = None
     try:
