@@ -95,6 +95,19 @@ def _draft_req(state: Path) -> Requirements | None:
     return d.requirements if d else None
 
 
+def _why(state: Path) -> str:
+    """What the state folder holds, and why each draft does (not) load: for failure messages."""
+    if not state.is_dir():
+        return f"no state folder {state}"
+    out = []
+    for p in sorted(state.iterdir()):
+        try:
+            out.append(f"{p.name}: {drafts._load(p).requirements.model_dump(exclude_defaults=True)}")
+        except Exception as exc:  # noqa: BLE001 - a diagnostic only
+            out.append(f"{p.name}: {type(exc).__name__}: {exc}")
+    return "; ".join(out)
+
+
 CTRL_N = b"\x0e"
 TAB = b"\t"
 ENTER = b"\r"
@@ -113,10 +126,15 @@ async def test_signal_keeps_the_draft_and_the_next_start_restores_it(tmp_path, s
     wiz = Wizard(state)
     try:
         wiz.wait_for("New config")
+        mark = len(wiz.buf)
         wiz.keys(ENTER)  # "New config" -> the Model step
+        # on a loaded machine the step can take seconds to appear: keys typed before it would be lost
+        assert _wait_until(lambda: "HF config.json" in ANSI.sub(b"", bytes(wiz.buf[mark:])).decode("utf-8", "replace"),
+                           30), "the Model step never appeared"
         for k in keys:
             wiz.keys(k)
-        assert _wait_until(lambda: _draft_req(state) == want), f"draft never matched: {_draft_req(state)}"
+        assert _wait_until(lambda: _draft_req(state) == want, 30), \
+            f"draft never matched: {_draft_req(state)}; {_why(state)}; screen: {wiz.text()[-800:]}"
         mark = len(wiz.buf)
         wiz.proc.send_signal(sig)
         rc = wiz.proc.wait(timeout=20)

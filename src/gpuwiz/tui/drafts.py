@@ -77,15 +77,22 @@ def lock_path(directory: Path, pid: int | None = None) -> Path:
     return Path(directory) / f"{PREFIX}{os.getpid() if pid is None else pid}{LOCK_SUFFIX}"
 
 
+_LOCKED: set[tuple[str, int]] = set()  # (folder, pid) whose lock this process wrote: no re-read per keystroke
+
+
 def _write_lock(directory: Path) -> None:
     """This session's lock: its pid and host (rewritten if another process left one under our pid)."""
     lock = lock_path(directory)
+    key = (str(lock), os.getpid())
+    if key in _LOCKED and lock.is_file():
+        return
     body = json.dumps({"pid": os.getpid(), "host": _host(), "started": time.time()})
     try:
         current = json.loads(lock.read_text(encoding="utf-8")) if lock.is_file() else None
     except (OSError, ValueError):
         current = None
     if isinstance(current, dict) and current.get("pid") == os.getpid() and current.get("host") == _host():
+        _LOCKED.add(key)
         return
     fd, tmp = tempfile.mkstemp(prefix=".lock.", suffix=".tmp", dir=directory)
     try:
@@ -95,6 +102,7 @@ def _write_lock(directory: Path) -> None:
     except BaseException:
         _unlink(Path(tmp))
         raise
+    _LOCKED.add(key)
 
 
 def _pid_alive(pid: int) -> bool:
