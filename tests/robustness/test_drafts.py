@@ -156,7 +156,7 @@ def test_a_fifo_as_a_draft_is_set_aside_not_waited_on(tmp_path):
     notices: list[str] = []
     assert drafts.read_draft(tmp_path, notices) is None
     assert len(notices) == 1 and "named pipe" in notices[0]
-    assert [p.name for p in tmp_path.iterdir()][0].startswith("draft-4000004.json.bad-")
+    assert next(p.name for p in tmp_path.iterdir()).startswith("draft-4000004.json.bad-")
 
 
 def test_a_symlinked_draft_is_not_followed(tmp_path):

@@ -62,9 +62,11 @@ def read_hf_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         if isinstance(exc, FileNotFoundError):
             parent = os.path.dirname(p) or "."
             if p.startswith("~"):
-                raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file (unknown user in {p.split('/')[0]!r})") from None
+                user = p.split("/")[0]
+                raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file (unknown user in {user!r})") from None
             if not os.path.isdir(parent):
-                raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file (folder {printable(parent)} does not exist)") from None
+                raise GpuwizError(
+                    f"{FIELD}: cannot read {p!r}: no such file (folder {printable(parent)} does not exist)") from None
             raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file") from None
         raise GpuwizError(f"{FIELD}: cannot read {printable(p)!r}: {exc.strerror or exc}") from None
     return dict(_read_cached(p, key))
@@ -102,11 +104,11 @@ def _check_json(value: Any, where: str, depth: int = 0) -> None:
             raise ValueError(f"{where or 'a key'}: a string of {len(value)} characters")
         if not value.isprintable():
             bad = next(ch for ch in value if not ch.isprintable())
-            raise ValueError(f"{where or 'a key'}: contains the control character {ascii(bad)}")
+            raise ValueError(f"{where or 'a key'}: contains the control character {bad!a}")
 
 
 @lru_cache(maxsize=64)
-def _read_cached(path: str, key: tuple[int, int, int]) -> dict[str, Any]:  # noqa: ARG001 - key: mtime, size, inode
+def _read_cached(path: str, key: tuple[int, int, int]) -> dict[str, Any]:  # key: mtime, size, inode (a change reloads)
     shown = printable(path)
     try:
         raw = read_file_bytes(path, max_bytes=MAX_HF_CONFIG_BYTES, what="config.json")
