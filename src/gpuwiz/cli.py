@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from gpuwiz import __version__
 
-SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate")
+SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate", "launch")
 EXIT_USAGE = 2
 
 DESCRIPTION = """\
@@ -26,6 +26,8 @@ training their model, and why.
   gpuwiz recommend CONFIG.yaml   the recommended build, costs and warnings (text, md or json)
   gpuwiz estimate CONFIG.yaml    memory, plan and time for one GPU type and count
   gpuwiz catalog [gpus|models|clouds]
+  gpuwiz launch CONFIG.yaml --target T   launch files (torchrun, accelerate, deepspeed, megatron,
+                                         slurm, kubernetes, skypilot) for the recommended plan
 """
 
 
@@ -79,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", metavar="FILE", help="published runs YAML (default: the bundled set)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the Markdown report here")
     p.add_argument("--format", choices=("md", "json"), default="md")
+    _common(p)
+
+    from gpuwiz.launch.targets import TARGETS
+
+    p = sub.add_parser("launch", help="write ready-to-edit launch files for the recommended plan")
+    p.add_argument("config", metavar="CONFIG.yaml")
+    p.add_argument("--target", "-t", required=True, choices=TARGETS)
+    p.add_argument("-o", "--output", metavar="DIR", help="folder for the files (default: ./launch-TARGET/)")
+    p.add_argument("--force", action="store_true", help="replace files that already exist")
     _common(p)
     return parser
 
@@ -244,7 +255,30 @@ def cmd_wizard(args: argparse.Namespace) -> int:
     return int(app.return_code or 0)
 
 
-COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd_catalog, "validate": cmd_validate}
+def cmd_launch(args: argparse.Namespace) -> int:
+    from gpuwiz.core.catalog import load_catalog
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.recommend import recommend
+    from gpuwiz.launch import generate, job_from
+    from gpuwiz.launch.write import write_files
+
+    catalog = load_catalog(args.catalog)
+    req = load_config(args.config, catalog=catalog)
+    try:
+        rec = recommend(req, catalog)
+    except GpuwizError as exc:
+        raise _in_config(exc, args.config) from None
+    files = generate(args.target, job_from(req, rec, catalog, os.path.basename(args.config)))
+    out = args.output or f"launch-{args.target}"
+    paths = write_files(out, files, force=args.force)
+    for path in paths:
+        sys.stdout.write(f"wrote {path}\n")
+    return 0
+
+
+COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd_catalog, "validate": cmd_validate,
+            "launch": cmd_launch}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
