@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from gpuwiz import __version__
 
-SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate", "launch")
+SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate", "launch", "calibrate")
 EXIT_USAGE = 2
 
 DESCRIPTION = """\
@@ -28,6 +28,7 @@ training their model, and why.
   gpuwiz catalog [gpus|models|clouds]
   gpuwiz launch CONFIG.yaml --target T   launch files (torchrun, accelerate, deepspeed, megatron,
                                          slurm, kubernetes, skypilot) for the recommended plan
+  gpuwiz calibrate LOG [--config CONFIG.yaml]   a calibration: section from a training log
 """
 
 
@@ -90,6 +91,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", "-t", required=True, choices=TARGETS)
     p.add_argument("-o", "--output", metavar="DIR", help="folder for the files (default: ./launch-TARGET/)")
     p.add_argument("--force", action="store_true", help="replace files that already exist")
+    _common(p)
+
+    from gpuwiz.calibrate.logs import DEFAULT_WARMUP_STEPS, FORMATS
+
+    p = sub.add_parser("calibrate", help="read a training log; print (or write) its calibration: section")
+    p.add_argument("log", metavar="LOG")
+    p.add_argument("--config", metavar="CONFIG.yaml", help="the run's config (global batch, sequence length); "
+                   "never edited: the section goes to stdout or -o")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the section to FILE")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    p.add_argument("--log-format", choices=FORMATS, help="skip detection")
+    p.add_argument("--gpu", metavar="ID", help="the GPU the log was measured on (catalog id)")
+    p.add_argument("--count", type=_positive_int, metavar="N", help="GPUs the run used")
+    p.add_argument("--gpus-per-node", type=_positive_int, metavar="N")
+    p.add_argument("--warmup-steps", type=int, default=DEFAULT_WARMUP_STEPS, metavar="N",
+                   help=f"skip steps below N as warm-up (default {DEFAULT_WARMUP_STEPS}; the first logged step always)")
     _common(p)
     return parser
 
@@ -277,8 +294,69 @@ def cmd_launch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibration_effect(req: Any, catalog: Any, cal: Any) -> list[str]:
+    """How the calibration changes the config's estimate at the measured point (comment lines)."""
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.estimate import estimate
+
+    if not cal.gpu:
+        return ["the log does not say which GPU (pass --gpu) -- no before/after estimate"]
+    try:
+        before = estimate(req.model_copy(update={"calibration": None}), catalog, gpu=cal.gpu, count=cal.count,
+                          gpus_per_node=cal.gpus_per_node)
+        after = estimate(req.model_copy(update={"calibration": cal}), catalog, gpu=cal.gpu, count=cal.count,
+                         gpus_per_node=cal.gpus_per_node)
+    except GpuwizError as exc:
+        return [f"no before/after estimate: {exc.problems[0]}"]
+    where = f"{after.plan.gpus}x {after.gpu_name}"
+    lines = [f"with this calibration, the config's estimate on {where}: {before.time.wall_hours:,.1f} h -> "
+             f"{after.time.wall_hours:,.1f} h per run; {before.memory.per_gpu_gib:.1f} -> "
+             f"{after.memory.per_gpu_gib:.1f} GiB per GPU"]
+    return lines + ["other GPU types and counts scale by the same measured/model ratio (README: how it scales)"]
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from gpuwiz.calibrate.logs import file_time_iso, read_log
+    from gpuwiz.calibrate.section import Where, calibration_from, calibration_yaml
+    from gpuwiz.core.catalog import load_catalog
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.errors import GpuwizError
+
+    catalog = load_catalog(args.catalog)
+    req = load_config(args.config, catalog=catalog) if args.config else None
+    if args.output:
+        for other in (args.config, args.log):
+            if other and os.path.realpath(args.output) == os.path.realpath(other):
+                raise GpuwizError(f"{args.output}: -o would overwrite {other}; gpuwiz never edits it in place "
+                                  "(give another file name and paste the section)")
+        from gpuwiz.launch.write import check_output_file
+        from pathlib import Path
+
+        check_output_file(Path(args.output), args.force)  # before reading a long log
+    if args.gpu is not None:
+        try:
+            catalog.gpu(args.gpu)
+        except GpuwizError as exc:
+            raise GpuwizError(f"gpuwiz: --gpu: {exc}") from None
+    m = read_log(args.log, args.log_format, warmup_steps=max(0, args.warmup_steps))
+    where = Where(gpu=args.gpu, count=args.count, gpus_per_node=args.gpus_per_node, req=req)
+    cal = calibration_from(m, catalog, where, os.path.basename(args.log), file_time_iso(args.log))
+    comment = [f"gpuwiz calibrate {os.path.basename(args.log)}: paste this section into your config"]
+    if req is not None:
+        comment += _calibration_effect(req, catalog, cal)
+    text = calibration_yaml(cal, "\n".join(comment))
+    if args.output:
+        from gpuwiz.launch.write import write_text_file
+
+        write_text_file(args.output, text, force=args.force)
+        sys.stdout.write(f"wrote {args.output}\n")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd_catalog, "validate": cmd_validate,
-            "launch": cmd_launch}
+            "launch": cmd_launch, "calibrate": cmd_calibrate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
