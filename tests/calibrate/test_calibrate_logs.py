@@ -90,7 +90,8 @@ def test_nvidia_smi_names_the_gpu_and_count(catalog):
 
 
 @pytest.mark.parametrize("name,expected", [
-    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
     ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"), ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("Tesla T4", "t4"),
     ("AMD Instinct MI300X", "mi300x"), ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"), ("Some GPU", None),
 ])
@@ -120,8 +121,9 @@ def test_step_time_alone_calibrates_at_the_measured_point(catalog):
 
 
 def test_unknown_calibration_gpu_is_a_config_error(catalog):
-    with pytest.raises(GpuwizError, match="calibration.gpu"):
-        loads_config(CONFIG_8B + "calibration: {gpu: h100-sxn, tokens_per_s_per_gpu: 5000}\n", "c.yaml", catalog=catalog)
+    with pytest.raises(GpuwizError, match=r"calibration\.gpu"):
+        loads_config(CONFIG_8B + "calibration: {gpu: h100-sxn, tokens_per_s_per_gpu: 5000}\n", "c.yaml",
+                     catalog=catalog)
 
 
 # ---- hostile input -----------------------------------------------------------------------------------

@@ -21,8 +21,7 @@ from gpuwiz.core.config_io import load_config
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Plan
 from gpuwiz.core.recommend import recommend
-from gpuwiz.launch import TARGETS, Job, generate, job_from, refusal
-from gpuwiz.launch import readers, targets
+from gpuwiz.launch import TARGETS, Job, generate, job_from, readers, refusal, targets
 from gpuwiz.launch.job import PARTITION_MAX_HOURS, time_limit_hours
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "data" / "schemas"
@@ -44,7 +43,8 @@ def _strict(schema: object) -> object:
     would silently prune them, which for a launch file means a setting that never takes effect)."""
     if isinstance(schema, dict):
         out = {k: _strict(v) for k, v in schema.items()}
-        if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+        open_ended = out.get("x-kubernetes-preserve-unknown-fields")
+        if "properties" in out and "additionalProperties" not in out and not open_ended:
             out["additionalProperties"] = False
         return out
     if isinstance(schema, list):
@@ -150,7 +150,7 @@ def test_deepspeed_config_keys_batch_and_round_trip(jobs, example):
     back = readers.read_deepspeed(files["ds_config.json"])
     assert back == {"micro_batch": p.micro_batch, "grad_accum": p.grad_accum, "zero_stage": p.zero_stage,
                     "offload": p.offload, "dp": p.dp}
-    assert ("--num_nodes=%d" % job.nodes) in files["launch_deepspeed.sh"]
+    assert f"--num_nodes={job.nodes}" in files["launch_deepspeed.sh"]
     assert ("hostfile" in files) == (job.nodes > 1)
 
 
@@ -309,7 +309,7 @@ def test_time_limit_grows_with_the_estimate_and_caps(jobs):
 def test_kubernetes_objects_validate_against_the_published_crds(jobs, example):
     job = jobs[example]
     files = _files(job, "kubernetes")
-    docs = list(yaml.safe_load_all(files["trainjob.yaml"])) + [yaml.safe_load(files["pytorchjob.yaml"])]
+    docs = [*list(yaml.safe_load_all(files["trainjob.yaml"])), yaml.safe_load(files["pytorchjob.yaml"])]
     kinds = [d["kind"] for d in docs]
     assert kinds == ["TrainingRuntime", "TrainJob", "PyTorchJob"]
     for d in docs:

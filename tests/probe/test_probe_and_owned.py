@@ -23,8 +23,8 @@ try:
 except ImportError:
     HAVE_TORCH = False
 
-needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch not installed: probe tests need `pip install -e '.[probe]'` "
-                                 "(CI installs it)")
+needs_torch = pytest.mark.skipif(
+    not HAVE_TORCH, reason="PyTorch not installed: probe tests need `pip install -e '.[probe]'` (CI installs it)")
 NO_GPU = Inventory((), "", "no GPU found (test)")
 CONFIG = """\
 version: 1

@@ -9,7 +9,8 @@ Formats (each as the stack prints it; fixtures in tests/data/logs/):
 * ``megatron``     Megatron-LM ``iteration 10/ 500 | ... elapsed time per iteration (ms): 1234.5 | ...``
 * ``nemo``         NeMo / Lightning progress with ``train_step_timing in s=1.23``
 * ``lightning``    PyTorch Lightning progress bar ``Epoch 0:  45%|...| 450/1000 [01:30<01:50, 5.00it/s, ...]``
-* ``deepspeed``    DeepSpeed throughput timer ``RunningAvgSamplesPerSec=..., CurrSamplesPerSec=..., MaxMemAllocated=..GB``
+* ``deepspeed``    DeepSpeed's throughput timer ``RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...,
+                   MaxMemAllocated=..GB``
 * ``nvidia-smi``   ``nvidia-smi --query-gpu=... --format=csv`` samples (memory, GPU name and count)
 * ``dcgm``         ``dcgmi dmon -e 252,...`` samples (frame-buffer use per GPU)
 
@@ -26,9 +27,9 @@ import os
 import re
 import stat
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Iterator
+from datetime import UTC, datetime
 
 from gpuwiz.core.errors import GpuwizError
 
@@ -180,7 +181,7 @@ def detect(path: str, head_lines: int = 400) -> str:
         if len(lines) >= head_lines:
             break
     text = "\n".join(lines).lstrip()
-    if text.startswith("{") and '"log_history"' in text[:MAX_LINE] or (text.startswith("{") and size < MAX_JSON_BYTES
+    if (text.startswith("{") and '"log_history"' in text[:MAX_LINE]) or (text.startswith("{") and size < MAX_JSON_BYTES
                                                                            and _is_trainer_state(path)):
         return "hf-trainer"
     checks = (("deepspeed", _DS), ("torchtitan", _TT), ("megatron", _MEG), ("nemo", _NEMO), ("lightning", _PL),
@@ -443,7 +444,7 @@ def _jsonl_line(line: str, m: Measurement) -> Point | None:
 def _read_smi(path: str, m: Measurement) -> None:
     header: list[str] | None = None
     gpus: set[str] = set()
-    for lineno, line in iter_lines(path):
+    for _lineno, line in iter_lines(path):
         cells = [c.strip() for c in line.split(",")]
         if header is None:
             if "memory.used [MiB]" in cells:
@@ -451,7 +452,7 @@ def _read_smi(path: str, m: Measurement) -> None:
             continue
         if len(cells) != len(header):
             continue
-        row = dict(zip(header, cells))
+        row = dict(zip(header, cells, strict=False))
         used = row.get("memory.used [MiB]", "").split()[0] if row.get("memory.used [MiB]") else ""
         try:
             mib = float(used)
@@ -490,7 +491,7 @@ def _read_dcgm(path: str, m: Measurement) -> None:
         entity = f"{parts[0]} {parts[1]}"
         values = parts[2:]
         names = cols[1:]  # "Entity" spans "GPU 0"
-        row = dict(zip(names, values))
+        row = dict(zip(names, values, strict=False))
         fb = row.get("FBUSD")
         try:
             mib = float(fb) if fb not in (None, "N/A") else None
@@ -507,7 +508,7 @@ def _read_dcgm(path: str, m: Measurement) -> None:
 
 
 def utc_now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def file_time_iso(path: str) -> str:
@@ -515,4 +516,4 @@ def file_time_iso(path: str) -> str:
         ts = os.stat(path).st_mtime
     except OSError:
         return utc_now_iso()
-    return datetime.fromtimestamp(ts, timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")

@@ -23,7 +23,8 @@ class Where:
     req: Requirements | None = None
 
 
-def _run_facts(req: Requirements | None, catalog: Catalog) -> tuple[bool | None, int | None, int | None, int | None, str]:
+def _run_facts(req: Requirements | None,
+               catalog: Catalog) -> tuple[bool | None, int | None, int | None, int | None, str]:
     """(token model?, seq_len, global batch, micro-batch, precision) from the config."""
     if req is None:
         return None, None, None, None, "bf16"

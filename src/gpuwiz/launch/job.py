@@ -95,7 +95,7 @@ def time_limit_hours(job: Job, cap: float = PARTITION_MAX_HOURS) -> tuple[float,
 
 def slurm_time(hours: float) -> str:
     """Slurm's days-hours:minutes:seconds form."""
-    minutes = int(round(hours * 60))
+    minutes = round(hours * 60)
     d, rest = divmod(minutes, 24 * 60)
     h, m = divmod(rest, 60)
     return f"{d}-{h:02d}:{m:02d}:00"

@@ -33,9 +33,9 @@ _ORDER: dict[str, tuple[Value, ...]] = {
 
 def _merge(out: dict[str, Value], field: str, value: Value) -> None:
     order = _ORDER.get(field)
-    if field in out and order is not None and value in order and out[field] in order:
-        if order.index(value) <= order.index(out[field]):
-            return
+    if (field in out and order is not None and value in order and out[field] in order
+            and order.index(value) <= order.index(out[field])):
+        return
     out[field] = value
 
 

@@ -9,8 +9,8 @@ parallelism, say) is one row per target, and the round trip covers it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import yaml
 
@@ -381,7 +381,7 @@ def deepspeed(job: Job) -> list[LaunchFile]:
                      "(model.gradient_checkpointing_enable() or deepspeed.checkpointing).")
     fill = ["TRAIN_SCRIPT and its data paths (it must call deepspeed.initialize(config='ds_config.json'))"]
     if job.nodes > 1:
-        fill.append("hostfile: one line per node, `HOST slots=%d`" % job.gpus_per_node)
+        fill.append(f"hostfile: one line per node, `HOST slots={job.gpus_per_node}`")
     text = "#!/usr/bin/env bash\n" + header(job, "#", "a DeepSpeed launch script + ds_config.json", fill, extra)
     text += "set -euo pipefail\n\n"
     text += 'TRAIN_SCRIPT="${TRAIN_SCRIPT:-train.py}"  # FILL IN\n'
@@ -389,7 +389,8 @@ def deepspeed(job: Job) -> list[LaunchFile]:
     cmd = ["deepspeed", f"--num_nodes={job.nodes}", f"--num_gpus={job.gpus_per_node}"]
     if job.nodes > 1:
         cmd += ["--hostfile=hostfile", f"--master_port={MASTER_PORT}"]
-    text += "exec " + " \\\n  ".join(cmd) + ' \\\n  "$TRAIN_SCRIPT" --deepspeed --deepspeed_config ds_config.json "$@"\n'
+    text += "exec " + " \\\n  ".join(cmd)
+    text += ' \\\n  "$TRAIN_SCRIPT" --deepspeed --deepspeed_config ds_config.json "$@"\n'
     files = [LaunchFile("ds_config.json", json.dumps(cfg, indent=2) + "\n"),
              LaunchFile("launch_deepspeed.sh", text, executable=True)]
     if job.nodes > 1:
@@ -452,10 +453,9 @@ def megatron(job: Job) -> list[LaunchFile]:
     text += ("IO_ARGS=(\n  --data-path \"$DATA_PATH\" --tokenizer-type HuggingFaceTokenizer "
              "--tokenizer-model \"$TOKENIZER\"\n  --save \"$CHECKPOINT_DIR\" --load \"$CHECKPOINT_DIR\" "
              "--save-interval 1000\n)\n\n")
-    text += ("exec torchrun --nnodes=%d --nproc-per-node=%d --node-rank=\"$NODE_RANK\" \\\n"
+    text += (f"exec torchrun --nnodes={job.nodes} --nproc-per-node={job.gpus_per_node} --node-rank=\"$NODE_RANK\" \\\n"
              "  --master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" \\\n"
-             "  \"$MEGATRON/pretrain_gpt.py\" \"${PARALLEL_ARGS[@]}\" \"${MODEL_ARGS[@]}\" \"${IO_ARGS[@]}\" \"$@\"\n"
-             % (job.nodes, job.gpus_per_node))
+             "  \"$MEGATRON/pretrain_gpt.py\" \"${PARALLEL_ARGS[@]}\" \"${MODEL_ARGS[@]}\" \"${IO_ARGS[@]}\" \"$@\"\n")
     nemo = header(job, "#", "NeMo 2 recipe overrides (`nemo llm pretrain --factory RECIPE $(grep -v '^#' "
                   "nemo_overrides.txt)`)", ["RECIPE (e.g. llama3_8b)"])
     nemo += "".join(f"{k}={v}\n" for k, v in nemo_overrides(job).items())
@@ -522,7 +522,8 @@ def slurm(job: Job) -> list[LaunchFile]:
     text += _shell_env(job) + _nccl_shell(job) + "\n"
     text += ('MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"\n'
              f"MASTER_PORT={MASTER_PORT}\n\n")
-    text += ("requeue() {\n  echo \"gpuwiz: time limit near; requeueing $SLURM_JOB_ID (resumes from $CHECKPOINT_DIR)\"\n"
+    text += ("requeue() {\n"
+             "  echo \"gpuwiz: time limit near; requeueing $SLURM_JOB_ID (resumes from $CHECKPOINT_DIR)\"\n"
              "  kill -TERM \"$SRUN_PID\" 2>/dev/null || true  # let the script save a checkpoint\n"
              "  wait \"$SRUN_PID\" || true\n  scontrol requeue \"$SLURM_JOB_ID\"\n}\ntrap requeue USR1\n\n")
     cmd = _torchrun_cmd(job, "$SLURM_NNODES", None if job.nodes == 1 else "$SLURM_NODEID",
@@ -643,7 +644,8 @@ def skypilot(job: Job) -> list[LaunchFile]:
              "prices the whole job, not one hour."]
     if use_spot:
         extra.append("Spot: preemptions restart the job; save checkpoints to a bucket and resume from them.")
-    fill = ["setup (install your code) and the run command's train.py", "file_mounts / storage for data and checkpoints"]
+    fill = ["setup (install your code) and the run command's train.py",
+            "file_mounts / storage for data and checkpoints"]
     text = header(job, "#", "a SkyPilot task", fill, extra) + yaml.safe_dump(task, sort_keys=False)
     hours = {skypilot_accelerator(job.gpu): job.wall_hours}
     launcher = header(job, "#", "a SkyPilot launcher that tells the optimizer how long the job runs",

@@ -22,7 +22,8 @@ def check_output_file(path: Path, force: bool) -> None:
     except OSError as exc:
         raise GpuwizError(f"{name}: cannot check the output: {exc.strerror or exc}") from None
     if stat.S_ISLNK(st.st_mode):
-        raise GpuwizError(f"{name}: is a symbolic link; gpuwiz does not write through links (remove it or pick another name)")
+        raise GpuwizError(f"{name}: is a symbolic link; gpuwiz does not write through links "
+                          "(remove it or pick another name)")
     if stat.S_ISDIR(st.st_mode):
         raise GpuwizError(f"{name}: is a directory; give a file name")
     if not stat.S_ISREG(st.st_mode):
@@ -75,6 +76,6 @@ def write_files(folder: str | os.PathLike[str], files: list[LaunchFile], force: 
             d.mkdir(parents=True)
         except OSError as exc:
             raise GpuwizError(f"{name}: cannot create the folder: {exc.strerror or exc}") from None
-    for f, p in zip(files, paths):
+    for f, p in zip(files, paths, strict=False):
         write_text_file(p, f.text, force=True, executable=f.executable)
     return paths

@@ -19,8 +19,9 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -131,7 +132,8 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.relu(self.body(x) + x)
+        out: torch.Tensor = self.relu(self.body(x) + x)
+        return out
 
 
 def block_forward_flops(s: Shapes, side: int = 56) -> float:
@@ -216,12 +218,13 @@ def _allreduce_worker(rank: int, world: int, port: int, nbytes: int, budget_s: f
 def allreduce_busbw(world: int, budget_s: float, on_cpu: bool) -> tuple[float, str]:
     """Bus bandwidth of an all-reduce over ``world`` local ranks (NCCL on GPUs, gloo on CPU)."""
     import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import start_processes
 
     nbytes = ALLREDUCE_BYTES_CPU if on_cpu else ALLREDUCE_BYTES_GPU
     backend = "gloo" if on_cpu else "nccl"
     ctx = mp.get_context("spawn")
     result = ctx.SimpleQueue()
-    mp.start_processes(_allreduce_worker, args=(world, _free_port(), nbytes, budget_s, backend, result),
+    cast(Callable[..., object], start_processes)(_allreduce_worker, args=(world, _free_port(), nbytes, budget_s, backend, result),
                        nprocs=world, join=True, start_method="spawn")
     seconds = float(result.get())
     return bus_bandwidth_gbps(nbytes, world, seconds), f"{backend} all-reduce of {nbytes >> 20} MiB over {world} ranks"

@@ -64,7 +64,7 @@ class Progress:
 
 def _shapes(req: Requirements | None, catalog: Catalog, gpu_id: str | None, count: int) -> tuple[Shapes, str, int]:
     """(Shapes, model name, micro-batch source) for the probe, from the config's model and plan."""
-    from gpuwiz.probe.bench import Shapes  # noqa: F811 - the run-time import (needs torch)
+    from gpuwiz.probe.bench import Shapes
 
     precision = req.training.precision if req else "bf16"
     if req is None:
@@ -108,7 +108,8 @@ def run_probe(inv: Inventory, catalog: Catalog, req: Requirements | None = None,
     shapes, model_name, _ = _shapes(req, catalog, gpu_id, count)
     shapes = bench.fit_to_device(shapes, on_cpu)
     label = (f"CPU ({bench.CPU_LABEL}; {inv.note or 'no GPU'})" if on_cpu
-             else f"{count}x {inv.name} via {inv.via}" + (f" = catalog {gpu_id}" if gpu_id else " (not in the catalog)"))
+             else f"{count}x {inv.name} via {inv.via}"
+             + (f" = catalog {gpu_id}" if gpu_id else " (not in the catalog)"))
     res = ProbeResult(device=label, on_cpu=on_cpu, gpu_id=gpu_id, count=count,
                       shapes=f"{model_name}: {shapes.kind}, micro-batch {shapes.micro_batch}"
                              + (f" x seq {shapes.seq}, hidden {shapes.hidden}" if shapes.kind == "transformer" else ""))
@@ -142,7 +143,8 @@ def run_probe(inv: Inventory, catalog: Catalog, req: Requirements | None = None,
     is_token = shapes.kind == "transformer"
     if req is not None:
         units = _units_per_s(req, catalog, block_tflops * 1e12)
-    cal: dict[str, object] = {"gpu": gpu_id, "count": count if gpu_id else None, "gpus_per_node": count if gpu_id else None}
+    cal: dict[str, object] = {"gpu": gpu_id, "count": count if gpu_id else None,
+                              "gpus_per_node": count if gpu_id else None}
     peak = catalog.gpu(gpu_id).peak_tflops(precision) if gpu_id else 0.0
     if units is not None:
         cal["tokens_per_s_per_gpu" if is_token else "samples_per_s_per_gpu"] = round(units, 4)
