@@ -120,6 +120,12 @@ def test_step_time_alone_calibrates_at_the_measured_point(catalog):
     assert est.throughput.tokens_per_s_per_gpu == pytest.approx(256 * 4096 / 10 / 8, rel=1e-6)
 
 
+def test_an_unquoted_yaml_timestamp_is_kept_as_text(catalog):
+    req = loads_config(CONFIG_8B + "calibration: {tokens_per_s_per_gpu: 5000, measured_at: 2025-06-10T10:00:00}\n",
+                       catalog=catalog)
+    assert req.calibration is not None and req.calibration.measured_at == "2025-06-10T10:00:00"
+
+
 def test_unknown_calibration_gpu_is_a_config_error(catalog):
     with pytest.raises(GpuwizError, match=r"calibration\.gpu"):
         loads_config(CONFIG_8B + "calibration: {gpu: h100-sxn, tokens_per_s_per_gpu: 5000}\n", "c.yaml",

@@ -7,9 +7,10 @@ JSON the CLI prints and the TUI renders.
 
 from __future__ import annotations
 
-from typing import Literal
+from datetime import date, datetime
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
 
@@ -135,6 +136,11 @@ class HardwareSpec(_Strict):
     gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
 
 
+def _iso(value: object) -> object:
+    """An unquoted YAML timestamp (``measured_at: 2026-12-01T10:00:00``) arrives as a date/datetime."""
+    return value.isoformat() if isinstance(value, (date, datetime)) else value
+
+
 class CalibrationSpec(_Strict):
     """Measured numbers from the user's own runs; they win over the model's estimate."""
 
@@ -149,7 +155,7 @@ class CalibrationSpec(_Strict):
     gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
     step_time_s: HumanFloat | None = Field(None, gt=0, le=1e6)
     source: str | None = Field(None, max_length=500)
-    measured_at: str | None = Field(None, max_length=40)
+    measured_at: Annotated[str | None, BeforeValidator(_iso)] = Field(None, max_length=40)
 
 
 class HaveSpec(_Strict):
