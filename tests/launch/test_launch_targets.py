@@ -60,6 +60,7 @@ def _crd(name: str) -> dict:
     return {"schema": schema, "apiVersion": f"{doc['group']}/{doc['version']}", "kind": doc["kind"]}
 
 
+SKY_TASK = json.loads((SCHEMAS / "skypilot-task-schema.json").read_text())["schema"]
 CRDS = {c["kind"]: c for c in (_crd("trainjob"), _crd("pytorchjob"), _crd("trainingruntime"))}
 
 
@@ -344,7 +345,7 @@ def test_skypilot_task_and_launcher(jobs, example):
     job = jobs[example]
     files = _files(job, "skypilot")
     task = yaml.safe_load(files["task.yaml"])
-    assert set(task) <= {"name", "num_nodes", "resources", "envs", "workdir", "setup", "run", "file_mounts"}
+    jsonschema.validate(task, SKY_TASK)
     assert task["num_nodes"] == job.nodes
     name, n = task["resources"]["accelerators"].split(":")
     assert int(n) == job.gpus_per_node and name == targets.skypilot_accelerator(job.gpu)
@@ -356,6 +357,13 @@ def test_skypilot_task_and_launcher(jobs, example):
     tree = ast.parse(files["sky_launch.py"])
     calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
     assert "set_time_estimator" in calls and "launch" in calls
+
+
+def test_a_wrong_skypilot_field_fails_the_schema(jobs):
+    task = yaml.safe_load(_files(jobs["resnet50-imagenet"], "skypilot")["task.yaml"])
+    task["resources"]["accelerator"] = task["resources"].pop("accelerators")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(task, SKY_TASK)
 
 
 def test_plan_fields_reach_the_generic_launchers(jobs):
