@@ -149,8 +149,8 @@ def iter_lines(path: str) -> Iterator[tuple[int, str]]:
 
 # ---- detection --------------------------------------------------------------------------------------
 
-_TT = re.compile(r"\bstep:\s*(\d+)\s.*?\bloss:\s*" + _NUM + r"(?:.*?\bmemory:\s*" + _NUM + r"\s*GiB)?"
-                 r".*?\b(?:tps|wps):\s*" + _NUM + r"(?:.*?\btflops:\s*" + _NUM + r")?(?:.*?\bmfu:\s*" + _NUM + r"%)?")
+_TT = re.compile(r"\bstep:\s*\d+\s.*?\bloss:.*?\b(?:tps|wps):\s*[0-9]")  # detection only
+_TT_KV = re.compile(r"\b(step|loss|memory|tps|wps|tflops|mfu):\s*" + _NUM)
 _TT_MESH = re.compile(r"Building \d+-D device mesh with \[[^\]]*\], \[([\d, ]+)\]")
 _MEG = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*" + _NUM)
 _MEG_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*" + _NUM)
@@ -227,7 +227,9 @@ class _Points:
 
 
 def _note_time(m: Measurement, line: str) -> None:
-    t = _TIME.search(line)
+    if "-" not in line[:64]:
+        return
+    t = _TIME.search(line, 0, 64)
     if t:
         m.last_time = f"{t.group(1)}T{t.group(2)}"
 
@@ -251,7 +253,7 @@ def read_log(path: str, fmt: str | None = None, warmup_steps: int = DEFAULT_WARM
         else:
             assert reader is not None
             for _, raw in iter_lines(path):
-                line = _ANSI.sub("", raw)
+                line = _ANSI.sub("", raw) if "\x1b" in raw else raw
                 _note_time(m, line)
                 p = reader(line, m)
                 if p is not None:
@@ -278,18 +280,21 @@ def _skip_warmup(m: Measurement, items: list[Point], warmup_steps: int) -> None:
 
 
 def _tt_line(line: str, m: Measurement) -> Point | None:
-    mesh = _TT_MESH.search(line)
+    mesh = _TT_MESH.search(line) if "device mesh" in line else None
     if mesh:
         sizes = [int(x) for x in mesh.group(1).replace(" ", "").split(",") if x]
         m.count = math.prod(sizes) if sizes else None
-    r = _TT.search(line)
-    if not r:
+    if "step:" not in line:
         return None
-    step, _loss, mem, tps, tflops, mfu = r.groups()
-    if mem:
-        m.peak_memory_gib = max(m.peak_memory_gib or 0.0, _f(mem))
-    return Point(step=int(step), tokens_per_s_per_gpu=_f(tps), tflops_per_gpu=_f(tflops) if tflops else None,
-                 mfu=_f(mfu) / 100.0 if mfu else None)
+    kv = dict(_TT_KV.findall(line))
+    tps = kv.get("tps") or kv.get("wps")
+    if "step" not in kv or "loss" not in kv or tps is None:
+        return None
+    if "memory" in kv:
+        m.peak_memory_gib = max(m.peak_memory_gib or 0.0, _f(kv["memory"]))
+    return Point(step=int(_f(kv["step"])), tokens_per_s_per_gpu=_f(tps),
+                 tflops_per_gpu=_f(kv["tflops"]) if "tflops" in kv else None,
+                 mfu=_f(kv["mfu"]) / 100.0 if "mfu" in kv else None)
 
 
 def _meg_line(line: str, m: Measurement) -> Point | None:
