@@ -291,6 +291,8 @@ def test_sbatch_directives_are_slurm_options_and_match_the_build(jobs, example):
     hours = int(d) * 24 + int(h) + int(m) / 60
     assert job.upper_hours < hours <= PARTITION_MAX_HOURS or hours == PARTITION_MAX_HOURS
     assert "srun" in text and "torchrun" in text and "scontrol requeue" in text
+    assert "--node-rank" not in text  # it would expand in the batch shell: 0 on every node
+    assert ("--rdzv-backend=c10d" in text) == (job.nodes > 1)
     assert ("NCCL_IB_DISABLE=0" in text) == (job.nodes > 1 and job.rdma)
 
 

@@ -526,8 +526,9 @@ def slurm(job: Job) -> list[LaunchFile]:
              "  echo \"gpuwiz: time limit near; requeueing $SLURM_JOB_ID (resumes from $CHECKPOINT_DIR)\"\n"
              "  kill -TERM \"$SRUN_PID\" 2>/dev/null || true  # let the script save a checkpoint\n"
              "  wait \"$SRUN_PID\" || true\n  scontrol requeue \"$SLURM_JOB_ID\"\n}\ntrap requeue USR1\n\n")
-    cmd = _torchrun_cmd(job, "$SLURM_NNODES", None if job.nodes == 1 else "$SLURM_NODEID",
-                        "$MASTER_ADDR:$MASTER_PORT", "$SLURM_JOB_ID")
+    # No --node-rank: $SLURM_NODEID would expand here, in the batch shell, to 0 on every node; the c10d
+    # rendezvous assigns node ranks itself.
+    cmd = _torchrun_cmd(job, "$SLURM_NNODES", None, "$MASTER_ADDR:$MASTER_PORT", "$SLURM_JOB_ID")
     text += "srun --kill-on-bad-exit=1 " + cmd.replace("\n  ", "\n    ") + ' \\\n    "$TRAIN_SCRIPT" &\n'
     text += 'SRUN_PID=$!\nwait "$SRUN_PID"\n'
     return [LaunchFile("job.sbatch", text, executable=True)]
