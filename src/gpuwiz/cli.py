@@ -347,7 +347,7 @@ def _calibration_effect(req: Any, catalog: Any, cal: Any) -> list[str]:
     lines = [f"with this calibration, the config's estimate on {where}: {before.time.wall_hours:,.1f} h -> "
              f"{after.time.wall_hours:,.1f} h per run; {before.memory.per_gpu_gib:.1f} -> "
              f"{after.memory.per_gpu_gib:.1f} GiB per GPU"]
-    return lines + ["other GPU types and counts scale by the same measured/model ratio (README: how it scales)"]
+    return [*lines, "other GPU types and counts scale by the same measured/model ratio (README: how it scales)"]
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -364,8 +364,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             if other and os.path.realpath(args.output) == os.path.realpath(other):
                 raise GpuwizError(f"{args.output}: -o would overwrite {other}; gpuwiz never edits it in place "
                                   "(give another file name and paste the section)")
-        from gpuwiz.launch.write import check_output_file
         from pathlib import Path
+
+        from gpuwiz.launch.write import check_output_file
 
         check_output_file(Path(args.output), args.force)  # before reading a long log
     if args.gpu is not None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_cli
 
+from conftest import run_cli
 from gpuwiz.calibrate.gpus import match_gpu
 from gpuwiz.calibrate.logs import MAX_LINE, detect, read_log
 from gpuwiz.calibrate.section import Where, calibration_from

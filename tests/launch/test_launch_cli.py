@@ -6,6 +6,7 @@ import os
 import stat
 
 import pytest
+
 from conftest import EXAMPLES, run_cli
 
 RESNET = EXAMPLES / "resnet50-imagenet.yaml"

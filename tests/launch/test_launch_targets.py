@@ -15,8 +15,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from conftest import EXAMPLES
 
+from conftest import EXAMPLES
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Plan

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 import yaml
-from conftest import EXAMPLES, run_cli
 
+from conftest import EXAMPLES, run_cli
 from gpuwiz.core.config_io import load_config, loads_config
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.estimate import estimate

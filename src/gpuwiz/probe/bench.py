@@ -224,7 +224,8 @@ def allreduce_busbw(world: int, budget_s: float, on_cpu: bool) -> tuple[float, s
     backend = "gloo" if on_cpu else "nccl"
     ctx = mp.get_context("spawn")
     result = ctx.SimpleQueue()
-    cast(Callable[..., object], start_processes)(_allreduce_worker, args=(world, _free_port(), nbytes, budget_s, backend, result),
-                       nprocs=world, join=True, start_method="spawn")
+    start = cast(Callable[..., object], start_processes)
+    start(_allreduce_worker, args=(world, _free_port(), nbytes, budget_s, backend, result), nprocs=world, join=True,
+          start_method="spawn")
     seconds = float(result.get())
     return bus_bandwidth_gbps(nbytes, world, seconds), f"{backend} all-reduce of {nbytes >> 20} MiB over {world} ranks"
