@@ -307,3 +307,51 @@ def test_count_params_falls_back_when_layer_split_is_missing(cat):
     m = resolve_model(ModelSpec(hf_config=str(HF / "mixtral-8x7b-v0.1.json")), cat)
     bare = m.model_copy(update={"dense_layers": 0, "moe_layers": 0})
     assert count_params(bare) == count_params(m)
+
+
+# catalog preset -> the fixture of the same model
+PRESET_FIXTURE = {
+    "llama-2-7b": "llama-2-7b", "llama-2-13b": "llama-2-13b", "llama-2-70b": "llama-2-70b",
+    "llama-3-8b": "llama-3-8b", "llama-3-70b": "llama-3-70b", "llama-3.1-8b": "llama-3.1-8b",
+    "llama-3.1-70b": "llama-3.1-70b", "llama-3.1-405b": "llama-3.1-405b", "mistral-7b": "mistral-7b-v0.1",
+    "mixtral-8x7b": "mixtral-8x7b-v0.1", "mixtral-8x22b": "mixtral-8x22b-v0.1", "qwen2.5-7b": "qwen2.5-7b",
+    "qwen2.5-72b": "qwen2.5-72b", "qwen3-8b": "qwen3-8b", "qwen3-32b": "qwen3-32b",
+    "qwen3-30b-a3b": "qwen3-30b-a3b", "qwen3-235b-a22b": "qwen3-235b-a22b", "deepseek-v3": "deepseek-v3",
+    "gpt-oss-20b": "gpt-oss-20b", "gpt-oss-120b": "gpt-oss-120b", "gpt2-124m": "gpt2",
+    "bert-base": "bert-base-uncased", "bert-large": "bert-large-uncased",
+}
+
+
+@pytest.mark.parametrize("preset,fixture", sorted(PRESET_FIXTURE.items()))
+def test_preset_is_the_same_architecture_as_its_config_json(cat, preset, fixture):
+    p = resolve_model(ModelSpec(preset=preset), cat)
+    f = resolve_model(ModelSpec(hf_config=str(HF / f"{fixture}.json")), cat)
+    assert p.params_total == f.params_total and p.params_active == f.params_active, preset
+    assert (p.dense_layers, p.moe_layers, p.moe_ffn, p.shared_experts, p.head_dim, p.mlp) == (
+        f.dense_layers, f.moe_layers, f.moe_ffn, f.shared_experts, f.head_dim, f.mlp)
+    entry = cat.model(preset)
+    assert abs(p.params_total / (entry.params_b * 1e9) - 1) <= 0.005
+    if entry.params_active_b:
+        assert abs(p.params_active / (entry.params_active_b * 1e9) - 1) <= 0.005
+    assert entry.source and entry.as_of
+
+
+ARCH_KEYS = (
+    "mlp", "head_dim", "tied_embeddings", "norm", "bias", "attention_bias", "qkv_bias", "mlp_bias", "qk_norm",
+    "learned_positions", "max_positions", "type_vocab", "pooler", "top_k", "moe_ffn", "shared_experts",
+    "shared_expert_ffn", "shared_expert_gate", "first_k_dense", "moe_layer_freq", "router_bias", "q_lora_rank",
+    "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "attention_sinks",
+)
+
+
+@pytest.mark.parametrize("key", ARCH_KEYS)
+def test_architecture_key_is_in_limits_doc_with_its_bounds(key):
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "LIMITS.md").read_text(encoding="utf-8")
+    rows = [line for line in doc.splitlines() if line.startswith("|") and f"`model.{key}`" in line]
+    assert rows, f"docs/LIMITS.md has no row for model.{key}"
+    for meta in ModelSpec.model_fields[key].metadata:
+        for bound in ("ge", "le"):
+            if getattr(meta, bound, None) is not None:
+                assert f"{getattr(meta, bound):,}" in rows[0], (key, bound, rows[0])
+    with pytest.raises(GpuwizError):
+        loads_config(f"version: 1\nmodel:\n  {key}: not-a-value\n", "k.yaml")

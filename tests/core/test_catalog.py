@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuwiz.core.arch import count_params, resolve_model
 from gpuwiz.core.catalog import FACILITY_KEYS, Catalog, load_catalog
 from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.models import ModelSpec
 
 REQUIRED_GPUS = {
     "rtx-3090", "rtx-4090", "rtx-5090", "rtx-a6000", "rtx-6000-ada", "l4", "l40s", "a10", "a16", "t4",
@@ -181,16 +183,14 @@ def test_transformer_presets_are_self_consistent(cat: Catalog) -> None:
         if m.modality != "text":
             continue
         assert m.layers and m.hidden and m.heads and m.vocab and m.seq_len and m.ffn, m.id
-        assert m.hidden % m.heads == 0, m.id
+        assert m.head_dim or m.hidden % m.heads == 0, m.id
         kv = m.kv_heads or m.heads
         assert m.heads % kv == 0, m.id
-        # parameter count from the architecture must match the published figure within 3 %
-        n_mlp = 3 if m.mlp == "swiglu" else 2
-        per_layer = 2 * m.hidden * m.hidden + 2 * m.hidden * (m.hidden // m.heads) * kv
-        per_layer += n_mlp * m.hidden * m.ffn * (m.experts or 1)
-        emb = m.vocab * m.hidden * (1 if m.tied_embeddings else 2)
-        est_b = (m.layers * per_layer + emb) / 1e9
-        assert est_b == pytest.approx(m.params_b, rel=0.03), (m.id, est_b)
+        # the exact count from the architecture (core.arch) matches the published figure within 0.5 %
+        total, active, _ = count_params(resolve_model(ModelSpec(preset=m.id), cat))
+        assert total / 1e9 == pytest.approx(m.params_b, rel=0.005), (m.id, total)
+        if m.params_active_b:
+            assert active / 1e9 == pytest.approx(m.params_active_b, rel=0.005), (m.id, active)
 
 
 def test_specific_published_values(cat: Catalog) -> None:
