@@ -243,12 +243,15 @@ def test_lora_counts_every_expert_and_the_mla_projections(cat):
     [
         (dict(experts=8, top_k=9), r"^model\.top_k: 9 experts per token, but model\.experts is 8$"),
         (dict(moe_ffn=512), r"^model\.moe_ffn: only for a mixture of experts"),
+        (dict(top_k=2), r"^model\.top_k: 2 experts per token, but model\.experts is 1$"),
         (dict(experts=8, first_k_dense=4), r"^model\.first_k_dense: 4 dense layers leave no MoE layer"),
         (dict(experts=8, moe_layer_freq=5), r"^model\.moe_layer_freq: with 4 layers"),
         (dict(experts=8, shared_expert_ffn=512), r"^model\.shared_expert_ffn: needs model\.shared_experts"),
         (dict(kv_lora_rank=64, qk_nope_head_dim=32), r"^model\.qk_rope_head_dim: needed with model\.kv_lora_rank"),
         (dict(v_head_dim=64), r"^model\.v_head_dim: multi-head latent attention also needs model\.kv_lora_rank"),
         (dict(kv_heads=16), r"^model\.kv_heads: 16 key/value heads, more than model\.heads \(8\)"),
+        (dict(sliding_layers=2), r"^model\.sliding_layers: needs model\.sliding_window"),
+        (dict(sliding_window=64, sliding_layers=5), r"^model\.sliding_layers: 5 windowed layers, more than"),
     ],
 )
 def test_contradictory_fields_are_one_line_errors(cat, fields, match):
@@ -286,6 +289,8 @@ def _hf(tmp_path, name: str, **changes) -> str:
         ("llama-3-8b", dict(hidden_act="squared_relu"), r"hidden_act 'squared_relu' is not an activation"),
         ("llama-3-8b", dict(attention_bias="yes"), r"attention_bias must be true or false, got 'yes'"),
         ("qwen3-30b-a3b", dict(num_experts=0.5), r"num_experts must be a positive whole number, got 0\.5"),
+        ("gpt-oss-20b", dict(layer_types=["full_attention"] * 3), r"layer_types must list one attention kind per"),
+        ("mixtral-8x7b-v0.1", dict(intermediate_size_mlp=16384), r"intermediate_size_mlp \(Llama 4's separate"),
     ],
 )
 def test_bad_moe_config_json_names_file_and_key(tmp_path, cat, name, changes, match):
@@ -329,6 +334,8 @@ def test_preset_is_the_same_architecture_as_its_config_json(cat, preset, fixture
     assert p.params_total == f.params_total and p.params_active == f.params_active, preset
     assert (p.dense_layers, p.moe_layers, p.moe_ffn, p.shared_experts, p.head_dim, p.mlp) == (
         f.dense_layers, f.moe_layers, f.moe_ffn, f.shared_experts, f.head_dim, f.mlp)
+    assert (p.sliding_window, p.sliding_layers, p.kv_lora_rank, p.mtp_layers) == (
+        f.sliding_window, f.sliding_layers, f.kv_lora_rank, f.mtp_layers)
     entry = cat.model(preset)
     assert abs(p.params_total / (entry.params_b * 1e9) - 1) <= 0.005
     if entry.params_active_b:
@@ -340,7 +347,8 @@ ARCH_KEYS = (
     "mlp", "head_dim", "tied_embeddings", "norm", "bias", "attention_bias", "qkv_bias", "mlp_bias", "qk_norm",
     "learned_positions", "max_positions", "type_vocab", "pooler", "top_k", "moe_ffn", "shared_experts",
     "shared_expert_ffn", "shared_expert_gate", "first_k_dense", "moe_layer_freq", "router_bias", "q_lora_rank",
-    "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "attention_sinks",
+    "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "attention_sinks", "sliding_window",
+    "sliding_layers",
 )
 
 
@@ -355,3 +363,22 @@ def test_architecture_key_is_in_limits_doc_with_its_bounds(key):
                 assert f"{getattr(meta, bound):,}" in rows[0], (key, bound, rows[0])
     with pytest.raises(GpuwizError):
         loads_config(f"version: 1\nmodel:\n  {key}: not-a-value\n", "k.yaml")
+
+
+def test_sliding_window_layers(cat):
+    oss = resolve_model(ModelSpec(hf_config=str(HF / "gpt-oss-120b.json")), cat)
+    assert (oss.sliding_window, oss.sliding_layers, oss.layers) == (128, 18, 36)
+    mistral = resolve_model(ModelSpec(hf_config=str(HF / "mistral-7b-v0.1.json")), cat)
+    assert (mistral.sliding_window, mistral.sliding_layers) == (4096, 32)
+    qwen = resolve_model(ModelSpec(hf_config=str(HF / "qwen2.5-7b.json")), cat)  # window written, switched off
+    assert (qwen.sliding_window, qwen.sliding_layers) == (None, 0)
+    written = resolve_model(ModelSpec(layers=8, hidden=512, heads=8, sliding_window=256), cat)
+    assert (written.sliding_window, written.sliding_layers) == (256, 8)
+    assert written.params_total == resolve_model(ModelSpec(layers=8, hidden=512, heads=8), cat).params_total
+
+
+def test_experts_switched_off_drop_the_inherited_moe_fields(cat):
+    m = resolve_model(ModelSpec(preset="deepseek-v3", experts=1), cat)
+    assert (m.family, m.moe_layers, m.dense_layers, m.moe_ffn, m.shared_experts) == ("decoder", 0, 61, None, 0)
+    with pytest.raises(GpuwizError, match=r"^model\.moe_ffn: only for a mixture of experts"):
+        resolve_model(ModelSpec(preset="deepseek-v3", experts=1, moe_ffn=1024), cat)

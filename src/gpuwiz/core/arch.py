@@ -6,6 +6,13 @@ embeddings, norms and biases, MoE total vs active including the router), followi
 ``NVIDIA/Megatron-LM:megatron/training/theoretical_memory_usage.py`` and the HF model code. The
 research note (sizing_formulas_and_peers.md §3.1) checks Llama-2-7B → 6.738 B and 70B → 68.98 B.
 
+Beyond the basic shape, the keys a field-by-field description of a public model needs (docs/LIMITS.md
+"Architecture"): the MLP kind (``mlp``; unset, a width other than 4·h on an RMSNorm model means SwiGLU),
+``head_dim``, biases (all / attention / q,k,v / MLP), Qwen3 q/k norms, learned positions, BERT token
+types and pooler; MoE expert and shared-expert sizes, dense first layers and MoE layer frequency;
+DeepSeek MLA ranks and head dims; gpt-oss sinks and router bias. ``tests/core/test_arch_published.py``
+checks each public family written out and parsed from its config.json against the published count.
+
 When only ``params_b`` is known, a plausible shape is derived from ``P ≈ 12·L·h²`` with the common
 aspect ratio ``h = 128·L`` (GPT-3 175B: 12288 = 128·96; Llama-2-7B: 4096 = 128·32), and the
 model says so in ``notes``.
@@ -33,7 +40,7 @@ _LAYOUT_KEYS = (
     "tied_embeddings", "norm", "bias", "qkv_bias", "head_dim", "max_positions", "type_vocab", "pooler", "mlp",
     "attention_bias", "mlp_bias", "qk_norm", "attention_sinks", "moe_ffn", "shared_experts", "shared_expert_ffn",
     "shared_expert_gate", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim", "mtp_layers",
+    "v_head_dim", "mtp_layers", "sliding_window",
 )
 # Keys that change the parameter count (an explicit one means "my architecture", not the preset's figure)
 _COUNTED_KEYS = (
@@ -239,9 +246,17 @@ def _preset_fields(spec: ModelSpec, catalog: Catalog) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-def _check_consistency(f: dict[str, Any], layers: int) -> None:
-    """Contradictory architecture fields → one line naming the first offending key."""
+def _check_consistency(f: dict[str, Any], layers: int, explicit: set[str]) -> None:
+    """Contradictory architecture fields → one line naming the first offending key.
+
+    MoE-only fields inherited from a preset or config.json are dropped when the config turns the experts
+    off (``experts: 1``); written in the config itself they are an error.
+    """
     experts = f.get("experts") or 1
+    if experts <= 1:
+        for k in _MOE_ONLY_KEYS:
+            if k not in explicit:
+                f.pop(k, None)
     if experts > 1:
         if f.get("top_k") and f["top_k"] > experts:
             raise GpuwizError(f"model.top_k: {f['top_k']} experts per token, but model.experts is {experts}")
@@ -249,6 +264,10 @@ def _check_consistency(f: dict[str, Any], layers: int) -> None:
             raise GpuwizError(f"model.first_k_dense: {f['first_k_dense']} dense layers leave no MoE layer "
                               f"(model.layers is {layers})")
     else:
+        if "top_k" not in explicit:
+            f.pop("top_k", None)
+        elif f["top_k"] > 1:
+            raise GpuwizError(f"model.top_k: {f['top_k']} experts per token, but model.experts is {experts}")
         stray = [k for k in _MOE_ONLY_KEYS if f.get(k)]
         if stray:
             raise GpuwizError(f"model.{stray[0]}: only for a mixture of experts (set model.experts above 1)")
@@ -264,6 +283,12 @@ def _check_consistency(f: dict[str, Any], layers: int) -> None:
         stray = [k for k in ("q_lora_rank", *_MLA_DIMS) if f.get(k)]
         if stray:
             raise GpuwizError(f"model.{stray[0]}: multi-head latent attention also needs model.kv_lora_rank")
+    if f.get("sliding_layers") is not None:
+        if not f.get("sliding_window"):
+            raise GpuwizError("model.sliding_layers: needs model.sliding_window (the window in tokens)")
+        if f["sliding_layers"] > layers:
+            raise GpuwizError(f"model.sliding_layers: {f['sliding_layers']} windowed layers, more than "
+                              f"model.layers ({layers})")
     heads, kv = f.get("heads"), f.get("kv_heads")
     if heads and kv and kv > heads:
         raise GpuwizError(f"model.kv_heads: {kv} key/value heads, more than model.heads ({heads})")
@@ -345,7 +370,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         heads = max(1, hidden // HEAD_DIM) if hidden >= HEAD_DIM else max(1, hidden // 64)
         if not shape_derived:
             notes.append(f"model.heads not given: assumed {heads} (head size 128)")
-    _check_consistency(f, int(layers))
+    _check_consistency(f, int(layers), set(explicit))
     classic_hint = f.get("norm") == "layer" or family == "encoder" or bool(f.get("bias") or f.get("learned_positions"))
     mlp = f.get("mlp")
     ffn = f.get("ffn")
@@ -357,6 +382,8 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         if ffn and not shape_derived:
             notes.append(f"model.mlp not given: assumed {mlp} (ffn = {ffn / hidden:.2f} x hidden"
                          + ("; set model.mlp: gelu if that is wrong)" if gated else "; set model.mlp: swiglu for Llama-style)"))
+        elif not shape_derived and not classic_hint:
+            notes.append("model.mlp not given: assumed gelu (set model.mlp: swiglu for Llama-style models)")
     experts = f.get("experts")
     top_k = f.get("top_k")
     is_moe = bool(experts and experts > 1)
@@ -376,10 +403,14 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     if not seq:
         seq = DEFAULT_SEQ
         notes.append(f"model.seq_len not given: assumed {DEFAULT_SEQ} tokens")
+    if family == "moe" and not is_moe and spec.family != "moe":
+        family = "decoder"  # a preset's / config.json's MoE with its experts switched off
     n_moe = 0
     if is_moe:
         family = "moe" if family == "decoder" else family
-        top_k = top_k or 2
+        if not top_k:
+            top_k = 2
+            notes.append("model.top_k not given: assumed 2 experts per token")
         k_dense, freq = int(f.get("first_k_dense") or 0), int(f.get("moe_layer_freq") or 1)
         n_moe = sum(1 for i in range(k_dense, int(layers)) if (i + 1) % freq == 0)
         if n_moe == 0:
@@ -409,6 +440,8 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         layout["moe_ffn"] = int(moe_ffn or ffn)
         if layout.get("shared_experts"):
             layout["shared_expert_ffn"] = int(f.get("shared_expert_ffn") or layout["moe_ffn"])
+    if layout.get("sliding_window"):
+        layout["sliding_layers"] = int(f["sliding_layers"] if f.get("sliding_layers") is not None else layers)
     for k in ("moe_ffn", "shared_expert_ffn"):
         if not is_moe or (k == "shared_expert_ffn" and not layout.get("shared_experts")):
             layout.pop(k, None)

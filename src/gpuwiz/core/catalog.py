@@ -121,6 +121,8 @@ class ModelPreset(_Entry):
     v_head_dim: int | None = Field(None, ge=1)
     attention_sinks: bool | None = None
     mtp_layers: int | None = Field(None, ge=0)
+    sliding_window: int | None = Field(None, ge=1)
+    sliding_layers: int | None = Field(None, ge=0)
     # Non-token models: published per-sample figures the estimator needs, at `resolution`
     train_gflops_per_sample: float | None = Field(None, gt=0)  # fwd+bwd, = 3 x forward
     act_gib_per_sample: float | None = Field(None, gt=0)  # activation memory / sample, mixed precision

@@ -16,6 +16,8 @@ Supported shapes (key names as written by ``transformers``):
   ``v_head_dim``), ``num_nextn_predict_layers`` (MTP modules, reported, not counted).
 * gpt-oss (``GptOssConfig``): ``num_local_experts``, ``experts_per_token`` / ``num_experts_per_tok``,
   ``attention_bias`` (q, k, v, o), attention sinks, biased experts and router.
+* Sliding-window attention: ``sliding_window`` on every layer (Mistral v0.1), or on the layers that
+  ``layer_types`` marks ``sliding_attention`` (gpt-oss); off when ``use_sliding_window`` is false (Qwen2).
 * Contradictions (top-k above the expert count, two top-k keys that disagree, MoE sizes without
   experts, MLA dims without ``kv_lora_rank``, an unknown ``hidden_act``) → one line naming file and key.
 * GPT-2 (``GPT2Config``): ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (None = 4 h),
@@ -43,6 +45,15 @@ _SWIGLU_ACTS = {"silu", "swish", "swiglu"}
 _GELU_ACTS = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "quick_gelu", "relu", "gelu_10"}
 _MOE_EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 _MOE_TOPK_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k")
+# Structures whose parameters this parser would miscount: refused by name rather than guessed
+_UNMODELLED_KEYS = (
+    ("intermediate_size_mlp", "Llama 4's separate dense-layer width"),
+    ("ffn_config", "DBRX's nested MoE block"),
+    ("attn_layer_period", "Jamba's attention/Mamba interleave"),
+    ("layers_block_type", "a hybrid Mamba/attention stack"),
+    ("hybrid_override_pattern", "a hybrid Mamba/attention stack"),
+    ("o_lora_rank", "a low-rank output projection"),
+)
 # MoE structure keys that mean nothing without routed experts
 _MOE_ONLY_KEYS = ("moe_intermediate_size", "n_shared_experts", "shared_expert_intermediate_size",
                   "first_k_dense_replace")
@@ -147,6 +158,10 @@ def parse_hf_config(data: dict[str, Any], path: str = "config.json") -> dict[str
         return out
 
     # Llama family and its descendants: Llama, Mistral, Mixtral, Qwen2/2.5/3 (+ MoE), DeepSeek-V2/V3, gpt-oss
+    for key, what in _UNMODELLED_KEYS:
+        if data.get(key) is not None:
+            raise GpuwizError(f"{FIELD}: {path}: {key} ({what}) is not modelled; describe the model field by "
+                              "field instead (docs/LIMITS.md, Architecture)")
     heads = _int(data, path, "num_attention_heads")
     layers = _int(data, path, "num_hidden_layers")
     assert layers is not None
@@ -204,6 +219,20 @@ def parse_hf_config(data: dict[str, Any], path: str = "config.json") -> dict[str
         if stray:
             raise GpuwizError(f"{FIELD}: {path}: {stray[0]} is set but kv_lora_rank is not "
                               "(multi-head latent attention needs both)")
+    # Sliding-window attention: Mistral v0.1 on every layer; gpt-oss / Gemma on the layers layer_types marks;
+    # Qwen2 writes a window but switches it off (use_sliding_window false)
+    window = _int(data, path, "sliding_window", required=False)
+    if window and data.get("use_sliding_window") is not False:
+        kinds = data.get("layer_types")
+        if kinds is not None:
+            if not isinstance(kinds, list) or len(kinds) != layers:
+                raise GpuwizError(f"{FIELD}: {path}: layer_types must list one attention kind per layer "
+                                  f"({layers})")
+            n_window = sum(1 for t in kinds if t == "sliding_attention")
+        else:
+            n_window = layers
+        if n_window:
+            out.update(sliding_window=window, sliding_layers=n_window)
     mtp = _int(data, path, "num_nextn_predict_layers", required=False)
     if mtp:
         out["mtp_layers"] = mtp

@@ -98,6 +98,9 @@ class ModelSpec(_Strict):
     qk_rope_head_dim: HumanInt | None = Field(None, ge=1, le=65_536)
     v_head_dim: HumanInt | None = Field(None, ge=1, le=65_536)
     attention_sinks: bool | None = None  # one learned sink logit per head and layer (gpt-oss)
+    # Sliding-window attention (no parameters; the attention cost): window in tokens, on how many layers
+    sliding_window: HumanInt | None = Field(None, ge=1, le=MAX_SEQ_LEN)
+    sliding_layers: HumanInt | None = Field(None, ge=0, le=10_000)  # unset = every layer (Mistral 7B v0.1)
 
 
 class ParallelSpec(_Strict):
@@ -253,6 +256,10 @@ class ResolvedModel(BaseModel):
     """MLA per-head rotary q/k width (the rotary key is shared across heads)."""
     v_head_dim: int | None = None
     """MLA per-head value width."""
+    sliding_window: int | None = None
+    """Sliding-window attention span in tokens (Mistral 7B: 4096; gpt-oss: 128), None = full attention."""
+    sliding_layers: int = 0
+    """Layers that use the window (gpt-oss: every other one); the rest attend to the whole sequence."""
     mtp_layers: int = 0
     """DeepSeek-V3 multi-token-prediction modules (HF ``num_nextn_predict_layers``): not in ``params_total``."""
     params_attention: float = 0.0
