@@ -461,8 +461,9 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     })
     total, active, emb = count_params(base)
     if base.mtp_layers:
-        notes.append(f"{base.mtp_layers} multi-token-prediction module(s) not counted in the parameters "
-                     "(as in the published total); they add about one MoE layer each when trained")
+        mods = "module" if base.mtp_layers == 1 else "modules"
+        notes.append(f"{base.mtp_layers} multi-token-prediction {mods} not counted in the parameters "
+                     "(as in the published total); each adds about one MoE layer when trained")
     if shape_derived or explicit_params_b is not None:
         # The user's (or published) figure wins; keep the MoE active share from the architecture.
         given = published_b * 1e9
