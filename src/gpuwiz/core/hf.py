@@ -191,8 +191,8 @@ def parse_hf_config(data: dict[str, Any], path: str = "config.json") -> dict[str
         bias=False,
         # transformers Llama/Mistral/gpt-oss: attention_bias puts a bias on q, k, v and o
         attention_bias=attention_bias,
-        # Qwen2 / Qwen2.5 / Qwen2-MoE: q, k, v biases, no o bias (modeling_qwen2.py)
-        qkv_bias=mtype in ("qwen2", "qwen2_moe") and not attention_bias,
+        # Qwen2 / Qwen2.5 / Qwen2-MoE / Qwen2-VL: q, k, v biases, no o bias (modeling_qwen2.py)
+        qkv_bias=mtype.startswith("qwen2") and not attention_bias,
         mlp_bias=_bool(data, path, "mlp_bias") or mtype == "gpt_oss",  # gpt-oss experts carry biases
         qk_norm=mtype in ("qwen3", "qwen3_moe"),  # q_norm / k_norm = RMSNorm(head_dim)
         attention_sinks=mtype == "gpt_oss",
