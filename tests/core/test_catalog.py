@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwiz.core.arch import count_params, resolve_model
 from gpuwiz.core.catalog import FACILITY_KEYS, Catalog, load_catalog
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import ModelSpec
 
 REQUIRED_GPUS = {
     "rtx-3090", "rtx-4090", "rtx-5090", "rtx-a6000", "rtx-6000-ada", "l4", "l40s", "a10", "a16", "t4",
@@ -179,6 +177,9 @@ def test_every_gpu_has_a_new_price(cat: Catalog) -> None:
 # ---- models -----------------------------------------------------------------------------------------
 
 def test_transformer_presets_are_self_consistent(cat: Catalog) -> None:
+    from gpuwiz.core.arch import count_params, resolve_model
+    from gpuwiz.core.models import ModelSpec
+
     for m in cat.models:
         if m.modality != "text":
             continue
