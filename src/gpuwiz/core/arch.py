@@ -50,6 +50,7 @@ _COUNTED_KEYS = (
     "first_k_dense", "moe_layer_freq", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
     "qk_rope_head_dim", "v_head_dim", "attention_sinks",
 )
+_COUNTED = frozenset(_COUNTED_KEYS)
 _MOE_ONLY_KEYS = ("moe_ffn", "shared_experts", "shared_expert_ffn", "shared_expert_gate", "first_k_dense",
                   "moe_layer_freq", "router_bias")
 _MLA_DIMS = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -233,17 +234,17 @@ def largest_layer_params(m: ResolvedModel) -> float:
 
 def _preset_fields(spec: ModelSpec, catalog: Catalog) -> dict[str, Any]:
     assert spec.preset is not None
-    ids = [m.id for m in catalog.models]
     preset = next((m for m in catalog.models if m.id == spec.preset), None)
     if preset is None:
         low = spec.preset.lower()
         preset = next((m for m in catalog.models if m.id.lower() == low or m.name.lower() == low), None)
     if preset is None:
+        ids = [m.id for m in catalog.models]
         raise GpuwizError(f"model.preset: unknown preset {spec.preset!r}{did_you_mean(spec.preset, ids)}")
-    d = preset.model_dump(exclude={"id", "notes", "as_of"})
+    d = preset.model_dump(exclude={"id", "notes", "as_of"}, exclude_none=True)
     d["preset_params_b"] = d.pop("params_b")
     d["source"] = preset.source
-    return {k: v for k, v in d.items() if v is not None}
+    return d
 
 
 def _check_consistency(f: dict[str, Any], layers: int, explicit: set[str]) -> None:
@@ -310,7 +311,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     ref_resolution = f.get("resolution")  # resolution at which the preset's per-sample figures hold
     explicit = spec.model_dump(exclude={"preset", "hf_config", "resolution"}, exclude_none=True)
     explicit_params_b = explicit.pop("params_b", None)
-    arch_overridden = any(k in explicit for k in _COUNTED_KEYS)
+    arch_overridden = not _COUNTED.isdisjoint(explicit)
     f.update(explicit)
 
     if not f and explicit_params_b is None:
@@ -412,7 +413,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             top_k = 2
             notes.append("model.top_k not given: assumed 2 experts per token")
         k_dense, freq = int(f.get("first_k_dense") or 0), int(f.get("moe_layer_freq") or 1)
-        n_moe = sum(1 for i in range(k_dense, int(layers)) if (i + 1) % freq == 0)
+        n_moe = int(layers) // freq - k_dense // freq  # layers i in [k_dense, layers) with (i + 1) % freq == 0
         if n_moe == 0:
             raise GpuwizError(f"model.moe_layer_freq: with {layers} layers, first_k_dense {k_dense} and "
                               f"moe_layer_freq {freq} no layer has experts")
@@ -454,11 +455,11 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         default_micro_batch=f.get("default_micro_batch"), shape_derived=shape_derived,
         dense_layers=int(layers) - n_moe, moe_layers=n_moe, **layout,
     )
-    base = base.model_copy(update={
+    per_layer = {
         "params_attention": attention_params(base),
         "params_dense_mlp": mlp_params(base) if base.dense_layers else 0.0,
         "params_expert": mlp_params(base, base.moe_ffn) if n_moe else 0.0,
-    })
+    }
     total, active, emb = count_params(base)
     if base.mtp_layers:
         mods = "module" if base.mtp_layers == 1 else "modules"
@@ -483,7 +484,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
                      + (f", {fmt_params(active)} active per token" if experts and experts > 1 else ""))
     return base.model_copy(update={
         "params_total": float(total), "params_active": float(active), "params_embedding": float(emb),
-        "notes": tuple(notes),
+        "notes": tuple(notes), **per_layer,
     })
 
 
