@@ -35,8 +35,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from gpuwiz.core.arch import count_params, lora_params, resolve_model
+from gpuwiz.core.arch import count_params, lora_params, mlp_params, resolve_model
 from gpuwiz.core.catalog import load_catalog
 from gpuwiz.core.config_io import loads_config
 from gpuwiz.core.errors import GpuwizError
@@ -382,3 +384,81 @@ def test_experts_switched_off_drop_the_inherited_moe_fields(cat):
     assert (m.family, m.moe_layers, m.dense_layers, m.moe_ffn, m.shared_experts) == ("decoder", 0, 61, None, 0)
     with pytest.raises(GpuwizError, match=r"^model\.moe_ffn: only for a mixture of experts"):
         resolve_model(ModelSpec(preset="deepseek-v3", experts=1, moe_ffn=1024), cat)
+
+
+# ---- property: any architecture, written out or as a config.json, counts the same -----------------
+
+@st.composite
+def _architecture(draw):
+    kind = draw(st.sampled_from(["llama", "qwen2", "qwen3", "mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v3",
+                                 "gpt_oss"]))
+    layers = draw(st.integers(2, 12))
+    heads = draw(st.sampled_from([4, 8, 16]))
+    kv = draw(st.sampled_from([k for k in (1, 2, 4, 8, 16) if heads % k == 0]))
+    hidden = heads * draw(st.sampled_from([32, 64, 128]))
+    ffn = draw(st.integers(1, 64)) * 64
+    vocab = draw(st.integers(100, 50_000))
+    tied = draw(st.booleans())
+    hf = {"model_type": kind, "num_hidden_layers": layers, "hidden_size": hidden, "num_attention_heads": heads,
+          "num_key_value_heads": kv, "intermediate_size": ffn, "vocab_size": vocab, "rms_norm_eps": 1e-6,
+          "hidden_act": "silu", "tie_word_embeddings": tied}
+    fields = dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv, ffn=ffn, vocab=vocab, mlp="swiglu",
+                  norm="rms", tied_embeddings=tied)
+    if kind in ("qwen2", "qwen2_moe"):
+        fields["qkv_bias"] = True
+    if kind in ("qwen3", "qwen3_moe", "gpt_oss"):
+        d = draw(st.sampled_from([32, 64, 128]))
+        hf["head_dim"], fields["head_dim"] = d, d
+        fields.update(qk_norm=kind != "gpt_oss")
+    if kind in ("mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v3", "gpt_oss"):
+        experts = draw(st.integers(2, 64))
+        top_k = draw(st.integers(1, experts))
+        key = {"mixtral": "num_local_experts", "gpt_oss": "num_local_experts", "deepseek_v3": "n_routed_experts"}
+        hf[key.get(kind, "num_experts")] = experts
+        hf["num_experts_per_tok"] = top_k
+        fields.update(experts=experts, top_k=top_k)
+        if kind in ("qwen3_moe", "qwen2_moe", "deepseek_v3"):
+            moe = draw(st.integers(1, 32)) * 32
+            hf["moe_intermediate_size"], fields["moe_ffn"] = moe, moe
+        if kind == "qwen2_moe":
+            shared = draw(st.integers(1, 32)) * 64
+            hf["shared_expert_intermediate_size"] = shared
+            fields.update(shared_experts=1, shared_expert_ffn=shared, shared_expert_gate=True)
+        if kind == "deepseek_v3":
+            n_shared, first_k = draw(st.integers(0, 2)), draw(st.integers(0, layers - 1))
+            rq = draw(st.sampled_from([None, 64, 256]))
+            mla = dict(kv_lora_rank=draw(st.sampled_from([32, 128])), qk_nope_head_dim=draw(st.sampled_from([16, 64])),
+                       qk_rope_head_dim=draw(st.sampled_from([16, 32])), v_head_dim=draw(st.sampled_from([16, 64])))
+            hf.update(n_shared_experts=n_shared, first_k_dense_replace=first_k, q_lora_rank=rq, **mla)
+            fields.update(mla, first_k_dense=first_k, **({"q_lora_rank": rq} if rq else {}),
+                          **({"shared_experts": n_shared} if n_shared else {}))
+        if kind == "gpt_oss":
+            hf["attention_bias"] = True
+            fields.update(attention_bias=True, mlp_bias=True, router_bias=True, attention_sinks=True)
+    return hf, fields
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arch=_architecture())
+def test_any_architecture_counts_the_same_written_out_or_parsed(tmp_path_factory, arch):
+    import json
+
+    hf, fields = arch
+    cat = load_catalog()
+    path = tmp_path_factory.mktemp("hf") / "config.json"
+    path.write_text(json.dumps(hf))
+    parsed = resolve_model(ModelSpec(hf_config=str(path)), cat)
+    written = resolve_model(ModelSpec(**fields), cat)
+    assert parsed.params_total == written.params_total and parsed.params_active == written.params_active
+    # total − active is exactly the routed experts a token does not use
+    unused = parsed.moe_layers * ((parsed.experts or 1) - (parsed.top_k or 1)) * parsed.params_expert
+    assert parsed.params_total - parsed.params_active == unused
+    # the per-layer fields add up to the layer-by-layer total (norms: 2 per layer + the final one)
+    h = parsed.hidden
+    router = (parsed.experts or 0) * h + ((parsed.experts or 0) if parsed.router_bias else 0)
+    router += h if parsed.shared_expert_gate else 0
+    shared = parsed.shared_experts * mlp_params(parsed, parsed.shared_expert_ffn) if parsed.shared_experts else 0
+    per_moe = parsed.params_attention + (parsed.experts or 0) * parsed.params_expert + shared + router + 2 * h
+    per_dense = parsed.params_attention + parsed.params_dense_mlp + 2 * h
+    emb = parsed.vocab * h * (1 if parsed.tied_embeddings else 2)
+    assert parsed.params_total == emb + parsed.dense_layers * per_dense + parsed.moe_layers * per_moe + h

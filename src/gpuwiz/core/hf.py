@@ -233,13 +233,23 @@ def parse_hf_config(data: dict[str, Any], path: str = "config.json") -> dict[str
             n_window = layers
         if n_window:
             out.update(sliding_window=window, sliding_layers=n_window)
-    mtp = _int(data, path, "num_nextn_predict_layers", required=False)
+    mtp = _count(data, path, "num_nextn_predict_layers")
     if mtp:
         out["mtp_layers"] = mtp
     out.update(_parse_moe(data, path, mtype, layers))
     if max_pos:
         out["seq_len"] = min(max_pos, 4096)
     return out
+
+
+def _count(data: dict[str, Any], path: str, key: str) -> int:
+    """A whole number that may be 0 (shared experts, dense first layers, MTP modules); absent = 0."""
+    v = data.get(key)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or int(v) != v:
+        raise GpuwizError(f"{FIELD}: {path}: {key} must be a whole number, 0 or more, got {v!r}")
+    return int(v)
 
 
 def _bool(data: dict[str, Any], path: str, key: str) -> bool:
@@ -282,7 +292,7 @@ def _parse_moe(data: dict[str, Any], path: str, mtype: str, layers: int) -> dict
         out["moe_ffn"] = moe_ffn
     # Shared experts: DeepSeek n_shared_experts x moe_intermediate_size; Qwen2-MoE one shared expert of
     # shared_expert_intermediate_size with a sigmoid gate (modeling_qwen2_moe.py)
-    n_shared = _int(data, path, "n_shared_experts", required=False)
+    n_shared = _count(data, path, "n_shared_experts")
     shared_ffn = _int(data, path, "shared_expert_intermediate_size", required=False)
     if shared_ffn:
         out.update(shared_experts=n_shared or 1, shared_expert_ffn=shared_ffn, shared_expert_gate=mtype == "qwen2_moe")
@@ -291,7 +301,7 @@ def _parse_moe(data: dict[str, Any], path: str, mtype: str, layers: int) -> dict
     if mtype == "gpt_oss":
         out["router_bias"] = True  # GptOssTopKRouter: weight (E, h) and bias (E)
     # Which layers carry experts
-    first_k = _int(data, path, "first_k_dense_replace", required=False) or 0
+    first_k = _count(data, path, "first_k_dense_replace")
     freq_key = _first_key(data, ("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step"))
     freq = _int(data, path, freq_key) if freq_key else 1
     assert freq is not None
