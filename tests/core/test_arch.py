@@ -61,7 +61,8 @@ def test_hf_llama_family_param_counts(tmp_path, cat, shape, published):
 
 def test_explicit_fields_without_mlp_infer_it_from_the_width(cat):
     # ffn 11008 = 2.69·h is no GELU width (4·h): counted as SwiGLU, and the assumption is stated
-    m = resolve_model(ModelSpec(**{k: v for k, v in LLAMA2_7B.items() if k not in ("mlp", "norm")}, family="decoder"), cat)
+    shape = {k: v for k, v in LLAMA2_7B.items() if k not in ("mlp", "norm")}
+    m = resolve_model(ModelSpec(**shape, family="decoder"), cat)
     assert m.mlp == "swiglu" and _within(m.params_total, 6.74e9)
     assert any(n.startswith("model.mlp not given: assumed swiglu") for n in m.notes)
     gelu = resolve_model(ModelSpec(layers=12, hidden=768, heads=12, ffn=3072, vocab=50257), cat)

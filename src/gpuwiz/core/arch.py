@@ -381,8 +381,8 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         gated = bool(ffn) and ffn != 4 * hidden and not classic_hint and not shape_derived
         mlp = "swiglu" if gated else "gelu"
         if ffn and not shape_derived:
-            notes.append(f"model.mlp not given: assumed {mlp} (ffn = {ffn / hidden:.2f} x hidden"
-                         + ("; set model.mlp: gelu if that is wrong)" if gated else "; set model.mlp: swiglu for Llama-style)"))
+            hint = "set model.mlp: gelu if that is wrong" if gated else "set model.mlp: swiglu for Llama-style"
+            notes.append(f"model.mlp not given: assumed {mlp} (ffn = {ffn / hidden:.2f} x hidden; {hint})")
         elif not shape_derived and not classic_hint:
             notes.append("model.mlp not given: assumed gelu (set model.mlp: swiglu for Llama-style models)")
     experts = f.get("experts")

@@ -84,7 +84,7 @@ class ModelSpec(_Strict):
     type_vocab: HumanInt | None = Field(None, ge=0, le=1_000)  # BERT token-type embeddings
     pooler: bool | None = None  # BERT pooler (dense h x h)
     # Mixture of experts (with `experts` and `top_k`)
-    moe_ffn: HumanInt | None = Field(None, ge=1, le=10_000_000)  # one expert's intermediate size (HF moe_intermediate_size)
+    moe_ffn: HumanInt | None = Field(None, ge=1, le=10_000_000)  # one expert's width (HF moe_intermediate_size)
     shared_experts: HumanInt | None = Field(None, ge=0, le=1_000)  # always-on experts (HF n_shared_experts)
     shared_expert_ffn: HumanInt | None = Field(None, ge=1, le=10_000_000)  # each shared expert's size; unset = moe_ffn
     shared_expert_gate: bool | None = None  # sigmoid gate on the shared expert, Linear(h, 1) (Qwen2-MoE)
