@@ -150,7 +150,7 @@ def test_missing_information_names_the_field(cat):
 
 
 def test_bad_hf_files_name_the_file(tmp_path, cat):
-    with pytest.raises(GpuwizError, match="model.hf_config: cannot read"):
+    with pytest.raises(GpuwizError, match=r"model\.hf_config: cannot read"):
         resolve_model(ModelSpec(hf_config=str(tmp_path / "nope.json")), cat)
     bad = tmp_path / "bad.json"
     bad.write_text('{"hidden_size": 4096,,}')

@@ -179,7 +179,9 @@ model:
 def test_deepseek_v3_per_layer_structure(cat):
     m = resolve_model(ModelSpec(hf_config=str(HF / "deepseek-v3.json")), cat)
     assert (m.family, m.dense_layers, m.moe_layers, m.experts, m.top_k) == ("moe", 3, 58, 256, 8)
-    assert (m.ffn, m.moe_ffn, m.shared_experts, m.shared_expert_ffn) == (18432, 2048, 1, 2048)
+    assert (m.ffn, m.moe_ffn, m.shared_experts, m.shared_expert_ffn) == (18432, 2048, 1, 2048)  # dense vs expert
+    qwen = resolve_model(ModelSpec(hf_config=str(HF / "qwen3-30b-a3b.json")), cat)
+    assert qwen.ffn == qwen.moe_ffn == 768 and qwen.dense_layers == 0  # intermediate_size 6144 is used by no layer
     assert (m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim) == (
         1536, 512, 128, 64, 128)
     assert m.head_dim == 192 and m.mtp_layers == 1
@@ -215,7 +217,7 @@ def test_mixtral_expert_size_defaults_to_ffn_and_moe_ffn_overrides(cat):
     m = resolve_model(ModelSpec(hf_config=str(HF / "mixtral-8x7b-v0.1.json")), cat)
     assert m.moe_ffn == m.ffn == 14336 and m.dense_layers == 0 and m.moe_layers == 32
     small = resolve_model(ModelSpec(hf_config=str(HF / "mixtral-8x7b-v0.1.json"), moe_ffn=7168), cat)
-    assert small.ffn == 14336 and small.moe_ffn == 7168
+    assert small.ffn == small.moe_ffn == 7168  # no dense layer: ffn is the expert width
     assert small.params_total < m.params_total - 32 * 8 * 3 * 4096 * 7000
 
 

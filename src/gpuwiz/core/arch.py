@@ -26,7 +26,7 @@ from typing import Any
 from gpuwiz.core.catalog import Catalog, did_you_mean
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.hf import read_hf_config
-from gpuwiz.core.models import ModelSpec, ResolvedModel
+from gpuwiz.core.models import Family, Mlp, ModelSpec, ResolvedModel
 
 TOKEN_FAMILIES = ("decoder", "encoder", "encoder-decoder", "moe")
 IMAGE_FAMILIES = ("cnn", "vit", "diffusion")
@@ -109,11 +109,6 @@ def mlp_params(m: ResolvedModel, width: int | None = None) -> float:
     if m.mlp in GATED_MLPS:
         return float(3 * h * f + (2 * f + h if biased else 0))
     return float(2 * h * f + (f + h if biased else 0))
-
-
-# Kept for callers of the old private names
-_attn_params = attention_params
-_mlp_params = mlp_params
 
 
 def _norm_params(m: ResolvedModel) -> int:
@@ -320,7 +315,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             "or model.layers and model.hidden)"
         )
 
-    family = f.get("family")
+    family: Family | None = f.get("family")
     if family is None:
         family = "moe" if (f.get("experts") or 1) > 1 else "decoder"
     published_b = explicit_params_b if explicit_params_b is not None else f.get("preset_params_b")
@@ -352,17 +347,17 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     shape_derived = False
     if not (layers and hidden):
         if not published_b:
-            missing = "model.hidden" if layers else "model.layers"
-            raise GpuwizError(f"{missing}: needed to size the model (or give model.params_b or a preset)")
+            absent = "model.hidden" if layers else "model.layers"
+            raise GpuwizError(f"{absent}: needed to size the model (or give model.params_b or a preset)")
         # P ≈ 12·L·h² with h = 128·L  →  L = (P / (12·128²))^(1/3)  (Kaplan et al. 2020 §2.1 count)
         p = published_b * 1e9
         if layers and not hidden:
-            hidden = max(HEAD_DIM, int(round(math.sqrt(p / (12 * layers)) / HEAD_DIM)) * HEAD_DIM)
+            hidden = max(HEAD_DIM, round(math.sqrt(p / (12 * layers)) / HEAD_DIM) * HEAD_DIM)
         elif hidden and not layers:
-            layers = max(1, int(round(p / (12 * hidden * hidden))))
+            layers = max(1, round(p / (12 * hidden * hidden)))
         else:
-            layers = max(2, int(round((p / (12 * ASPECT * ASPECT)) ** (1 / 3))))
-            hidden = max(HEAD_DIM, int(round(ASPECT * layers / HEAD_DIM)) * HEAD_DIM)
+            layers = max(2, round((p / (12 * ASPECT * ASPECT)) ** (1 / 3)))
+            hidden = max(HEAD_DIM, round(ASPECT * layers / HEAD_DIM) * HEAD_DIM)
         shape_derived = True
         notes.append(f"shape derived from {published_b:g}B parameters: {layers} layers, hidden {hidden} "
                      f"(P ≈ 12·L·h², h = 128·L); parameters taken as given")
@@ -373,7 +368,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             notes.append(f"model.heads not given: assumed {heads} (head size 128)")
     _check_consistency(f, int(layers), set(explicit))
     classic_hint = f.get("norm") == "layer" or family == "encoder" or bool(f.get("bias") or f.get("learned_positions"))
-    mlp = f.get("mlp")
+    mlp: Mlp | None = f.get("mlp")
     ffn = f.get("ffn")
     if not mlp:
         # GELU MLPs are 4·h wide (GPT-2/3, BERT, OPT, Falcon, MPT); gated ones are not (Llama 8h/3 rounded,
@@ -393,7 +388,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         if is_moe and moe_ffn:
             ffn = moe_ffn
         else:
-            ffn = 4 * hidden if mlp == "gelu" else int(round(8 * hidden / 3 / 256)) * 256 or 4 * hidden
+            ffn = 4 * hidden if mlp == "gelu" else round(8 * hidden / 3 / 256) * 256 or 4 * hidden
             if not shape_derived:
                 notes.append(f"model.ffn not given: assumed {ffn} ({'4h' if mlp == 'gelu' else '8h/3'})")
     vocab = f.get("vocab")
@@ -439,6 +434,8 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         layout["head_dim"] = int(f.get("head_dim") or max(1, int(hidden) // int(heads)))
     if is_moe:
         layout["moe_ffn"] = int(moe_ffn or ffn)
+        if n_moe == int(layers):
+            ffn = layout["moe_ffn"]  # no dense layer: ffn is the one MLP width there is (Mixtral's meaning)
         if layout.get("shared_experts"):
             layout["shared_expert_ffn"] = int(f.get("shared_expert_ffn") or layout["moe_ffn"])
     if layout.get("sliding_window"):
@@ -467,11 +464,13 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
                      "(as in the published total); each adds about one MoE layer when trained")
     if shape_derived or explicit_params_b is not None:
         # The user's (or published) figure wins; keep the MoE active share from the architecture.
+        assert published_b is not None  # shape_derived needs it; an explicit params_b is it
         given = published_b * 1e9
         active = active * given / total if total else given
         total = given
         if not shape_derived:
-            notes.append(f"parameters: {published_b:g}B as given (architecture alone gives {count_params(base)[0] / 1e9:.2f}B)")
+            notes.append(f"parameters: {published_b:g}B as given (architecture alone gives "
+                         f"{count_params(base)[0] / 1e9:.2f}B)")
     elif published_b and not arch_overridden and abs(total / (published_b * 1e9) - 1) > 0.15:
         notes.append(
             f"parameters: published {published_b:g}B used; the architecture fields give {total / 1e9:.2f}B"

@@ -7,13 +7,13 @@ JSON the CLI prints and the TUI renders.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
 
-CONFIG_VERSION = 1
+CONFIG_VERSION: Final = 1
 
 # Limits the engine accepts (documented in README "Limits"); past them a clear error.
 MAX_PARAMS_B = 100_000.0  # 100 T parameters
@@ -235,7 +235,10 @@ class ResolvedModel(BaseModel):
     qk_norm: bool = False  # per-head RMSNorm on q and k, head_dim weights each (Qwen3)
     attention_sinks: bool = False  # one sink logit per head per layer (gpt-oss)
     dense_layers: int = 0
-    """Layers with a dense MLP of width ``ffn`` (all layers of a dense model; DeepSeek-V3: the first 3)."""
+    """Layers with a dense MLP of width ``ffn`` (all layers of a dense model; DeepSeek-V3: the first 3).
+
+    ``ffn`` is that dense width; in a MoE model without dense layers it equals ``moe_ffn`` (as for Mixtral).
+    Expert GEMMs use ``moe_ffn``, never ``ffn``."""
     moe_layers: int = 0
     """Layers with routed experts (``dense_layers + moe_layers == layers`` for token models)."""
     moe_ffn: int | None = None
