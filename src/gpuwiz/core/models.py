@@ -7,9 +7,10 @@ JSON the CLI prints and the TUI renders.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from datetime import date, datetime
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
 
@@ -170,6 +171,11 @@ class HardwareSpec(_Strict):
     gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
 
 
+def _iso(value: object) -> object:
+    """An unquoted YAML timestamp (``measured_at: 2026-12-01T10:00:00``) arrives as a date/datetime."""
+    return value.isoformat() if isinstance(value, (date, datetime)) else value
+
+
 class CalibrationSpec(_Strict):
     """Measured numbers from the user's own runs; they win over the model's estimate."""
 
@@ -177,6 +183,22 @@ class CalibrationSpec(_Strict):
     samples_per_s_per_gpu: HumanFloat | None = Field(None, gt=0, le=1e9)
     mfu: HumanFloat | None = Field(None, gt=0, le=1.0)
     peak_memory_gib: HumanFloat | None = Field(None, gt=0, le=10_000)
+    # Where it was measured (`gpuwiz calibrate` / `gpuwiz probe` fill these in). gpu/count/gpus_per_node
+    # make the measured point the calibration's reference instead of `hardware:`.
+    gpu: str | None = Field(None, max_length=100)
+    count: HumanInt | None = Field(None, ge=1, le=MAX_GPUS)
+    gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
+    step_time_s: HumanFloat | None = Field(None, gt=0, le=1e6)
+    source: str | None = Field(None, max_length=500)
+    measured_at: Annotated[str | None, BeforeValidator(_iso)] = Field(None, max_length=40)
+
+
+class HaveSpec(_Strict):
+    """Hardware the team already owns: an option at its marginal cost (power, no purchase)."""
+
+    gpu: str = Field(max_length=100)
+    count: HumanInt = Field(1, ge=1, le=MAX_GPUS)
+    gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
 
 
 class Requirements(_Strict):
@@ -188,6 +210,7 @@ class Requirements(_Strict):
     deployment: DeploymentSpec = DeploymentSpec()
     hardware: HardwareSpec | None = None
     calibration: CalibrationSpec | None = None
+    have: tuple[HaveSpec, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------
