@@ -87,9 +87,12 @@ def _write_lock(directory: Path) -> None:
     if key in _LOCKED and lock.is_file():
         return
     body = json.dumps({"pid": os.getpid(), "host": _host(), "started": time.time()})
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.yamlio import read_file_bytes
+
     try:
-        current = json.loads(lock.read_text(encoding="utf-8")) if lock.is_file() else None
-    except (OSError, ValueError):
+        current = json.loads(read_file_bytes(lock, max_bytes=10_000, what="lock file", follow_symlinks=False))
+    except (GpuwizError, ValueError, RecursionError):  # none yet, or not ours to trust: rewrite it
         current = None
     if isinstance(current, dict) and current.get("pid") == os.getpid() and current.get("host") == _host():
         _LOCKED.add(key)
