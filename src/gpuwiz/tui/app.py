@@ -163,7 +163,12 @@ class GpuwizApp(App[None]):
         # them out of the collector's sight, or every full collection walks them all (a ~50 ms pause
         # in the middle of typing, every few hundred keys).
         gc.freeze()
-        draft = drafts.read_draft(self.state_dir) if self.offer_restore else None
+        notices: list[str] = []
+        draft = drafts.read_draft(self.state_dir, notices) if self.offer_restore else None
+        for notice in notices:  # a bad draft was set aside: say so once, as plain text
+            self.notify(notice, title="Draft set aside", severity="warning", timeout=15, markup=False)
+        if draft is not None:
+            draft = drafts.claim_draft(self.state_dir, draft)  # this session's now (None: another took it)
         if draft is not None:
             from gpuwiz.tui.dialogs.confirm import ChoiceDialog
 
