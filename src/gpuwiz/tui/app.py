@@ -117,6 +117,7 @@ class GpuwizApp(App[None]):
         self.answer_for: Requirements | None = None  # the requirements the shown answer is for
         self._fingerprint: str | None = None  # sha256 of the config file as opened / last saved
         self._draft_error_shown = False
+        self._keep_foreign_draft = False  # a draft of an earlier session, offered but not chosen
         self._signals_installed: list[int] = []
         self.baseline: tuple[Requirements, Recommendation] | None = None
         self.last_change: str = ""
@@ -202,6 +203,7 @@ class GpuwizApp(App[None]):
             msg = (f"An unsaved draft of {src} from {when} was left behind (the last session ended "
                    f"without saving). Restore it?")
             if self._initial_config:  # the file named on the command line wins; the draft is only offered
+                self._keep_foreign_draft = True
                 self._open_initial()
                 msg = (f"An unsaved draft of {src} from {when} was left behind. You opened "
                        f"{self._initial_config}: keep it, or restore the draft instead?")
@@ -210,10 +212,12 @@ class GpuwizApp(App[None]):
 
             def done(choice: str | None) -> None:
                 if choice == "restore":
+                    self._keep_foreign_draft = False
                     self.restore_draft(draft)
                 elif choice == "keep":
-                    pass
+                    pass  # the old draft stays on disk (until this session has a draft of its own)
                 else:
+                    self._keep_foreign_draft = False
                     drafts.clear_draft(self.state_dir)
                     if not self._initial_config:
                         self._open_initial()
@@ -385,7 +389,7 @@ class GpuwizApp(App[None]):
         try:
             if self.dirty:
                 drafts.write_draft(self.state_dir, self.requirements, self.config_path, self.step)
-            else:
+            elif not self._keep_foreign_draft:
                 drafts.clear_draft(self.state_dir)
         except OSError as exc:
             if not self._draft_error_shown:
@@ -535,7 +539,7 @@ class GpuwizApp(App[None]):
 
         text = dumps_config(self.requirements)
         try:  # never write a file this wizard could not open again
-            back = loads_config(text, path, base_dir=Path(path).resolve().parent)
+            back = loads_config(text, path)
         except GpuwizError as exc:
             return f"not saved: the file would not open again: {str(exc).splitlines()[0]}"
         if back != self.requirements:
@@ -669,7 +673,8 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui import drafts
 
         def leave() -> None:
-            drafts.clear_draft(self.state_dir)
+            if self.dirty or not self._keep_foreign_draft:
+                drafts.clear_draft(self.state_dir)
             self.exit()
 
         if not self.dirty:
