@@ -441,6 +441,8 @@ class GpuwizApp(App[None]):
         return isinstance(scr, StepScreen) and bool(scr.invalid)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in ("quit", "help") and getattr(self.screen, "too_small", False):
+            return False  # keys do not act behind the "Terminal too small" notice
         if action in ("next", "back"):
             if self._core_ready:
                 from gpuwiz.tui.screens.compare import CompareScreen

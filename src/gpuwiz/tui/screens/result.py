@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
 from gpuwiz.core import whatif
@@ -52,19 +52,19 @@ class ResultScreen(WizScreen):
     STEP = "result"
     _gpu_from: int | None = None  # the GPU count before a `g`, until the new answer arrives
     BINDINGS = [
-        Binding("g", "gpu_next", "GPU", id="whatif-gpu"),
+        Binding("g", "gpu_next", "GPU", show=False, id="whatif-gpu"),
         Binding("G", "gpu_prev", "GPU back", show=False, id="whatif-gpu-prev"),
-        Binding("plus,equals_sign", "count_up", "Count", key_display="+/-", id="whatif-count-up"),
+        Binding("plus,equals_sign", "count_up", "Count", key_display="+/-", show=False, id="whatif-count-up"),
         Binding("minus", "count_down", "Count-", key_display="-", show=False, id="whatif-count-down"),
-        Binding("m", "method", "Method", id="whatif-method"),
-        Binding("p", "precision", "Prec", id="whatif-precision"),
-        Binding("d", "data_double", "Data×2", key_display="d/D", id="whatif-data-double"),
+        Binding("m", "method", "Method", show=False, id="whatif-method"),
+        Binding("p", "precision", "Prec", show=False, id="whatif-precision"),
+        Binding("d", "data_double", "Data×2", key_display="d/D", show=False, id="whatif-data-double"),
         Binding("D", "data_half", "Data÷2", show=False, id="whatif-data-half"),
         Binding("right_square_bracket", "deadline_later", "Deadline+", key_display="]", show=False,
                 id="whatif-deadline-later"),
         Binding("left_square_bracket", "deadline_sooner", "Deadline-", key_display="[", show=False,
                 id="whatif-deadline-sooner"),
-        Binding("r", "mode", "Rent/buy", id="whatif-mode"),
+        Binding("r", "mode", "Rent/buy", show=False, id="whatif-mode"),
         Binding("a", "auto_hw", "Auto pick", show=False, id="whatif-auto"),
         Binding("b", "pin", "Pin", id="whatif-pin"),
         Binding("0", "reset", "Reset to baseline", show=False, id="whatif-reset"),
@@ -93,7 +93,7 @@ class ResultScreen(WizScreen):
                 with VerticalScroll():
                     yield Static("", id="options")
             with TabPane("4 Rent vs buy", id="tab-cost"):
-                with VerticalScroll():
+                with Vertical(id="cost-box"):  # the plot takes what the summary leaves: axis and legend stay visible
                     yield Static("", id="cost-summary")
                     yield CostPlot(id="cost-plot")
             with TabPane("5 Pitfalls", id="tab-pitfalls"):

@@ -22,6 +22,11 @@ from gpuwiz.tui.screens.base import WizScreen
 from gpuwiz.tui.widgets.live_panel import LivePanel
 
 
+class FormScroll(VerticalScroll, can_focus=False):
+    """The form's scroll box is no focus stop of its own (shift+tab from the first field goes to the
+    last one, never to an invisible container); the focused field scrolls into view."""
+
+
 class StepScreen(WizScreen):
     BINDINGS: ClassVar[list[BindingType]] = []
 
@@ -54,7 +59,7 @@ class StepScreen(WizScreen):
     def compose_body(self) -> ComposeResult:
         req = self.wiz.requirements
         with Horizontal(classes="step-body"):
-            with VerticalScroll(classes="form", id="form"):
+            with FormScroll(classes="form", id="form"):
                 yield Static(Text.assemble((self.spec.title, "bold"), " · " + self.spec.intro), classes="step-intro")
                 for f in self.spec.fields:
                     with Horizontal(classes="field-row", id=f"row-{f.id}"):

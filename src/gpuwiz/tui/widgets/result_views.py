@@ -46,12 +46,17 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
     room = None if not width else (width - cols * (label_w + 2)) // cols
     cells: list[Text] = []
     for d in deltas:
-        value = Text(d.after, style="bold")
+        after = d.after
+        if room is not None and len(after) > room and " × " in after:  # a long GPU name: cut the name, never the count
+            name, count = after.rsplit(" × ", 1)
+            keep = max(1, room - len(count) - 4)
+            after = name[:keep].rstrip() + "… × " + count
+        value = plain(after, "bold")
         if d.change:
             change = d.change
-            if room is not None and len(d.after) + 3 + len(change) > room:
+            if room is not None and len(after) + 3 + len(change) > room:
                 change = re.sub(r" \([^)]*%\)$", "", change)
-                if len(d.after) + 3 + len(change) > room:
+                if len(after) + 3 + len(change) > room:
                     change = ""
             value.append("  " + DIRECTION_MARK[d.direction] + change, style=DIRECTION_STYLE[d.direction])
         cells.extend([Text(d.label), value])
