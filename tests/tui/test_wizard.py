@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input, Select, Static
+from wizhelp import settle
 
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.errors import GpuwizError
@@ -22,7 +23,6 @@ from gpuwiz.tui.screens.compare import CompareScreen
 from gpuwiz.tui.screens.result import ResultScreen
 from gpuwiz.tui.screens.steps import StepScreen
 from gpuwiz.tui.widgets.live_panel import LivePanel
-from wizhelp import settle
 
 MakeApp = Callable[..., GpuwizApp]
 
@@ -416,7 +416,6 @@ async def test_the_strip_shows_the_capex_of_the_build_to_own_when_renting_wins(m
     """When the verdict is rent, Recommendation.buy_build is the build one would own: its capex is the
     "Capex (buy)" number (it used to show "—"). At 80 columns a change too long for its cell drops its
     percentage instead of being cut."""
-    from textual.widgets import Static
 
     app = make_app(config_file)
     async with app.run_test(size=(80, 24)) as pilot:

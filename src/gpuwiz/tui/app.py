@@ -638,7 +638,10 @@ class GpuwizApp(App[None]):
             if path and then:
                 then()
 
-        self.push_screen(PathDialog("Save config as", initial, self.save_to, verb="Save", confirm_overwrite=True,
+        def ask(path: str) -> bool:  # the config being edited is not "another file"
+            return not (self.config_path and _same_file(path, self.config_path))
+
+        self.push_screen(PathDialog("Save config as", initial, self.save_to, verb="Save", confirm_overwrite=ask,
                                     hint="YAML; written atomically (the old file survives any failure)."), done)
 
     def _guard_unsaved(self, then: Callable[[], None], what: str) -> None:

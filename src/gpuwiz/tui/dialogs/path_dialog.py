@@ -23,7 +23,8 @@ class PathDialog(Dialog[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
 
     def __init__(self, title: str, initial: str = "", action: Callable[[str], str | None] | None = None,
-                 verb: str = "OK", hint: str = "", confirm_overwrite: bool = False) -> None:
+                 verb: str = "OK", hint: str = "",
+                 confirm_overwrite: bool | Callable[[str], bool] = False) -> None:
         super().__init__(classes="dialog-screen")
         self._confirm_overwrite = confirm_overwrite
         self._title = title
@@ -58,7 +59,8 @@ class PathDialog(Dialog[str | None]):
         if not path:
             err_box.update("give a file path")
             return
-        if self._confirm_overwrite and os.path.lexists(path):
+        ask = self._confirm_overwrite(path) if callable(self._confirm_overwrite) else self._confirm_overwrite
+        if ask and os.path.lexists(path):
             if os.path.isdir(path):
                 err_box.update(plain(f"{path} is a folder; give a file name"))
                 return
