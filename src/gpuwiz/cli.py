@@ -10,7 +10,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from gpuwiz import __version__
 
@@ -26,6 +27,16 @@ training their model, and why.
   gpuwiz recommend CONFIG.yaml   the recommended build, costs and warnings (text, md or json)
   gpuwiz estimate CONFIG.yaml    memory, plan and time for one GPU type and count
   gpuwiz catalog [gpus|models|clouds]
+"""
+
+
+WIZARD_EPILOG = """\
+subcommands (gpuwiz COMMAND --help): estimate, recommend, catalog, validate
+
+environment: NO_COLOR=1 (no colour; the focus marker is ▶ and reverse video), GPUWIZ_STATE_DIR (where
+the draft and recent files live), GPUWIZ_CONFIG_DIR (where settings.yaml with key bindings lives)
+keys: alt+←/alt+→ or pgup/pgdn back/next (ctrl+b is tmux's prefix), ctrl+s save, ctrl+o open, f1 help,
+ctrl+p every command, ctrl+q quit
 """
 
 
@@ -84,11 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_wizard_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gpuwiz", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog="Subcommands: " + ", ".join(SUBCOMMANDS) + " (gpuwiz COMMAND --help)")
+    parser = _Parser(prog="gpuwiz", usage="gpuwiz [CONFIG.yaml] [wizard options]  |  gpuwiz COMMAND ...",
+                     description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog=WIZARD_EPILOG)
     parser.add_argument("--version", action="version", version=f"gpuwiz {__version__}")
     parser.add_argument("config", nargs="?", metavar="CONFIG.yaml", help="open the wizard on this config")
-    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse")
+    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse (plain ssh terminals)")
     parser.add_argument("--theme", metavar="NAME", help="Textual theme, e.g. textual-dark, ansi-dark, ansi-light")
     _common(parser)
     return parser
@@ -254,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
             return COMMANDS[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
-            build_parser().print_help()
+            build_wizard_parser().print_help()  # the wizard's options, then the subcommands
             return 0
         args = build_wizard_parser().parse_args(argv)
         return cmd_wizard(args)

@@ -93,8 +93,9 @@ class ResultScreen(WizScreen):
                 with VerticalScroll():
                     yield Static("", id="options")
             with TabPane("4 Rent vs buy", id="tab-cost"):
-                with Vertical(id="cost-box"):  # the plot takes what the summary leaves: axis and legend stay visible
-                    yield Static("", id="cost-summary")
+                with Vertical(id="cost-box"):  # the plot keeps its rows (axis, legend); the summary scrolls
+                    with VerticalScroll(id="cost-summary-box"):
+                        yield Static("", id="cost-summary")
                     yield CostPlot(id="cost-plot")
             with TabPane("5 Pitfalls", id="tab-pitfalls"):
                 with VerticalScroll():
