@@ -59,7 +59,7 @@ def panel(lines: list[str]) -> list[str]:
 
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
 def engine_ms(config: Path) -> float:

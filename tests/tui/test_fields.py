@@ -151,7 +151,8 @@ async def test_human_entries_schedule_money_and_tokens(make_app: MakeApp) -> Non
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         for step, path, raw, check in [
-            ("schedule", ("schedule", "runs_per_month"), "weekly", lambda r: abs(r.schedule.runs_per_month - 52 / 12) < 1e-9),
+            ("schedule", ("schedule", "runs_per_month"), "weekly",
+             lambda r: abs(r.schedule.runs_per_month - 52 / 12) < 1e-9),
             ("schedule", ("schedule", "runs_per_month"), "3 per month", lambda r: r.schedule.runs_per_month == 3),
             ("schedule", ("schedule", "runs_per_month"), "daily", lambda r: r.schedule.runs_per_month == 30),
             ("schedule", ("schedule", "runs_per_month"), "once",

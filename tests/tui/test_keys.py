@@ -103,7 +103,8 @@ async def test_help_lists_full_action_names(make_app: MakeApp, config_file: Path
         assert any(k == "alt+←" for k, _, _ in app.help_rows())
 
 
-async def test_the_focused_field_has_a_marker_without_colour(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_focused_field_has_a_marker_without_colour(make_app: MakeApp,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:

@@ -43,7 +43,7 @@ def test_the_helper_keeps_text_literal() -> None:
     for p in PAYLOADS:
         t = plain(p)
         assert "\x1b" not in t.plain and "\x07" not in t.plain and "\x9b" not in t.plain
-        assert t.plain == clean(p) and "[" in t.plain or "\\x" in t.plain
+        assert (t.plain == clean(p) and "[" in t.plain) or "\\x" in t.plain
     assert clean("a\x1b[2Jb") == "a\\x1b[2Jb"
     assert escaped("[/]") == "\\[/]"
 

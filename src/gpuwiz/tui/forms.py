@@ -24,8 +24,20 @@ from gpuwiz.core import models as m
 from gpuwiz.core.whatif import fmt_human, fmt_plain
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
-__all__ = ["STEP_IDS", "STEP_TITLES", "STEPS", "F", "all_fields", "FieldSpec", "StepSpec", "apply_edit", "display",
-           "get_value", "literal_values", "schema_field"]
+__all__ = [
+    "STEPS",
+    "STEP_IDS",
+    "STEP_TITLES",
+    "F",
+    "FieldSpec",
+    "StepSpec",
+    "all_fields",
+    "apply_edit",
+    "display",
+    "get_value",
+    "literal_values",
+    "schema_field",
+]
 
 Path_t = tuple[str, ...]
 NONE = "__none__"  # Select value standing for "unset / automatic"
@@ -201,7 +213,7 @@ DEPLOY_STEP = StepSpec(
 )
 
 STEPS: tuple[StepSpec, ...] = (MODEL_STEP, DATA_STEP, SCHEDULE_STEP, DEPLOY_STEP)
-assert STEP_IDS == tuple(s.id for s in STEPS) + ("result",)
+assert (*tuple(s.id for s in STEPS), "result") == STEP_IDS
 
 
 def all_fields() -> tuple[FieldSpec, ...]:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
@@ -20,7 +21,7 @@ from gpuwiz.tui.plain import plain
 
 
 class PathDialog(Dialog[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
 
     def __init__(self, title: str, initial: str = "", action: Callable[[str], str | None] | None = None,
                  verb: str = "OK", hint: str = "",

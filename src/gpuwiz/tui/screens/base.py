@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 
 from gpuwiz.tui.widgets.chrome import StepBar, TooSmall
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 class WizScreen(Screen[None]):
     STEP = "start"
     LIVES_WITH_APP = True
+    _focus_before_small: Widget | None = None  # focus taken away behind the too-small notice
 
     @property
     def wiz(self) -> GpuwizApp:
@@ -62,7 +64,7 @@ class WizScreen(Screen[None]):
                 self._focus_before_small = self.focused
                 self.set_focus(None)
         else:
-            w = getattr(self, "_focus_before_small", None)
+            w = self._focus_before_small
             if w is not None and self.focused is None and w.is_attached:
                 self.set_focus(w)
             self._focus_before_small = None
