@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
+import pytest
 from pydantic import BaseModel
 from textual.widgets import Input, Select
 from textual.widgets._select import SelectOverlay
@@ -174,3 +175,37 @@ async def test_human_entries_schedule_money_and_tokens(make_app: MakeApp) -> Non
         assert app.requirements.data.tokens is None
         assert "must be at least 1" in app.screen.invalid["f-data-tokens"]  # type: ignore[attr-defined]
         assert app.check_action("next", ()) is None  # Next is blocked while the field is invalid
+
+
+async def test_whatif_feedback_g_count_and_the_result_header(make_app: MakeApp, config_file: Path) -> None:
+    from textual.widgets import Static
+
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        header = str(app.screen.query_one("#result-req", Static).render())
+        for word in ("lora", "bf16", "200M tokens", "2 epochs", "deadline 2 d"):
+            assert word in header, header
+        await pilot.press("m")
+        await settle(pilot, app)
+        assert app.requirements.training.method != "lora"
+        assert app.requirements.training.method in str(app.screen.query_one("#result-req", Static).render())
+        # a key that changes nothing says so
+        await pilot.press("a")  # hardware is automatic already
+        await settle(pilot, app)
+        assert any("nothing changed" in n.message for n in app._notifications)
+        # `g` through the GPU types: when the count of the new answer differs, a notice says so
+        before_notes = len(app._notifications)
+        counts = set()
+        for _ in range(8):
+            kn_before = app.recommendation.estimate.plan.gpus if app.recommendation.estimate else None  # type: ignore[union-attr]
+            await pilot.press("g")
+            await settle(pilot, app)
+            rec = app.recommendation
+            kn_after = rec.estimate.plan.gpus if rec is not None and rec.estimate else None
+            counts.add(kn_after)
+            if kn_after != kn_before and kn_before is not None and kn_after is not None:
+                assert any("count changed" in n.message for n in list(app._notifications)[before_notes:])
+                break
+        else:
+            pytest.skip(f"no GPU type in the first 8 changed the count ({counts})")
