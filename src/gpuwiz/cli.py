@@ -70,6 +70,16 @@ training their model, and why.
 """
 
 
+WIZARD_EPILOG = """\
+subcommands (gpuwiz COMMAND --help): estimate, recommend, catalog, validate
+
+environment: NO_COLOR=1 (no colour; the focus marker is ▶ and reverse video), GPUWIZ_STATE_DIR (where
+the draft and recent files live), GPUWIZ_CONFIG_DIR (where settings.yaml with key bindings lives)
+keys: alt+←/alt+→ or pgup/pgdn back/next (ctrl+b is tmux's prefix), ctrl+s save, ctrl+o open, f1 help,
+ctrl+p every command, ctrl+q quit
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2
         from gpuwiz.core.errors import printable
@@ -172,11 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_wizard_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gpuwiz", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog="Subcommands: " + ", ".join(SUBCOMMANDS) + " (gpuwiz COMMAND --help)")
+    parser = _Parser(prog="gpuwiz", usage="gpuwiz [CONFIG.yaml] [wizard options]  |  gpuwiz COMMAND ...",
+                     description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog=WIZARD_EPILOG)
     parser.add_argument("--version", action="version", version=f"gpuwiz {__version__}")
     parser.add_argument("config", nargs="?", metavar="CONFIG.yaml", help="open the wizard on this config")
-    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse")
+    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse (plain ssh terminals)")
     parser.add_argument("--theme", metavar="NAME", help="Textual theme, e.g. textual-dark, ansi-dark, ansi-light")
     _common(parser)
     return parser
@@ -543,7 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
             return COMMANDS[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
-            build_parser().print_help()
+            build_wizard_parser().print_help()  # the wizard's options, then the subcommands
             return 0
         args = build_wizard_parser().parse_args(argv)
         return cmd_wizard(args)

@@ -293,6 +293,12 @@ def check_output_target(path: str | os.PathLike[str]) -> None:
         raise GpuwizError(f"{name}: {kind.split(';')[0]}; gpuwiz replaces only regular files")
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically: temp file beside it, fsync, rename.
 
@@ -313,11 +319,10 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        if p.exists():
-            try:
-                os.chmod(tmp_name, p.stat().st_mode & 0o777)
-            except OSError:
-                pass
+        try:  # mkstemp makes 0600: keep the old file's mode, or honour the umask for a new one
+            os.chmod(tmp_name, p.stat().st_mode & 0o777 if p.exists() else 0o666 & ~_umask())
+        except OSError:
+            pass
         os.replace(tmp_name, p)
         tmp_name = None
         try:  # make the rename durable too
