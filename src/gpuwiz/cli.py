@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", metavar="FILE", help="published runs YAML (default: the bundled set)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the Markdown report here")
     p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--ranges", metavar="FILE",
+                   help="also write the P10-P90 range table (src/gpuwiz/data/ranges.yaml) derived from the "
+                        "cross-validated residuals")
     _common(p)
     return parser
 
@@ -219,13 +222,16 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     try:
-        from gpuwiz.core.validation import run_validation
+        from gpuwiz.validation.harness import run_validation
     except ImportError:  # pragma: no cover - shipped with the calibration work
         from gpuwiz.core.errors import GpuwizError
 
         raise GpuwizError("validate: the validation module is not available in this build") from None
-    text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog)
+    ranges: list[str] | None = [] if args.ranges else None
+    text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog, ranges_out=ranges)
     _write_out(text, args.output)
+    if ranges:
+        _write_out(ranges[0], args.ranges)
     return 0
 
 
