@@ -33,6 +33,7 @@ from gpuwiz.core.arch import fmt_params, largest_layer_params, lora_params, reso
 from gpuwiz.core.catalog import GPU, Catalog, did_you_mean
 from gpuwiz.core.compute import (
     EFF,
+    arch_key,
     ComputeConsts,
     EfficiencyParams,
     StepTime,
@@ -61,6 +62,7 @@ from gpuwiz.core.models import (
     MemoryBreakdown,
     ModelInfo,
     Plan,
+    Range,
     Requirements,
     ResolvedModel,
     Throughput,
@@ -77,6 +79,7 @@ from gpuwiz.core.parallel import (
     memory_table,
     shape_problem,
 )
+from gpuwiz.core.ranges import RangeTable, around, bundled_ranges, group_keys, range_for
 from gpuwiz.core.units import GIB
 
 TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
@@ -154,6 +157,7 @@ class Context:
     _row_cache: dict[tuple, Row] = field(default_factory=dict)
     _gpu_cache: dict[tuple[str, int], tuple] = field(default_factory=dict)
     _mb_cap_fn: object = None
+    ranges: RangeTable | None = None  # cross-validated residual table (gpuwiz/data/ranges.yaml)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -251,6 +255,7 @@ def prepare(
         gpus=catalog.gpu_map(),
     )
     ctx._mb_cap_fn = lambda dp: _mb_cap(ctx, dp)
+    ctx.ranges = bundled_ranges()
     _calibrate(ctx)
     return ctx
 
@@ -555,9 +560,11 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
         activations=m.activations / GIB * scale, overhead=m.overhead / GIB * scale,
     )
     usable = q.capacity_gib * (1 - ctx.headroom)
+    rg = _ranges(ctx, q)
     memory = Memory(
         per_gpu_gib=q.per_gpu_gib, capacity_gib=q.capacity_gib, usable_gib=usable, breakdown=bd, fits=q.fits,
         headroom_frac=1 - q.per_gpu_gib / q.capacity_gib, host_ram_gib=q.host_ram_gib,
+        per_gpu_gib_range=rg.memory, p90_exceeds_capacity=rg.memory is not None and rg.memory.high > q.capacity_gib,
     )
     plan = Plan(
         gpus=d.count, gpus_per_node=d.gpn, nodes=d.nodes, dp=ch.dp, tp=s.tp, pp=s.pp, zero_stage=s.zero,
@@ -569,16 +576,68 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
         peak_tflops=d.peak_tflops, achieved_tflops=q.mfu * d.peak_tflops,
         step_time_s=(ch.mb * d.ga * ch.dp * ctx.cc.units_per_sample) / (d.units_per_s_per_gpu * d.count)
         if d.units_per_s_per_gpu > 0 else None,
+        range=rg.throughput,
     )
     time = Time(wall_hours=q.wall_hours, gpu_hours=q.gpu_hours,
-                total_pflop=ctx.total_units * ctx.cc.model_flops_per_unit / 1e15)
+                total_pflop=ctx.total_units * ctx.cc.model_flops_per_unit / 1e15,
+                wall_hours_range=rg.wall_hours, gpu_hours_range=rg.gpu_hours)
     info = ModelInfo(name=model.name, family=model.family, params_total=model.params_total,
                      params_active=model.params_active, params_trainable=ctx.p_trainable)
     return Estimate(
         gpu=g.id, gpu_name=g.name, model=info, memory=memory, plan=plan, throughput=thr, time=time,
         feasible=q.fits and not d.problems, problems=list(d.problems),
-        assumptions=_assumptions(ctx, q),
+        assumptions=_assumptions(ctx, q) + rg.notes, range_basis=rg.basis, cost_multipliers=rg.cost,
     )
+
+
+@dataclass(slots=True)
+class _Ranges:
+    throughput: Range | None = None
+    wall_hours: Range | None = None
+    gpu_hours: Range | None = None
+    memory: Range | None = None
+    cost: Range | None = None  # multipliers on the cost per run
+    basis: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
+    """P10-P90 ranges from the cross-validated residuals of the matching groups (core.ranges)."""
+    out = _Ranges()
+    tbl = ctx.ranges
+    if tbl is None:
+        return out
+    d = q.detail
+    keys = group_keys(generation=arch_key(d.gpu.architecture), family=ctx.model.family, stack=_stack_key(ctx),
+                      gpus=d.count)
+    basis: list[str] = []
+    calibrated_speed = ctx.thr_direct is not None or ctx.thr_scale != 1.0
+    sp = range_for(tbl, "throughput", keys) if not calibrated_speed else None
+    if sp is not None:
+        head = q.tokens_per_s_per_gpu if q.tokens_per_s_per_gpu is not None else q.samples_per_s_per_gpu
+        if head:
+            out.throughput = around(head, sp)
+        if q.wall_hours > 0:
+            out.wall_hours = around(q.wall_hours, sp, inverse=True)
+            out.gpu_hours = around(q.gpu_hours, sp, inverse=True)
+        out.cost = Range(low=1.0 / sp.p90, high=1.0 / sp.p10)
+        basis.append(f"speed: {sp.basis}")
+    mp = range_for(tbl, "memory", keys) if ctx.mem_scale == 1.0 else None
+    if mp is not None:
+        out.memory = around(q.per_gpu_gib, mp)
+        basis.append(f"memory: {mp.basis}")
+        if out.memory.high > q.capacity_gib and q.fits:
+            out.notes.append(
+                f"memory risk: the P90 end of the range ({out.memory.high:.1f} GiB) is above the card's "
+                f"{q.capacity_gib:g} GiB (fits is decided at the point estimate, {q.per_gpu_gib:.1f} GiB)")
+    if basis:
+        out.basis = "; ".join(basis)
+        out.notes.append("P10-P90 ranges from leave-one-source-out residuals of published runs -- " + out.basis)
+    return out
+
+
+def _stack_key(ctx: Context) -> str:
+    return "pytorch"
 
 
 def _assumptions(ctx: Context, q: QuickResult) -> list[str]:

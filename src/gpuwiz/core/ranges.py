@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.models import Range
 
 MIN_GROUP = 5
 DIMENSIONS: tuple[str, ...] = ("generation", "family", "stack", "scale")
@@ -55,10 +56,11 @@ class Spread(BaseModel):
     basis: str  # which groups set it, in words ("generation ampere (n=170), family decoder LLM (n=180)")
 
 
-class Interval(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    low: float
-    high: float
+# Group label of a model family (the validation tables and the range table use these words)
+FAMILY_LABEL: dict[str, str] = {
+    "decoder": "decoder LLM", "encoder": "encoder (BERT)", "encoder-decoder": "encoder-decoder", "cnn": "CNN",
+    "diffusion": "diffusion UNet", "vit": "ViT", "moe": "MoE", "speech": "speech",
+}
 
 
 def scale_group(gpus: int) -> str:
@@ -97,11 +99,17 @@ def range_for(table: RangeTable, kind: RangeKind, keys: dict[str, str]) -> Sprea
     return Spread(p10=lo, p90=hi, basis=basis)
 
 
-def around(x: float, spread: Spread, *, inverse: bool = False) -> Interval:
-    """The P10-P90 interval of a figure: speeds and memory scale by the ratio, times by its inverse."""
+def group_keys(*, generation: str, family: str, stack: str, gpus: int) -> dict[str, str]:
+    """The group keys of an estimate (the same words the validation harness records for a run)."""
+    return {"generation": generation, "family": FAMILY_LABEL.get(family, family), "stack": stack,
+            "scale": scale_group(gpus)}
+
+
+def around(x: float, spread: Spread, *, inverse: bool = False) -> Range:
+    """The P10-P90 range of a figure: speeds and memory scale by the ratio, times by its inverse."""
     if inverse:
-        return Interval(low=x / spread.p90, high=x / spread.p10)
-    return Interval(low=x * spread.p10, high=x * spread.p90)
+        return Range(low=x / spread.p90, high=x / spread.p10)
+    return Range(low=x * spread.p10, high=x * spread.p90)
 
 
 def _num(v: float) -> str:

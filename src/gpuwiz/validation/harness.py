@@ -336,11 +336,10 @@ def _generation(gpu_id: str, catalog: Catalog) -> str:
 
 def _family(req: Requirements, catalog: Catalog) -> str:
     from gpuwiz.core.arch import resolve_model
+    from gpuwiz.core.ranges import FAMILY_LABEL
 
     m = resolve_model(req.model, catalog)
-    return {"decoder": "decoder LLM", "encoder": "encoder (BERT)", "encoder-decoder": "encoder-decoder",
-            "cnn": "CNN", "diffusion": "diffusion UNet", "vit": "ViT", "moe": "MoE", "speech": "speech"}.get(
-        m.family, m.family)
+    return FAMILY_LABEL.get(m.family, m.family)
 
 
 # ---- torchtune recipes ----------------------------------------------------------------------------
