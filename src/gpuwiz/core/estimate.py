@@ -29,10 +29,11 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from gpuwiz.core.arch import fmt_params, largest_layer_params, lora_params, resolve_model
+from gpuwiz.core.arch import block_params, fmt_params, largest_layer_params, lora_params, resolve_model
 from gpuwiz.core.catalog import GPU, Catalog, did_you_mean
 from gpuwiz.core.compute import (
     EFF,
+    RelSpeed,
     arch_key,
     ComputeConsts,
     EfficiencyParams,
@@ -63,6 +64,7 @@ from gpuwiz.core.models import (
     ModelInfo,
     Plan,
     Range,
+    StackAlternative,
     Requirements,
     ResolvedModel,
     Throughput,
@@ -79,7 +81,10 @@ from gpuwiz.core.parallel import (
     memory_table,
     shape_problem,
 )
+from gpuwiz.core.hardware import GpuRates, PerfEntry, rates_for
 from gpuwiz.core.ranges import RangeTable, around, bundled_ranges, group_keys, range_for
+from gpuwiz.core.schedule import WorkShape
+from gpuwiz.core.stacks import StackEntry, auto_stack
 from gpuwiz.core.units import GIB
 
 TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
@@ -158,6 +163,16 @@ class Context:
     _gpu_cache: dict[tuple[str, int], tuple] = field(default_factory=dict)
     _mb_cap_fn: object = None
     ranges: RangeTable | None = None  # cross-validated residual table (gpuwiz/data/ranges.yaml)
+    stacks: dict[str, StackEntry] = field(default_factory=dict)
+    perf: dict[str, PerfEntry] = field(default_factory=dict)
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+    _rel_cache: dict[tuple[str, Shape, str], dict] = field(default_factory=dict)
+    stack_override: str | None = None  # estimate_from's stack alternatives: this stack instead of the configured one
+    _stack_cache: dict[tuple[str, Shape, str], tuple[StackEntry | None, str]] = field(default_factory=dict)
+    _mbt_memo: dict[tuple, float] = field(default_factory=dict)
+    _relspeed: dict[tuple[str, str, str], RelSpeed] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -203,6 +218,7 @@ def prepare(
         is_token=model.is_token_model, units_per_sample=units_per_sample, model_flops_per_unit=mflops,
         hw_flops_per_unit=hw, static_factor=static, layers=L, hidden=h, seq=seq, p_total=model.params_total,
         p_trainable=p_tr, w_comm_bytes=mc.frozen_bytes if lora else w_b, g_comm_bytes=g_b, e=eff,
+        work=_work_shape(model, tr.method, tr.lora_rank, tr.precision, tr.flash_attention, seq),
     )
 
     # Data → total tokens / samples
@@ -256,8 +272,108 @@ def prepare(
     )
     ctx._mb_cap_fn = lambda dp: _mb_cap(ctx, dp)
     ctx.ranges = bundled_ranges()
+    ctx.stacks = catalog.stack_map
+    ctx.perf = catalog.perf_map
+    if par is not None:
+        ctx.cp, ctx.ep, ctx.vp = int(par.cp or 1), int(par.ep or 1), int(par.vp or 1)
     _calibrate(ctx)
     return ctx
+
+
+def _work_shape(model: ResolvedModel, method: str, rank: int, precision: str, flash: bool,
+                seq: int) -> WorkShape | None:
+    """The model as operators for core.schedule (token models with a known shape; None otherwise)."""
+    if not (model.is_token_model and model.layers and model.hidden and model.heads):
+        return None
+    h, heads = int(model.hidden), int(model.heads)
+    blk, _ = block_params(model)
+    return WorkShape(
+        layers=int(model.layers), hidden=h, heads=heads, kv_heads=int(model.kv_heads or heads),
+        head_dim=int(model.head_dim or h // heads), ffn=int(model.ffn or 4 * h), swiglu=model.mlp == "swiglu",
+        vocab=int(model.vocab or 32000), seq=seq, experts=int(model.experts or 1), top_k=int(model.top_k or 1),
+        params_per_layer=float(blk), frozen=method in ("lora", "qlora"), lora_rank=rank if method in ("lora", "qlora") else 0,
+        qlora=method == "qlora", act_bytes=4.0 if precision in ("fp32", "tf32") else 2.0, flash_requested=flash,
+    )
+
+
+def _stack_for(ctx: Context, g: GPU, s: Shape) -> tuple[StackEntry | None, str]:
+    """The stack this plan runs on and why: the one configured, else the simplest that supports the plan."""
+    key = (g.vendor, s, ctx.stack_override or "")
+    hit = ctx._stack_cache.get(key)
+    if hit is None:
+        hit = ctx._stack_cache[key] = _pick_stack(ctx, g, s)
+    return hit
+
+
+def _auto(ctx: Context, **plan: object) -> StackEntry | None:
+    memo = ctx.catalog.derived
+    key = ("auto-stack", *sorted(plan.items()))
+    if key not in memo:
+        memo[key] = auto_stack(ctx.stacks, **plan)
+    return memo[key]  # type: ignore[no-any-return]
+
+
+def _pick_stack(ctx: Context, g: GPU, s: Shape) -> tuple[StackEntry | None, str]:
+    want = ctx.stack_override or ctx.req.training.stack
+    fp8 = ctx.req.training.precision == "fp8"
+    plan = dict(tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero, offload=s.offload,
+                method=ctx.req.training.method, vendor=g.vendor)
+    if want != "auto":
+        st = ctx.stacks.get(want)
+        return st, "as configured"
+    st = _auto(ctx, fp8=fp8, **plan)
+    if st is None and fp8:
+        st = _auto(ctx, fp8=False, **plan)
+    why = "auto: the simplest stack that runs " + ("this layout" if (s.tp, s.pp, ctx.cp, ctx.ep) == (1, 1, 1, 1)
+                                                   else "TP/PP/CP/EP") + (" with an FP8 recipe" if fp8 else "")
+    return st, why
+
+
+def _rates(ctx: Context, g: GPU, prec: str, attention: str) -> GpuRates:
+    memo = ctx.catalog.derived
+    key = ("rates", g.id, prec, attention)
+    r = memo.get(key)
+    if r is None:
+        r = memo[key] = rates_for(ctx.perf, g, arch_key(g.architecture), prec, attention)
+    return r  # type: ignore[no-any-return]
+
+
+def _op_kwargs(ctx: Context, g: GPU, s: Shape) -> dict:
+    """``rel`` for compute.step_time: the operator model's view of this GPU / precision / stack against the
+    generation's reference GPU and the stack `auto` picks (empty: the efficiency model alone)."""
+    if ctx.cc.work is None:
+        return {}
+    key = (g.id, s, ctx.stack_override or "")
+    hit = ctx._rel_cache.get(key)
+    if hit is None:
+        hit = ctx._rel_cache[key] = _rel_kwargs(ctx, g, s)
+    return hit
+
+
+def _rel_kwargs(ctx: Context, g: GPU, s: Shape) -> dict:
+    st, _ = _stack_for(ctx, g, s)
+    ref_st = _auto(ctx, fp8=False, tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero, offload=s.offload,
+                   method=ctx.req.training.method, vendor=g.vendor) or st
+    if st is None or ref_st is None:
+        return {}
+    key = (g.id, st.id, ref_st.id)
+    rel = ctx._relspeed.get(key)
+    if rel is None:
+        rel = ctx._relspeed[key] = _relspeed(ctx, g, st, ref_st)
+    return {"rel": rel}
+
+
+def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry) -> RelSpeed:
+    prec = ctx.req.training.precision
+    fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
+    entry = ctx.perf.get(arch_key(g.architecture))
+    rg = (ctx.gpus.get(entry.reference_gpu or "") if entry is not None else None) or g
+    ref_prec = "bf16" if prec == "fp8" else prec
+    o, r = st.overlap, ref_st.overlap
+    return RelSpeed(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
+                    ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention), ref_stack=ref_st,
+                    peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=ctx.cp, ep=ctx.ep,
+                    vp=ctx.vp, memo=ctx._mbt_memo, ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
 
 
 def _calibrate(ctx: Context) -> None:
@@ -370,7 +486,7 @@ def _step_units_per_s(ctx: Context, g: GPU, gf: tuple, ch: Choice, count: int, g
     s = ch.shape
     ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
     st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
-                   ch.ckpt, intra, inter)
+                   ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
     return ch.mb * ga * ch.dp / st.step_s if st.step_s > 0 else 0.0
 
 
@@ -428,6 +544,18 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache))
         ctx._shape_cache[key] = cached
     shapes, table = cached
+    want = ctx.stack_override or ctx.req.training.stack
+    if want != "auto" and want in ctx.stacks:
+        # a configured stack: only the layouts it runs (e.g. no TP/PP on plain PyTorch, one GPU on Unsloth)
+        st = ctx.stacks[want]
+        ok = [r for r in table if st.supports(tp=r[0].tp, pp=r[0].pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=r[0].zero,
+                                             offload=r[0].offload, method=ctx.req.training.method,
+                                             vendor=g.vendor)]
+        if not ok:
+            problems.append(f"training.stack: {st.name} runs none of the layouts {count}× {g.name} needs "
+                            f"(it supports: {', '.join(st.parallel) or 'one GPU only'})")
+        else:
+            table = ok
     if ctx.pinned.any_layout:
         bad = shape_problem(shapes[0], count, model.heads or 1, model.layers or 1, gpn, nvlink_tp > 1)
         if bad:
@@ -440,7 +568,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     gkey = (g.id, gpn)
     gf = ctx._gpu_cache.get(gkey)
     if gf is None:
-        gf = (*gpu_factor(g, ctx.req.training.precision, ctx.eff), intra_node_bw(g, gpn, ctx.eff)[0],
+        gf = (*gpu_factor(g, ctx.req.training.precision, ctx.eff, op=ctx.cc.work is not None),
+              intra_node_bw(g, gpn, ctx.eff)[0],
               inter_node_bw(g, gpn, ctx.eff)[0])
         ctx._gpu_cache[gkey] = gf
     host_pg = host_gib * GIB / gpn
@@ -498,7 +627,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     if pnote:
         notes.append(pnote)
     st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
-                   ch.mb, ga, ch.ckpt, intra, inter)
+                   ch.mb, ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
     units_step = ch.mb * ga * ch.dp * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:
@@ -569,7 +698,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     plan = Plan(
         gpus=d.count, gpus_per_node=d.gpn, nodes=d.nodes, dp=ch.dp, tp=s.tp, pp=s.pp, zero_stage=s.zero,
         offload=s.offload, micro_batch=ch.mb, grad_accum=d.ga, activation_checkpointing=ch.ckpt,
-        framework=s.framework(d.count),
+        framework=s.framework(d.count), stack=_stack_name(ctx, g, s), cp=ctx.cp, ep=ctx.ep, vp=ctx.vp,
     )
     thr = Throughput(
         tokens_per_s_per_gpu=q.tokens_per_s_per_gpu, samples_per_s_per_gpu=q.samples_per_s_per_gpu, mfu=q.mfu,
@@ -586,8 +715,54 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     return Estimate(
         gpu=g.id, gpu_name=g.name, model=info, memory=memory, plan=plan, throughput=thr, time=time,
         feasible=q.fits and not d.problems, problems=list(d.problems),
-        assumptions=_assumptions(ctx, q) + rg.notes, range_basis=rg.basis, cost_multipliers=rg.cost,
+        assumptions=_assumptions(ctx, q) + _stack_notes(ctx, g, s) + rg.notes, range_basis=rg.basis,
+        cost_multipliers=rg.cost, stack_alternatives=_stack_alternatives(ctx, q),
     )
+
+
+def _stack_name(ctx: Context, g: GPU, s: Shape) -> str:
+    st, _ = _stack_for(ctx, g, s)
+    return st.id if st is not None else ("pytorch" if ctx.req.training.stack == "auto" else ctx.req.training.stack)
+
+
+def _stack_notes(ctx: Context, g: GPU, s: Shape) -> list[str]:
+    st, why = _stack_for(ctx, g, s)
+    if st is None:
+        return []
+    out = [f"stack: {st.name} ({why})"]
+    if ctx.req.training.precision == "fp8" and (st.fp8 == "none" or not g.fp8_tflops):
+        out.append(f"fp8: {st.name if st.fp8 == 'none' else g.name} has no FP8 "
+                   f"{'recipe' if st.fp8 == 'none' else 'tensor cores'}: timed at bf16")
+    return out
+
+
+def _stack_alternatives(ctx: Context, q: QuickResult) -> list[StackAlternative]:
+    """The same run -- same plan -- on each other stack that runs its layout (the operator model's view)."""
+    d = q.detail
+    if ctx.cc.work is None or q.wall_hours <= 0 or ctx.thr_direct is not None or d.st.step_s <= 0:
+        return []
+    g, ch, s = d.gpu, d.choice, d.choice.shape
+    current = _stack_name(ctx, g, s)
+    core_gpu, peak, _, intra, inter = ctx._gpu_cache[(g.id, d.gpn)]
+    out: list[StackAlternative] = []
+    saved = ctx.stack_override
+    try:
+        for sid, st in ctx.stacks.items():
+            if sid == current or not st.supports(tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero,
+                                                 offload=s.offload, method=ctx.req.training.method, vendor=g.vendor):
+                continue
+            ctx.stack_override = sid
+            alt = step_time(ctx.cc, g, core_gpu, peak, d.count, d.gpn, d.nodes, ch.dp, s.tp, s.pp, s.zero,
+                            s.offload, ch.mb, d.ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+            if alt.step_s <= 0:
+                continue
+            f = alt.step_s / d.st.step_s
+            out.append(StackAlternative(stack=sid, name=st.name, wall_hours=q.wall_hours * f, gpu_hours=q.gpu_hours * f,
+                                        units_per_s_per_gpu=d.units_per_s_per_gpu / f, feasible=q.fits,
+                                        change=f - 1.0))
+    finally:
+        ctx.stack_override = saved
+    return sorted(out, key=lambda a: a.wall_hours)
 
 
 @dataclass(slots=True)
@@ -608,7 +783,8 @@ def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
     if tbl is None:
         return out
     d = q.detail
-    keys = group_keys(generation=arch_key(d.gpu.architecture), family=ctx.model.family, stack=_stack_key(ctx),
+    keys = group_keys(generation=arch_key(d.gpu.architecture), family=ctx.model.family,
+                      stack=_stack_name(ctx, d.gpu, d.choice.shape),
                       gpus=d.count)
     basis: list[str] = []
     calibrated_speed = ctx.thr_direct is not None or ctx.thr_scale != 1.0
@@ -636,8 +812,6 @@ def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
     return out
 
 
-def _stack_key(ctx: Context) -> str:
-    return "pytorch"
 
 
 def _assumptions(ctx: Context, q: QuickResult) -> list[str]:

@@ -97,7 +97,8 @@ def _range_rows(est: Estimate) -> list[tuple[str, str]]:
     if th.range and head is not None:
         parts.append(fmt_range(head, th.range.low, th.range.high, unit))
     if t.wall_hours_range:
-        parts.append(fmt_range(t.wall_hours, t.wall_hours_range.low, t.wall_hours_range.high, "h wall"))
+        parts.append(f"{fmt_hours(t.wall_hours)} wall ({fmt_hours(t.wall_hours_range.low)}–"
+                     f"{fmt_hours(t.wall_hours_range.high)})")
     if m.per_gpu_gib_range:
         parts.append(fmt_range(m.per_gpu_gib, m.per_gpu_gib_range.low, m.per_gpu_gib_range.high, "GiB/GPU")
                      + (" -- P90 above the card" if m.p90_exceeds_capacity else ""))
