@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from typing import NamedTuple
 
 from gpuwiz.core.arch import block_params, fmt_params, largest_layer_params, lora_params, resolve_model
@@ -376,6 +377,29 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry) -> RelSp
                     vp=ctx.vp, memo=ctx._mbt_memo, ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
 
 
+def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[str]:
+    """Why a configured cp / ep / vp cannot run this layout, in words (training.parallel.cp/ep/vp)."""
+    out: list[str] = []
+    m = ctx.model
+    if ctx.cp > 1:
+        if count % (s.tp * s.pp * ctx.cp):
+            out.append(f"training.parallel.cp: {count} GPUs do not split into TP {s.tp} × PP {s.pp} × CP {ctx.cp} groups")
+        if ctx.seq % (2 * ctx.cp):
+            out.append(f"training.parallel.cp: sequence length {ctx.seq} is not a multiple of 2 × cp = {2 * ctx.cp} "
+                       "(ring attention splits each sequence into 2·cp chunks)")
+    if ctx.ep > 1:
+        if not m.experts or m.experts < 2:
+            out.append("training.parallel.ep: expert parallelism needs a mixture-of-experts model (model.experts)")
+        elif m.experts % ctx.ep:
+            out.append(f"training.parallel.ep: {m.experts} experts do not split evenly over ep = {ctx.ep}")
+    if ctx.vp > 1:
+        if s.pp <= 1:
+            out.append("training.parallel.vp: virtual pipeline stages need pipeline parallelism (pp > 1)")
+        elif (m.layers or 0) % (s.pp * ctx.vp):
+            out.append(f"training.parallel.vp: {m.layers} layers do not split into pp × vp = {s.pp * ctx.vp} stages")
+    return out
+
+
 def _calibrate(ctx: Context) -> None:
     cal = ctx.req.calibration
     if cal is None:
@@ -484,10 +508,11 @@ LARGE_SCALE_PARAMS = 100e9  # a model-parallel plan must be this much faster to 
 def _step_units_per_s(ctx: Context, g: GPU, gf: tuple, ch: Choice, count: int, gpn: int, nodes: int) -> float:
     core_gpu, peak, _, intra, inter = gf
     s = ch.shape
-    ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
+    dpd = max(1, ch.dp // ctx.cp)
+    ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
     st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
                    ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
-    return ch.mb * ga * ch.dp / st.step_s if st.step_s > 0 else 0.0
+    return ch.mb * ga * dpd / st.step_s if st.step_s > 0 else 0.0
 
 
 def _fastest(ctx: Context, g: GPU, gf: tuple, table: list[Row], first: Choice, budget: float, count: int, gpn: int,
@@ -513,6 +538,8 @@ def _fastest(ctx: Context, g: GPU, gf: tuple, table: list[Row], first: Choice, b
         c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_budget)
         if not c.fits:
             continue
+        if sh.pp > 1 and -(-ctx.global_batch // (c.mb * c.dp)) < sh.pp:
+            continue  # fewer micro-batches than pipeline stages: most of the pipeline would idle (1F1B needs m >= p)
         ups = _step_units_per_s(ctx, g, gf, c, count, gpn, nodes)
         if ups > mp_ups:
             mp_best, mp_ups = c, ups
@@ -592,11 +619,18 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
             ch = _fastest(ctx, g, gf, table, ch, budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
                           else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large)
     s = ch.shape
-    ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
+    problems += _extra_dim_problems(ctx, s, count)
+    dpd = max(1, ch.dp // ctx.cp)  # data-parallel replicas: a CP group shares each micro-batch's sequences
+    ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
+    if s.pp > 1 and ga < s.pp:
+        notes.append(f"pipeline: {ga} micro-batch(es) per step for {s.pp} stages -- most of the pipeline idles; "
+                     "raise training.global_batch or lower the micro-batch")
     mkey = (count, s, ch.ckpt, ch.mb, ga <= 1)
     hit = ctx._mem_cache.get(mkey)
     if hit is None:
         mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt, ga)
+        if ctx.cp > 1:  # each GPU of a CP group holds 1/cp of every sequence's activations
+            mem = dc_replace(mem, activations=mem.activations / ctx.cp)
         plan_s = f"{s.framework(count)}, mb {ch.mb}, ckpt {ch.ckpt}"
         ctx._mem_cache[mkey] = (mem, plan_s)
     else:
@@ -628,7 +662,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         notes.append(pnote)
     st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
                    ch.mb, ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
-    units_step = ch.mb * ga * ch.dp * ctx.cc.units_per_sample
+    units_step = ch.mb * ga * dpd * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:
         if ctx.thr_direct < 0:  # calibrated MFU
@@ -703,7 +737,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     thr = Throughput(
         tokens_per_s_per_gpu=q.tokens_per_s_per_gpu, samples_per_s_per_gpu=q.samples_per_s_per_gpu, mfu=q.mfu,
         peak_tflops=d.peak_tflops, achieved_tflops=q.mfu * d.peak_tflops,
-        step_time_s=(ch.mb * d.ga * ch.dp * ctx.cc.units_per_sample) / (d.units_per_s_per_gpu * d.count)
+        step_time_s=(ch.mb * d.ga * max(1, ch.dp // ctx.cp) * ctx.cc.units_per_sample) / (d.units_per_s_per_gpu * d.count)
         if d.units_per_s_per_gpu > 0 else None,
         range=rg.throughput,
     )
