@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from gpuwiz.core.catalog import load_catalog
 from gpuwiz.core.compute import hardware_flops_per_token, model_flops_per_token
@@ -112,9 +114,6 @@ def test_pipeline_bubble_costs_time(cat):
 
 
 # ---- sanity properties of the operator-level model (issue 11), each at a fixed plan ----------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as hs  # noqa: E402
 
 _SIZES = hs.sampled_from([(24, 2048, 16), (32, 4096, 32), (40, 5120, 40), (48, 6144, 48)])  # layers, hidden, heads
 

@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gpuwiz.validation.harness import Report, bundled_data_path, run_validation, validate
+from gpuwiz.validation.harness import (
+    Report,
+    bundled_data_path,
+    run_validation,
+    validate,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published_runs.yaml"
 

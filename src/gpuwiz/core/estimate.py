@@ -574,13 +574,13 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     want = ctx.stack_override or ctx.req.training.stack
     if want != "auto" and want in ctx.stacks:
         # a configured stack: only the layouts it runs (e.g. no TP/PP on plain PyTorch, one GPU on Unsloth)
-        st = ctx.stacks[want]
-        ok = [r for r in table if st.supports(tp=r[0].tp, pp=r[0].pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=r[0].zero,
+        pin = ctx.stacks[want]
+        ok = [r for r in table if pin.supports(tp=r[0].tp, pp=r[0].pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=r[0].zero,
                                              offload=r[0].offload, method=ctx.req.training.method,
                                              vendor=g.vendor)]
         if not ok:
-            problems.append(f"training.stack: {st.name} runs none of the layouts {count}× {g.name} needs "
-                            f"(it supports: {', '.join(st.parallel) or 'one GPU only'})")
+            problems.append(f"training.stack: {pin.name} runs none of the layouts {count}× {g.name} needs "
+                            f"(it supports: {', '.join(pin.parallel) or 'one GPU only'})")
         else:
             table = ok
     if ctx.pinned.any_layout:

@@ -17,17 +17,27 @@ from pydantic import BaseModel, ConfigDict, Field
 Dim = Literal["dp", "zero1", "zero2", "fsdp", "tp", "sp", "pp", "vp", "cp", "ep", "offload"]
 Fp8Recipe = Literal["none", "transformer-engine", "torchao-float8"]
 Attention = Literal["eager", "sdpa", "fa2", "fa3"]
+MethodName = Literal["pretrain", "full", "lora", "qlora"]
+Vendor = Literal["nvidia", "amd", "intel", "huawei"]
+
+
+def _all_methods() -> list[MethodName]:
+    return ["pretrain", "full", "lora", "qlora"]
+
+
+def _gpu_vendors() -> list[Vendor]:
+    return ["nvidia", "amd"]
 
 
 class Overlap(BaseModel):
     """Share of each collective's time hidden under compute (0 = fully exposed)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    dp: float = Field(0.8, ge=0, le=1)  # gradient all-reduce / reduce-scatter under backward, FSDP prefetch
-    tp: float = Field(0.0, ge=0, le=1)  # TP all-reduce / RS+AG (Megatron-Core --tp-comm-overlap)
-    pp: float = Field(0.0, ge=0, le=1)  # pipeline p2p
-    cp: float = Field(0.5, ge=0, le=1)  # ring-attention KV exchange under the attention blocks
-    ep: float = Field(0.0, ge=0, le=1)  # MoE all-to-all
+    dp: float = Field(default=0.8, ge=0, le=1)  # gradient all-reduce / reduce-scatter under backward, FSDP prefetch
+    tp: float = Field(default=0.0, ge=0, le=1)  # TP all-reduce / RS+AG (Megatron-Core --tp-comm-overlap)
+    pp: float = Field(default=0.0, ge=0, le=1)  # pipeline p2p
+    cp: float = Field(default=0.5, ge=0, le=1)  # ring-attention KV exchange under the attention blocks
+    ep: float = Field(default=0.0, ge=0, le=1)  # MoE all-to-all
 
 
 class StackEntry(BaseModel):
@@ -35,15 +45,14 @@ class StackEntry(BaseModel):
     id: str
     name: str
     parallel: list[Dim]
-    methods: list[Literal["pretrain", "full", "lora", "qlora"]] = Field(
-        default_factory=lambda: ["pretrain", "full", "lora", "qlora"])
-    vendors: list[Literal["nvidia", "amd", "intel", "huawei"]] = Field(default_factory=lambda: ["nvidia", "amd"])
+    methods: list[MethodName] = Field(default_factory=_all_methods)
+    vendors: list[Vendor] = Field(default_factory=_gpu_vendors)
     attention: Attention = "fa2"  # the fused attention kernel it uses where the GPU has one
     fused_kernels: bool = False  # fused norm / rotary / bias-activation / softmax kernels
     fused_loss: bool = False  # fused or chunked cross-entropy (logits never fully materialised in fp32)
     compile: bool = False  # torch.compile / CUDA graphs: fewer launches, elementwise chains fused
     fp8: Fp8Recipe = "none"
-    overlap: Overlap = Field(default_factory=Overlap)
+    overlap: Overlap = Overlap()
     source: str
     as_of: str
     notes: list[str] = Field(default_factory=list)

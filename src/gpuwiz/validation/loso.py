@@ -35,7 +35,7 @@ from gpuwiz.core.catalog import Catalog
 from gpuwiz.core.compute import EFF, EfficiencyParams
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.memory import PARAMS, MemoryParams
-from gpuwiz.core.ranges import MIN_GROUP, GroupRange, RangeTable, range_for, scale_group
+from gpuwiz.core.ranges import MIN_GROUP, GroupRange, RangeKind, RangeTable, range_for, scale_group
 from gpuwiz.validation.harness import Case, Summary, _pct, evaluate, summarise
 
 ARCH_SCALES: tuple[float, ...] = (0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.35)
@@ -228,7 +228,7 @@ def range_table(res: LosoResult, cases: list[Case]) -> RangeTable:
     )
 
 
-def _coverage(q: dict[str, float], by_id: dict[str, Case], kind: str) -> tuple[int, int]:
+def _coverage(q: dict[str, float], by_id: dict[str, Case], kind: RangeKind) -> tuple[int, int]:
     """How many held-out residuals fall inside the P10-P90 built from the *other* sources' residuals."""
     inside = n = 0
     for cid, v in q.items():
@@ -330,6 +330,16 @@ def render_md(res: LosoResult) -> list[str]:
          + (f" ({', '.join(worse)})" if worse else ""),
          f"- ranges cover 70-90 %: {met(COVERAGE_BAND[0] <= frac(cov_t) <= COVERAGE_BAND[1])} (speed), "
          f"{met(COVERAGE_BAND[0] <= frac(cov_m) <= COVERAGE_BAND[1])} (memory)", ""]
+    L += ["How the time is computed (issue 11): the efficiency model (`core/compute.py`) gives the micro-batch "
+          "time on each generation's reference GPU (catalog `perf:` `reference_gpu`: A100-80GB SXM, H100 SXM, "
+          "V100, ...) and on the stack `auto` picks; the operator-level model (`core/schedule.py`) carries it to "
+          "the GPU, precision and stack at hand by the ratio of their operator times (GEMMs with their shapes "
+          "at achieved rates, the attention kernel, memory-bound bytes over achieved bandwidth, launch "
+          "overhead). That ratio replaces the old consumer/workstation segment factor and the flat FP8 ×1.3. "
+          "The published runs are estimated with `training.stack: auto` (`harness.STACK_AS_INPUT`): run on "
+          "the stack each source used, the held-out error was 14.7 % / 40 % instead of 13.4 % / 40 % "
+          "(measured 2026-12-01), i.e. the stacks' fused-kernel and overlap figures -- mostly estimates -- do "
+          "not yet carry across sources; the stack is used to group the residuals.", ""]
     L += _table(sm["kind"], "Held out, by kind")
     L += _table(sm["generation"], "Throughput + GPU-hours held out, by GPU generation")
     L += _table(sm["family"], "Throughput + GPU-hours held out, by model family")
