@@ -245,3 +245,51 @@ def test_fmt_range():
     assert fmt_range(4.62, 3.9, 5.81, "h") == "4.6 h (3.9–5.8 h)"
     assert fmt_range(9557, 7300, 15908, "tokens/s") == "9,557 tokens/s (7,300–15,908 tokens/s)"
     assert fmt_range(0.42, None, None) == "0.42"
+
+
+# ---- stacks (issue 11) ------------------------------------------------------------------------------
+
+
+def test_stack_is_reported_and_alternatives_compare_the_same_plan(cat):
+    import json
+
+    from gpuwiz.core.report import render_estimate
+
+    r = req(model={"preset": "llama-2-70b", "seq_len": 4096}, training={"method": "pretrain", "global_batch": 512},
+            data={"tokens": 1e11})
+    e = estimate(r, cat, "h100-sxm", 256)
+    assert e.plan.stack in {s.id for s in cat.stacks}
+    assert any(a.startswith("stack: ") for a in e.assumptions)
+    assert e.stack_alternatives and all(a.stack != e.plan.stack for a in e.stack_alternatives)
+    for a in e.stack_alternatives:
+        assert a.wall_hours == pytest.approx(e.time.wall_hours * (1 + a.change))
+        assert a.gpu_hours == pytest.approx(e.time.gpu_hours * (1 + a.change))
+    data = json.loads(render_estimate(e, "json"))
+    assert data["plan"]["stack"] == e.plan.stack and data["stack_alternatives"]
+    assert set(data["throughput"]["range"]) == {"low", "high"}
+    text = render_estimate(e, "text")
+    best = e.stack_alternatives[0]
+    assert f"{best.name} would take" in text
+
+
+def test_fp8_needs_a_stack_with_an_fp8_recipe(cat):
+    base = {"model": {"preset": "llama-2-7b"}, "training": {"method": "pretrain", "precision": "fp8",
+            "global_batch": 64, "parallel": {"zero_stage": 3}}, "data": {"tokens": 1e9}}
+    auto = estimate(req(**base), cat, "h100-sxm", 8)
+    assert cat.stack_map[auto.plan.stack].fp8 != "none"  # auto picks a stack that runs FP8
+    plain = estimate(req(**{**base, "training": {**base["training"], "stack": "pytorch"}}), cat, "h100-sxm", 8)
+    assert any("no FP8 recipe" in a for a in plain.assumptions)
+    assert plain.throughput.tokens_per_s_per_gpu < auto.throughput.tokens_per_s_per_gpu
+
+
+def test_perf_overlay_is_validated_on_load(tmp_path):
+    bad = tmp_path / "perf.yaml"
+    bad.write_text("perf:\n- id: hopper\n  attn_fwd_eff: {fa2: 0.3}\n  attn_bwd_eff: {fa2: 0.5}\n", encoding="utf-8")
+    with pytest.raises(GpuwizError) as exc:
+        load_catalog(str(bad))
+    assert "perf" in str(exc.value) and "backward" in str(exc.value)
+    tuned = tmp_path / "tuned.yaml"
+    tuned.write_text("perf:\n- id: h100-sxm\n  gemm_eff: {bf16: 0.6}\n", encoding="utf-8")
+    r = req(model={"preset": "llama-2-7b"}, training={"method": "pretrain"}, data={"tokens": 1e9})
+    slow = estimate(r, load_catalog(str(tuned)), "h100-sxm", 8)
+    assert slow.throughput.tokens_per_s_per_gpu < estimate(r, load_catalog(), "h100-sxm", 8).throughput.tokens_per_s_per_gpu

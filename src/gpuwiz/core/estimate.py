@@ -330,12 +330,12 @@ def _pick_stack(ctx: Context, g: GPU, s: Shape) -> tuple[StackEntry | None, str]
     return st, why
 
 
-def _rates(ctx: Context, g: GPU, prec: str, attention: str) -> GpuRates:
+def _rates(ctx: Context, g: GPU, prec: str, attention: str, own: bool = True) -> GpuRates:
     memo = ctx.catalog.derived
-    key = ("rates", g.id, prec, attention)
+    key = ("rates", g.id, prec, attention, own)
     r = memo.get(key)
     if r is None:
-        r = memo[key] = rates_for(ctx.perf, g, arch_key(g.architecture), prec, attention)
+        r = memo[key] = rates_for(ctx.perf, g, arch_key(g.architecture), prec, attention, own=own)
     return r  # type: ignore[no-any-return]
 
 
@@ -368,11 +368,15 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry) -> RelSp
     prec = ctx.req.training.precision
     fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
     entry = ctx.perf.get(arch_key(g.architecture))
-    rg = (ctx.gpus.get(entry.reference_gpu or "") if entry is not None else None) or g
+    ref_g = ctx.gpus.get(entry.reference_gpu or "") if entry is not None else None
+    rg = ref_g or g
     ref_prec = "bf16" if prec == "fp8" else prec
     o, r = st.overlap, ref_st.overlap
     return RelSpeed(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
-                    ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention), ref_stack=ref_st,
+                    # the reference's rates from its generation's entry alone: a per-GPU (overlay) entry on the
+                    # reference GPU itself then still moves that GPU's estimate
+                    ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
+                    ref_stack=ref_st,
                     peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=ctx.cp, ep=ctx.ep,
                     vp=ctx.vp, memo=ctx._mbt_memo, ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
 

@@ -95,9 +95,13 @@ def _merge(base: PerfEntry, top: PerfEntry | None) -> PerfEntry:
     return base.model_copy(update=upd)
 
 
-def rates_for(perf: dict[str, PerfEntry], gpu: GPU, arch: str, precision: str, attention: str) -> GpuRates:
-    """Rates for ``gpu`` (architecture key ``arch``) at ``precision``, with the stack's attention kernel."""
-    entry = _merge(_merge(DEFAULTS, perf.get(arch)), perf.get(gpu.id))
+def rates_for(perf: dict[str, PerfEntry], gpu: GPU, arch: str, precision: str, attention: str, *,
+              own: bool = True) -> GpuRates:
+    """Rates for ``gpu`` (architecture key ``arch``) at ``precision``, with the stack's attention kernel.
+
+    ``own=False`` ignores a per-GPU entry: the generation's reference rates, so that a per-GPU overlay on
+    the reference GPU itself still changes that GPU's estimate."""
+    entry = _merge(_merge(DEFAULTS, perf.get(arch)), perf.get(gpu.id) if own else None)
     clock = entry.sustained_clock or 1.0
     peak16 = gpu.peak_tflops("bf16") * 1e12
     if precision == "fp8" and gpu.fp8_tflops:
