@@ -17,7 +17,7 @@ from gpuwiz.core import models as m
 from gpuwiz.core.whatif import fmt_human, fmt_plain
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
-__all__ = ["STEP_IDS", "STEP_TITLES", "STEPS", "FieldSpec", "StepSpec", "apply_edit", "display", "get_value"]
+__all__ = ["STEPS", "STEP_IDS", "STEP_TITLES", "FieldSpec", "StepSpec", "apply_edit", "display", "get_value"]
 
 Path_t = tuple[str, ...]
 NONE = "__none__"  # Select value standing for "unset / automatic"
@@ -113,7 +113,7 @@ DEPLOY_STEP = StepSpec(
 )
 
 STEPS: tuple[StepSpec, ...] = (MODEL_STEP, DATA_STEP, SCHEDULE_STEP, DEPLOY_STEP)
-assert STEP_IDS == tuple(s.id for s in STEPS) + ("result",)
+assert (*tuple(s.id for s in STEPS), "result") == STEP_IDS
 
 
 def get_value(req: m.Requirements, path: Path_t) -> Any:
