@@ -144,7 +144,7 @@ def test_cards_rank_as_their_datasheets_on_gemm_bound_work(cat, size, seq, mb):
     layers, hidden, heads = size
     order = ["t4", "a10", "rtx-4090", "a100-80gb-sxm", "h100-sxm", "b200"]
     speeds = [_tps(cat, _fixed(layers, hidden, heads, seq, mb, _best16(cat, g)), g) for g in order]
-    assert speeds == sorted(speeds), dict(zip(order, speeds))
+    assert speeds == sorted(speeds), dict(zip(order, speeds, strict=True))
     # a small card is never rated above a large one of a later generation
     assert _tps(cat, _fixed(layers, hidden, heads, seq, mb, "bf16"), "a10") < \
         _tps(cat, _fixed(layers, hidden, heads, seq, mb, "bf16"), "rtx-5090")

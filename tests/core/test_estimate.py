@@ -115,7 +115,8 @@ def test_calibration_mfu_and_memory_win(cat):
     assert e.throughput.mfu == pytest.approx(0.3)
     r = req(**base, hardware={"gpu": "h100-sxm", "count": 8}, calibration={"peak_memory_gib": 70})
     e = estimate(r, cat)
-    assert e.memory.per_gpu_gib == pytest.approx(70, rel=0.02) or e.plan != estimate(req(**base), cat, "h100-sxm", 8).plan
+    assert (e.memory.per_gpu_gib == pytest.approx(70, rel=0.02)
+            or e.plan != estimate(req(**base), cat, "h100-sxm", 8).plan)
     assert any("measured peak" in a for a in e.assumptions)
 
 
@@ -292,4 +293,5 @@ def test_perf_overlay_is_validated_on_load(tmp_path):
     tuned.write_text("perf:\n- id: h100-sxm\n  gemm_eff: {bf16: 0.6}\n", encoding="utf-8")
     r = req(model={"preset": "llama-2-7b"}, training={"method": "pretrain"}, data={"tokens": 1e9})
     slow = estimate(r, load_catalog(str(tuned)), "h100-sxm", 8)
-    assert slow.throughput.tokens_per_s_per_gpu < estimate(r, load_catalog(), "h100-sxm", 8).throughput.tokens_per_s_per_gpu
+    fast = estimate(r, load_catalog(), "h100-sxm", 8)
+    assert (slow.throughput.tokens_per_s_per_gpu or 0) < (fast.throughput.tokens_per_s_per_gpu or 0)

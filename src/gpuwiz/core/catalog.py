@@ -263,7 +263,7 @@ class Catalog(BaseModel):
         return {s.id: s for s in self.stacks}
 
     @cached_property
-    def derived(self) -> dict[tuple, Any]:
+    def derived(self) -> dict[tuple[object, ...], Any]:
         """Memo of values derived from this (immutable) catalog alone, e.g. a GPU's achieved rates."""
         return {}
 

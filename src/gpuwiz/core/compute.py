@@ -291,7 +291,7 @@ class RelSpeed:
     vp: int = 1
     # operator-model micro-batch times, shared by every RelSpeed of one estimate context (the plan search
     # and the stack alternatives ask for the same ones often)
-    memo: dict[tuple, float] = field(default_factory=dict)
+    memo: dict[tuple[object, ...], float] = field(default_factory=dict)
     local: dict[tuple[int, int, int, str], float] = field(default_factory=dict)  # this RelSpeed's ratios
     # overlap: (dp, tp) as differences to the reference stack's (the efficiency model's own overlap was fitted
     # on runs of that stack), (pp, cp, ep) as the stack's own shares

@@ -25,7 +25,7 @@ user's own hardware (``hardware:``) and scale the model's values for other candi
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import NamedTuple
@@ -34,11 +34,11 @@ from gpuwiz.core.arch import block_params, fmt_params, largest_layer_params, lor
 from gpuwiz.core.catalog import GPU, Catalog, did_you_mean
 from gpuwiz.core.compute import (
     EFF,
-    RelSpeed,
-    arch_key,
     ComputeConsts,
     EfficiencyParams,
+    RelSpeed,
     StepTime,
+    arch_key,
     gpu_factor,
     hardware_flops_per_token,
     inter_node_bw,
@@ -48,6 +48,7 @@ from gpuwiz.core.compute import (
     step_time,
 )
 from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.hardware import GpuRates, PerfEntry, rates_for
 from gpuwiz.core.memory import (
     PARAMS,
     MemoryConsts,
@@ -59,15 +60,16 @@ from gpuwiz.core.memory import (
     states,
 )
 from gpuwiz.core.models import (
+    Checkpointing,
     Estimate,
     Memory,
     MemoryBreakdown,
     ModelInfo,
     Plan,
     Range,
-    StackAlternative,
     Requirements,
     ResolvedModel,
+    StackAlternative,
     Throughput,
     Time,
 )
@@ -82,7 +84,6 @@ from gpuwiz.core.parallel import (
     memory_table,
     shape_problem,
 )
-from gpuwiz.core.hardware import GpuRates, PerfEntry, rates_for
 from gpuwiz.core.ranges import RangeTable, around, bundled_ranges, group_keys, range_for
 from gpuwiz.core.schedule import WorkShape
 from gpuwiz.core.stacks import StackEntry, auto_stack
@@ -111,7 +112,7 @@ class QuickResult(NamedTuple):
     nodes: int
     gpus_per_node: int
     host_ram_gib: float  # per node (CPU offload)
-    detail: "_Detail"
+    detail: _Detail
 
 
 @dataclass(slots=True)
@@ -131,6 +132,10 @@ class _Detail:
     notes: list[str]
 
 
+# gpu_factor()'s (core efficiency, peak TFLOPS, note) + intra- and inter-node bandwidth (bytes/s)
+GpuFactors = tuple[float, float, str, float, float]
+
+
 @dataclass(slots=True)
 class Context:
     """Everything that depends only on the requirements (built once by ``prepare``)."""
@@ -141,7 +146,7 @@ class Context:
     mc: MemoryConsts
     cc: ComputeConsts
     pinned: Pinned
-    ckpts: tuple[str, ...]
+    ckpts: tuple[Checkpointing, ...]
     seq: int
     global_batch: int
     global_batch_defaulted: bool
@@ -159,21 +164,24 @@ class Context:
     calib_notes: list[str] = field(default_factory=list)
     _shape_cache: dict[tuple[int, ...], tuple[list[Shape], list[Row]]] = field(default_factory=dict)
     _host_cache: dict[tuple[str, int], float] = field(default_factory=dict)
-    _mem_cache: dict[tuple, tuple[MemParts, str]] = field(default_factory=dict)
-    _row_cache: dict[tuple, Row] = field(default_factory=dict)
-    _gpu_cache: dict[tuple[str, int], tuple] = field(default_factory=dict)
-    _mb_cap_fn: object = None
+    _mem_cache: dict[tuple[int, Shape, str, int, bool], tuple[MemParts, str]] = field(default_factory=dict)
+    _row_cache: dict[tuple[int, Shape], Row] = field(default_factory=dict)
+    _gpu_cache: dict[tuple[str, int], GpuFactors] = field(default_factory=dict)
+    _mb_cap_fn: Callable[[int], int] = field(init=False, repr=False)
     ranges: RangeTable | None = None  # cross-validated residual table (gpuwiz/data/ranges.yaml)
     stacks: dict[str, StackEntry] = field(default_factory=dict)
     perf: dict[str, PerfEntry] = field(default_factory=dict)
     cp: int = 1
     ep: int = 1
     vp: int = 1
-    _rel_cache: dict[tuple[str, Shape, str], dict] = field(default_factory=dict)
     stack_override: str | None = None  # estimate_from's stack alternatives: this stack instead of the configured one
+    _rel_cache: dict[tuple[str, Shape, str], dict[str, RelSpeed]] = field(default_factory=dict)
     _stack_cache: dict[tuple[str, Shape, str], tuple[StackEntry | None, str]] = field(default_factory=dict)
-    _mbt_memo: dict[tuple, float] = field(default_factory=dict)
+    _mbt_memo: dict[tuple[object, ...], float] = field(default_factory=dict)
     _relspeed: dict[tuple[str, str, str], RelSpeed] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._mb_cap_fn = lambda dp: _mb_cap(self, dp)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -271,7 +279,6 @@ def prepare(
         p_trainable=p_tr, goodput=good, headroom=float(req.deployment.headroom), eff=eff, notes=notes,
         gpus=catalog.gpu_map(),
     )
-    ctx._mb_cap_fn = lambda dp: _mb_cap(ctx, dp)
     ctx.ranges = bundled_ranges()
     ctx.stacks = catalog.stack_map
     ctx.perf = catalog.perf_map
@@ -292,7 +299,8 @@ def _work_shape(model: ResolvedModel, method: str, rank: int, precision: str, fl
         layers=int(model.layers), hidden=h, heads=heads, kv_heads=int(model.kv_heads or heads),
         head_dim=int(model.head_dim or h // heads), ffn=int(model.ffn or 4 * h), swiglu=model.mlp == "swiglu",
         vocab=int(model.vocab or 32000), seq=seq, experts=int(model.experts or 1), top_k=int(model.top_k or 1),
-        params_per_layer=float(blk), frozen=method in ("lora", "qlora"), lora_rank=rank if method in ("lora", "qlora") else 0,
+        params_per_layer=float(blk), frozen=method in ("lora", "qlora"),
+        lora_rank=rank if method in ("lora", "qlora") else 0,
         qlora=method == "qlora", act_bytes=4.0 if precision in ("fp32", "tf32") else 2.0, flash_requested=flash,
     )
 
@@ -336,10 +344,10 @@ def _rates(ctx: Context, g: GPU, prec: str, attention: str, own: bool = True) ->
     r = memo.get(key)
     if r is None:
         r = memo[key] = rates_for(ctx.perf, g, arch_key(g.architecture), prec, attention, own=own)
-    return r  # type: ignore[no-any-return]
+    return r
 
 
-def _op_kwargs(ctx: Context, g: GPU, s: Shape) -> dict:
+def _op_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
     """``rel`` for compute.step_time: the operator model's view of this GPU / precision / stack against the
     generation's reference GPU and the stack `auto` picks (empty: the efficiency model alone)."""
     if ctx.cc.work is None:
@@ -351,7 +359,7 @@ def _op_kwargs(ctx: Context, g: GPU, s: Shape) -> dict:
     return hit
 
 
-def _rel_kwargs(ctx: Context, g: GPU, s: Shape) -> dict:
+def _rel_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
     st, _ = _stack_for(ctx, g, s)
     ref_st = _auto(ctx, fp8=False, tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero, offload=s.offload,
                    method=ctx.req.training.method, vendor=g.vendor) or st
@@ -387,7 +395,8 @@ def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[str]:
     m = ctx.model
     if ctx.cp > 1:
         if count % (s.tp * s.pp * ctx.cp):
-            out.append(f"training.parallel.cp: {count} GPUs do not split into TP {s.tp} × PP {s.pp} × CP {ctx.cp} groups")
+            out.append(f"training.parallel.cp: {count} GPUs do not split into TP {s.tp} × PP {s.pp} × CP {ctx.cp} "
+                       "groups")
         if ctx.seq % (2 * ctx.cp):
             out.append(f"training.parallel.cp: sequence length {ctx.seq} is not a multiple of 2 × cp = {2 * ctx.cp} "
                        "(ring attention splits each sequence into 2·cp chunks)")
@@ -445,7 +454,8 @@ def _calibrate(ctx: Context) -> None:
     if ref is not None:
         raw_units = ref.detail.units_per_s_per_gpu
         if units is None:  # MFU given
-            target = cal.mfu  # type: ignore[assignment]
+            target = cal.mfu
+            assert target is not None  # a label and neither rate: the MFU
             raw_mfu = ref.mfu
             ctx.thr_scale = target / raw_mfu if raw_mfu > 0 else 1.0
         else:
@@ -455,6 +465,7 @@ def _calibrate(ctx: Context) -> None:
             f"(other GPUs and counts scaled by the same factor)")
     else:
         if units is None:
+            assert cal.mfu is not None  # a label and neither rate: the MFU
             ctx.thr_direct = -float(cal.mfu)  # negative marks "MFU given": converted per GPU in quick()
         else:
             ctx.thr_direct = units
@@ -509,7 +520,7 @@ LARGE_SCALE_GPUS = 256  # at this scale and model size the planner prefers Megat
 LARGE_SCALE_PARAMS = 100e9  # a model-parallel plan must be this much faster to replace the simpler ZeRO-3 plan
 
 
-def _step_units_per_s(ctx: Context, g: GPU, gf: tuple, ch: Choice, count: int, gpn: int, nodes: int) -> float:
+def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: int, gpn: int, nodes: int) -> float:
     core_gpu, peak, _, intra, inter = gf
     s = ch.shape
     dpd = max(1, ch.dp // ctx.cp)
@@ -519,7 +530,7 @@ def _step_units_per_s(ctx: Context, g: GPU, gf: tuple, ch: Choice, count: int, g
     return ch.mb * ga * dpd / st.step_s if st.step_s > 0 else 0.0
 
 
-def _fastest(ctx: Context, g: GPU, gf: tuple, table: list[Row], first: Choice, budget: float, count: int, gpn: int,
+def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choice, budget: float, count: int, gpn: int,
              nodes: int, host_budget: float, prefer_mp: bool = False) -> Choice:
     """At multi-node scale the simplest plan that fits (ZeRO-3 / FSDP) is often not what practitioners run:
     Megatron TP within the node + PP across nodes reaches ~45 % MFU on GPT-3 175B / 1024 A100 where FSDP's
@@ -719,7 +730,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     """Build the full ``Estimate`` from a prepared context (same arithmetic as ``quick``)."""
     q = quick(ctx, gpu, count, gpus_per_node)
     d = q.detail
-    g, ch, s, st, model, tr = d.gpu, d.choice, d.choice.shape, d.st, ctx.model, ctx.req.training
+    g, ch, s, model = d.gpu, d.choice, d.choice.shape, ctx.model
     scale = d.mem_scale
     m = d.mem
     bd = MemoryBreakdown(
@@ -741,8 +752,8 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     thr = Throughput(
         tokens_per_s_per_gpu=q.tokens_per_s_per_gpu, samples_per_s_per_gpu=q.samples_per_s_per_gpu, mfu=q.mfu,
         peak_tflops=d.peak_tflops, achieved_tflops=q.mfu * d.peak_tflops,
-        step_time_s=(ch.mb * d.ga * max(1, ch.dp // ctx.cp) * ctx.cc.units_per_sample) / (d.units_per_s_per_gpu * d.count)
-        if d.units_per_s_per_gpu > 0 else None,
+        step_time_s=(ch.mb * d.ga * max(1, ch.dp // ctx.cp) * ctx.cc.units_per_sample)
+        / (d.units_per_s_per_gpu * d.count) if d.units_per_s_per_gpu > 0 else None,
         range=rg.throughput,
     )
     time = Time(wall_hours=q.wall_hours, gpu_hours=q.gpu_hours,
@@ -867,7 +878,8 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
         base = ("NF4 ≈ 4.13 bits/param (QLoRA)" if tr.method == "qlora"
                 else f"{ctx.mc.frozen_bytes:g} B/param")
         out.append(f"{tr.method.upper() if tr.method == 'qlora' else 'LoRA'} r={tr.lora_rank} on all linear layers: "
-                   f"{fmt_params(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base {base}")
+                   f"{fmt_params(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base "
+                   f"{base}")
         out.append(f"adapters: {tr.precision} + {opt_name}, {w + gb + o:g} B per trainable param")
     else:
         regime = "pure 16-bit, no fp32 master copy " if pure else ("mixed precision " if w == 2 else "")

@@ -289,7 +289,7 @@ def _table(rows: list[Summary], title: str) -> list[str]:
     for s in rows:
         out.append(f"| {s.group} | {s.n} | {_a(s.median)} | {_a(s.p90)} | {s.bias * 100:+.0f}% | "
                    f"{_a(s.base_median)} | {_a(s.base_p90)} | {_verdict(s)} |")
-    return out + [""]
+    return [*out, ""]
 
 
 def render_md(res: LosoResult) -> list[str]:
@@ -323,8 +323,8 @@ def render_md(res: LosoResult) -> list[str]:
          f"`core.ranges.range_for`): {cov_t[0]}/{cov_t[1]} = **{_a(frac(cov_t))}** of published speeds and "
          f"{cov_m[0]}/{cov_m[1]} = **{_a(frac(cov_m))}** of published peaks fall inside.", "",
          "Targets (issue 11):", "",
-         f"- throughput + GPU-hours median ≤ 12 %, p90 ≤ 35 %: {met(tt.median <= TARGET_MEDIAN and tt.p90 <= TARGET_P90)}"
-         f" ({_a(tt.median)} / {_a(tt.p90)})",
+         "- throughput + GPU-hours median ≤ 12 %, p90 ≤ 35 %: "
+         f"{met(tt.median <= TARGET_MEDIAN and tt.p90 <= TARGET_P90)} ({_a(tt.median)} / {_a(tt.p90)})",
          f"- peak memory median ≤ 12 %: {met(mem.median <= TARGET_MEMORY_MEDIAN)} ({_a(mem.median)})",
          f"- no generation / family / stack group (n ≥ 5) worse than naive: {met(not worse)}"
          + (f" ({', '.join(worse)})" if worse else ""),
@@ -353,7 +353,7 @@ def render_md(res: LosoResult) -> list[str]:
         rc = "–" if f.recompute is None else f"{f.recompute:g}"
         fr = "–" if f.fragmentation is None else f"{f.fragmentation:g}"
         L.append(f"| {f.source[:90]} | {f.n} | {sc} | {rc} | {fr} |")
-    return L + [""]
+    return [*L, ""]
 
 
 def summary_json(res: LosoResult) -> dict[str, Any]:
