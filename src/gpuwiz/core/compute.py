@@ -276,6 +276,9 @@ class ComputeConsts:
     work: WorkShape | None = None  # the model as operators (token models with a known shape)
 
 
+MEMO_MAX = 200_000  # operator-time memo entries kept per catalog (cleared when full)
+
+
 @dataclass(frozen=True, slots=True)
 class RelSpeed:
     """What the operator model needs to carry the reference time to this GPU, precision and stack."""
@@ -289,8 +292,8 @@ class RelSpeed:
     cp: int = 1
     ep: int = 1
     vp: int = 1
-    # operator-model micro-batch times, shared by every RelSpeed of one estimate context (the plan search
-    # and the stack alternatives ask for the same ones often)
+    # operator-model micro-batch times, shared by every RelSpeed built from one catalog (the plan search,
+    # the stack alternatives and the next keystroke's estimate ask for the same ones)
     memo: dict[tuple[object, ...], float] = field(default_factory=dict)
     local: dict[tuple[int, int, int, str], float] = field(default_factory=dict)  # this RelSpeed's ratios
     # overlap: (dp, tp) as differences to the reference stack's (the efficiency model's own overlap was fitted
@@ -299,9 +302,11 @@ class RelSpeed:
 
     def _t(self, w: WorkShape, r: GpuRates, st: StackEntry, fp8: bool, units_mb: float, mb: int, tp: int, pp: int,
            ckpt: str) -> float:
-        key = (id(r), st.id, fp8, mb, tp, pp, ckpt, self.cp, self.ep)
+        key = (w, r, st.id, fp8, mb, tp, pp, ckpt, self.cp, self.ep)
         hit = self.memo.get(key)
         if hit is None:
+            if len(self.memo) > MEMO_MAX:
+                self.memo.clear()
             hit = microbatch_time(w, r, st, tokens=units_mb, tp=tp, cp=self.cp, ep=self.ep, layers=w.layers / pp,
                                   head=True, ckpt=ckpt, fp8=fp8).total_s
             self.memo[key] = hit

@@ -177,7 +177,6 @@ class Context:
     stack_override: str | None = None  # estimate_from's stack alternatives: this stack instead of the configured one
     _rel_cache: dict[tuple[str, Shape, str], dict[str, RelSpeed]] = field(default_factory=dict)
     _stack_cache: dict[tuple[str, Shape, str], tuple[StackEntry | None, str]] = field(default_factory=dict)
-    _mbt_memo: dict[tuple[object, ...], float] = field(default_factory=dict)
     _relspeed: dict[tuple[str, str, str], RelSpeed] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -372,6 +371,14 @@ def _rel_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
     return {"rel": rel}
 
 
+def _op_memo(ctx: Context) -> dict[tuple[object, ...], float]:
+    memo = ctx.catalog.derived
+    key = ("op-times",)
+    if key not in memo:
+        memo[key] = {}
+    return memo[key]  # type: ignore[no-any-return]
+
+
 def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry) -> RelSpeed:
     prec = ctx.req.training.precision
     fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
@@ -386,7 +393,7 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry) -> RelSp
                     ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
                     ref_stack=ref_st,
                     peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=ctx.cp, ep=ctx.ep,
-                    vp=ctx.vp, memo=ctx._mbt_memo, ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
+                    vp=ctx.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
 
 
 def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[str]:
