@@ -145,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE", help="write the Markdown report here")
     p.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists (never an input)")
     p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--ranges", metavar="FILE",
+                   help="also write the P10-P90 range table (src/gpuwiz/data/ranges.yaml) derived from the "
+                        "cross-validated residuals")
     _common(p)
 
     from gpuwiz.launch.targets import TARGETS
@@ -384,7 +387,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     try:
-        from gpuwiz.core.validation import run_validation
+        from gpuwiz.validation.harness import run_validation
     except ImportError:  # pragma: no cover - shipped with the calibration work
         from gpuwiz.core.errors import GpuwizError
 
@@ -392,8 +395,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     inputs = {"published runs file (--data)": args.data, "catalog overlay": args.catalog}
     if args.output:
         check_output(args.output, inputs, args.force)
+    if args.ranges:
+        check_output(args.ranges, inputs, args.force)
+    ranges: list[str] | None = [] if args.ranges else None
     try:
-        text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog)
+        text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog, ranges_out=ranges)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         if args.data is None or os.environ.get("GPUWIZ_DEBUG"):
             raise  # the bundled set failing is a bug: report it as one
@@ -402,6 +408,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise GpuwizError(f"{printable(args.data)}: an entry gpuwiz cannot read "
                           f"({type(exc).__name__}: {printable(' '.join(str(exc).split()))[:80]})") from None
     _write_out(text, args.output, inputs=inputs, force=args.force)
+    if ranges:
+        _write_out(ranges[0], args.ranges, inputs=inputs, force=args.force)
     return 0
 
 

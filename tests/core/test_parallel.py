@@ -87,3 +87,67 @@ def test_offload_is_last_resort_and_reports_host_ram(cat):
     e = estimate(req(model={"preset": "llama-2-13b"}), cat, "rtx-4090", 1)
     if e.feasible:
         assert e.plan.offload != "none" and e.memory.host_ram_gib > 100
+
+
+# ---- context / expert / virtual-pipeline parallelism (issue 11) ----------------------------------
+
+
+def _llama(par: dict, **tr) -> Requirements:
+    return Requirements.model_validate({
+        "model": {"preset": "llama-2-7b", "seq_len": 16384},
+        "training": {"method": "pretrain", "micro_batch": 1, "global_batch": 64, "activation_checkpointing": "full",
+                     "parallel": {"offload": "none", **par}, **tr},
+        "data": {"tokens": 1e10}})
+
+
+def test_context_parallel_splits_activations_and_sequences():
+    cat = load_catalog()
+    one = estimate(_llama({"zero_stage": 1, "tp": 1, "pp": 1}), cat, "h100-sxm", 8)
+    cp2 = estimate(_llama({"zero_stage": 1, "tp": 1, "pp": 1, "cp": 2}), cat, "h100-sxm", 8)
+    assert cp2.plan.cp == 2 and cp2.feasible
+    assert cp2.memory.breakdown.activations == pytest.approx(one.memory.breakdown.activations / 2, rel=1e-6)
+    # 4 data-parallel replicas instead of 8: twice the accumulation for the same global batch
+    assert cp2.plan.grad_accum == 2 * one.plan.grad_accum
+    # auto: the simplest stack that runs CP, and the estimate says so
+    assert cp2.plan.stack in ("deepspeed", "megatron", "torchtitan") and one.plan.stack == "pytorch"
+    assert any(a.startswith("stack: ") and "auto" in a for a in cp2.assumptions)
+
+
+def test_extra_dimensions_that_cannot_run_are_problems_in_words():
+    cat = load_catalog()
+    e = estimate(_llama({"zero_stage": 1, "tp": 1, "pp": 1, "ep": 2}), cat, "h100-sxm", 8)
+    assert not e.feasible and any("training.parallel.ep" in p and "mixture-of-experts" in p for p in e.problems)
+    e = estimate(_llama({"zero_stage": 1, "tp": 1, "pp": 1, "vp": 2}), cat, "h100-sxm", 8)
+    assert not e.feasible and any("training.parallel.vp" in p for p in e.problems)
+    e = estimate(_llama({"zero_stage": 1, "tp": 1, "pp": 1, "cp": 3}), cat, "h100-sxm", 8)
+    assert not e.feasible and any("training.parallel.cp" in p for p in e.problems)
+
+
+def test_interleaved_pipeline_shrinks_the_bubble():
+    cat = load_catalog()
+    base = {"zero_stage": 1, "tp": 2, "pp": 4}
+    plain = estimate(_llama(base), cat, "h100-sxm", 16)
+    inter = estimate(_llama({**base, "vp": 2}), cat, "h100-sxm", 16)
+    assert inter.plan.vp == 2 and inter.feasible
+    assert inter.time.wall_hours < plain.time.wall_hours
+
+
+def test_stack_that_cannot_run_the_layout_is_a_problem():
+    cat = load_catalog()
+    e = estimate(_llama({"zero_stage": 1, "tp": 2, "pp": 1}, stack="pytorch"), cat, "h100-sxm", 8)
+    assert not e.feasible and any(p.startswith("training.stack:") for p in e.problems)
+    ok = estimate(_llama({"zero_stage": 1, "tp": 2, "pp": 1}, stack="megatron"), cat, "h100-sxm", 8)
+    assert ok.feasible and ok.plan.stack == "megatron"
+    assert all(a.stack != "megatron" for a in ok.stack_alternatives)
+    assert {a.stack for a in ok.stack_alternatives} <= {"torchtitan", "mindspeed"}
+
+
+def test_planner_never_picks_a_pipeline_with_fewer_micro_batches_than_stages():
+    cat = load_catalog()
+    r = Requirements.model_validate({
+        "model": {"params_b": 175, "layers": 96, "hidden": 12288, "heads": 96, "seq_len": 2048},
+        "training": {"method": "pretrain", "global_batch": 1536}, "data": {"tokens": 3e11}})
+    for n in (512, 1024):
+        e = estimate(r, cat, "a100-80gb-sxm", n)
+        if e.plan.pp > 1:
+            assert e.plan.grad_accum >= e.plan.pp, (n, e.plan)

@@ -10,13 +10,15 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.hardware import PerfEntry
+from gpuwiz.core.stacks import StackEntry
 from gpuwiz.core.yamlio import LineMap, load_file, parse
 
 Segment = Literal["consumer", "workstation", "datacenter"]
@@ -318,6 +320,9 @@ class Catalog(BaseModel):
     network: list[NetworkOption]
     facility: dict[str, FacilityValue]
     export_controlled_countries: list[str] = Field(default_factory=lambda: ["CN", "HK", "MO"])
+    # issue 11: achieved hardware rates by architecture / GPU (core.hardware) and software stacks (core.stacks)
+    perf: list[PerfEntry] = Field(default_factory=list)
+    stacks: list[StackEntry] = Field(default_factory=list)
 
     # ---- lookups -------------------------------------------------------------------------------
     def gpu(self, gid: str) -> GPU:
@@ -338,6 +343,19 @@ class Catalog(BaseModel):
     def gpu_map(self) -> dict[str, GPU]:
         return {g.id: g for g in self.gpus}
 
+    @cached_property
+    def perf_map(self) -> dict[str, PerfEntry]:
+        return {p.id: p for p in self.perf}
+
+    @cached_property
+    def stack_map(self) -> dict[str, StackEntry]:
+        return {s.id: s for s in self.stacks}
+
+    @cached_property
+    def derived(self) -> dict[tuple[object, ...], Any]:
+        """Memo of values derived from this (immutable) catalog alone, e.g. a GPU's achieved rates."""
+        return {}
+
 
 def did_you_mean(word: str, choices: list[str]) -> str:
     import difflib
@@ -351,7 +369,7 @@ def did_you_mean(word: str, choices: list[str]) -> str:
 
 # ---- loading -------------------------------------------------------------------------------------
 
-_LISTS = ("gpus", "models", "cloud_instances", "storage", "network")
+_LISTS = ("gpus", "models", "cloud_instances", "storage", "network", "perf", "stacks")
 _PLATFORM_LISTS = ("cpus", "chassis", "memory")
 
 

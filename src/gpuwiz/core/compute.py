@@ -28,6 +28,9 @@ import math
 from dataclasses import dataclass, field
 
 from gpuwiz.core.catalog import GPU
+from gpuwiz.core.hardware import GpuRates
+from gpuwiz.core.schedule import WorkShape, microbatch_time
+from gpuwiz.core.stacks import StackEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,20 +187,23 @@ def static_model_factor(
     return f
 
 
-def gpu_factor(gpu: GPU, precision: str, e: EfficiencyParams = EFF) -> tuple[float, float, str]:
+def gpu_factor(gpu: GPU, precision: str, e: EfficiencyParams = EFF, op: bool = False) -> tuple[float, float, str]:
     """(core efficiency at the precision's peak, peak TFLOPS used, note) for a GPU -- before model factors.
 
-    fp8 is modelled as ``fp8_speedup`` × the bf16 tokens/s, so the efficiency relative to the fp8 peak is
-    ``base × speedup × bf16_peak / fp8_peak``.
+    Without the operator model (``op``): fp8 is ``fp8_speedup`` × the bf16 tokens/s and the segment factor
+    stands in for power limits. With it, the efficiency is the generation's (its reference GPU's) and
+    fp8, power limits and the GPU's own rates come in through ``step_time``'s ``rel`` ratio; for fp8 the
+    efficiency is quoted against the fp8 peak (``base × bf16_peak / fp8_peak`` before that ratio).
     """
     base = e.base_by_arch.get(arch_key(gpu.architecture), e.base_default)
-    base *= e.segment_factor.get(gpu.segment, 1.0)
+    if not op:
+        base *= e.segment_factor.get(gpu.segment, 1.0)
     note = ""
     if precision == "fp8":
         bf = gpu.peak_tflops("bf16")
         if gpu.fp8_tflops:
             peak = float(gpu.fp8_tflops)
-            return base * e.fp8_speedup * bf / peak, peak, ""
+            return base * (1.0 if op else e.fp8_speedup) * bf / peak, peak, ""
         return base, bf, f"{gpu.name} has no fp8 tensor cores: timed at its bf16/fp16 rate"
     peak = gpu.peak_tflops(precision)
     if precision in ("bf16", "fp16") and not gpu.supports(precision):
@@ -267,6 +273,54 @@ class ComputeConsts:
     w_comm_bytes: float  # bytes per parameter moved by a ZeRO-3 all-gather (16-bit weights, 0.52 QLoRA)
     g_comm_bytes: float  # bytes per gradient element reduced (2 mixed, 4 fp32)
     e: EfficiencyParams = EFF
+    work: WorkShape | None = None  # the model as operators (token models with a known shape)
+
+
+MEMO_MAX = 200_000  # operator-time memo entries kept per catalog (cleared when full)
+
+
+@dataclass(frozen=True, slots=True)
+class RelSpeed:
+    """What the operator model needs to carry the reference time to this GPU, precision and stack."""
+
+    rates: GpuRates  # this GPU at the training precision, with this stack's attention kernel
+    stack: StackEntry
+    ref_rates: GpuRates  # the generation's reference GPU (catalog perf reference_gpu), 16-bit
+    ref_stack: StackEntry  # the stack `auto` picks for the plan (what the efficiency model was fitted on)
+    peak_ratio: float = 1.0  # this GPU's / the reference GPU's peak at the precision the efficiency model uses
+    fp8: bool = False
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+    # operator-model micro-batch times, shared by every RelSpeed built from one catalog (the plan search,
+    # the stack alternatives and the next keystroke's estimate ask for the same ones)
+    memo: dict[tuple[object, ...], float] = field(default_factory=dict)
+    local: dict[tuple[int, int, int, str], float] = field(default_factory=dict)  # this RelSpeed's ratios
+    # overlap: (dp, tp) as differences to the reference stack's (the efficiency model's own overlap was fitted
+    # on runs of that stack), (pp, cp, ep) as the stack's own shares
+    ov: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
+
+    def _t(self, w: WorkShape, r: GpuRates, st: StackEntry, fp8: bool, units_mb: float, mb: int, tp: int, pp: int,
+           ckpt: str) -> float:
+        key = (w, r, st.id, fp8, mb, tp, pp, ckpt, self.cp, self.ep)
+        hit = self.memo.get(key)
+        if hit is None:
+            if len(self.memo) > MEMO_MAX:
+                self.memo.clear()
+            hit = microbatch_time(w, r, st, tokens=units_mb, tp=tp, cp=self.cp, ep=self.ep, layers=w.layers / pp,
+                                  head=True, ckpt=ckpt, fp8=fp8).total_s
+            self.memo[key] = hit
+        return hit
+
+    def ratio(self, w: WorkShape, units_mb: float, mb: int, tp: int, pp: int, ckpt: str) -> float:
+        """t_op(this) / t_op(reference) × peak ratio for one micro-batch."""
+        key = (mb, tp, pp, ckpt)
+        hit = self.local.get(key)
+        if hit is None:
+            ref = self._t(w, self.ref_rates, self.ref_stack, False, units_mb, mb, tp, pp, ckpt)
+            this = self._t(w, self.rates, self.stack, self.fp8, units_mb, mb, tp, pp, ckpt)
+            hit = self.local[key] = this / ref * self.peak_ratio if ref > 0 else 1.0
+        return hit
 
 
 @dataclass(slots=True)
@@ -283,9 +337,14 @@ class StepTime:
 def step_time(
     cc: ComputeConsts, gpu: GPU, core_gpu: float, peak_tflops: float, count: int, gpn: int, nodes: int,
     dp: int, tp: int, pp: int, zero: int, offload: str, mb: int, ga: int, ckpt: str,
-    intra: float | None = None, inter: float | None = None,
+    intra: float | None = None, inter: float | None = None, *, rel: RelSpeed | None = None,
 ) -> StepTime:
-    """Seconds per optimizer step: compute + pipeline bubble + exposed communication + offload."""
+    """Seconds per optimizer step: compute + pipeline bubble + exposed communication + offload.
+
+    The efficiency model gives the micro-batch time on the generation's reference GPU and stack; with
+    ``rel`` (token models with a known shape) the operator-level model carries it to this GPU, precision
+    and stack: efficiency = efficiency_reference × [t_op(reference) · peak_reference] / [t_op(this) · peak]
+    (core.schedule), i.e. t = t_efficiency-model × t_op(this) / t_op(reference) × peak / peak_reference."""
     e = cc.e
     core = core_gpu * cc.static_factor
     if nodes > 1:
@@ -293,11 +352,25 @@ def step_time(
     core = min(core, e.max_core)
     peak = peak_tflops * 1e12
     mp = tp * pp
+    cp = rel.cp if rel else 1
     units_mb = mb * cc.units_per_sample
     flops = cc.model_flops_per_unit + e.recompute_time_factor * (cc.hw_flops_per_unit[ckpt] - cc.model_flops_per_unit)
-    t_mb = units_mb * flops / mp / (peak * core)
+    t_mb = units_mb * flops / mp / max(1, cp) / (peak * core)
+    dp_ov, tp_ov, pp_ov, cp_ov, ep_ov = e.dp_overlap, e.tp_overlap, 0.0, 0.0, 0.0
+    vp = 1
+    if rel is not None and cc.work is not None:
+        t_mb *= rel.ratio(cc.work, units_mb, mb, tp, pp, ckpt)  # the peak ratio is already in t_mb
+        d_dp, d_tp, pp_ov, cp_ov, ep_ov = rel.ov
+        if d_dp:
+            dp_ov = min(1.0, max(0.0, dp_ov + d_dp))
+        if d_tp:
+            tp_ov = min(1.0, max(0.0, tp_ov + d_tp))
+        vp = rel.vp
+        core = units_mb * flops / mp / max(1, cp) / (t_mb * peak) if t_mb > 0 else core
     compute = t_mb * ga
-    bubble = t_mb * (pp - 1) if pp > 1 else 0.0  # 1F1B: (p - 1)/m of the ideal time (Narayanan 2021 §2.2)
+    # 1F1B: (p - 1) micro-batch slots idle per step (Narayanan 2021 §2.2); interleaved with v virtual
+    # stages per rank: (p - 1)/v (Narayanan 2021 §2.2.2)
+    bubble = t_mb * (pp - 1) / max(1, vp) if pp > 1 else 0.0
 
     if intra is None:
         intra = intra_node_bw(gpu, gpn, e)[0]
@@ -312,12 +385,12 @@ def step_time(
             # per micro-batch: all-gather params (fwd + bwd) + reduce-scatter grads = 1.5x DDP volume (ZeRO §7)
             t = (2 * allgather_time(cc.w_comm_bytes * p_mp, dp, dp_bw)
                  + allgather_time(cc.g_comm_bytes * tr_mp, dp, dp_bw))
-            dp_comm = ga * max(0.0, t - e.dp_overlap * t_mb)
+            dp_comm = ga * max(0.0, t - dp_ov * t_mb)
         else:
             # once per step: gradient all-reduce (ZeRO-1/2: reduce-scatter + all-gather, same volume),
             # overlapped with the backward pass (2/3 of the last micro-batch)
             t = allreduce_time(cc.g_comm_bytes * tr_mp, dp, dp_bw)
-            dp_comm = max(0.0, t - e.dp_overlap * (2.0 / 3.0) * t_mb)
+            dp_comm = max(0.0, t - dp_ov * (2.0 / 3.0) * t_mb)
     tp_comm = 0.0
     if tp > 1 and cc.is_token:
         # Megatron: 2 all-reduces forward + 2 backward per layer of s·b·h 16-bit activations (§3 of
@@ -325,7 +398,26 @@ def step_time(
         n_ar = 6 if ckpt == "full" else 4
         bw = intra if tp <= gpn else inter
         per = allreduce_time(2.0 * units_mb * cc.hidden, tp, bw)
-        tp_comm = ga * (cc.layers / pp) * n_ar * per * (1.0 - e.tp_overlap)
+        tp_comm = ga * (cc.layers / pp) * n_ar * per * (1.0 - tp_ov)
+    if rel is not None and cc.work is not None:
+        w = cc.work
+        assert w is not None
+        tok = units_mb / max(1, cp)
+        if pp > 1:  # p2p: activations forward, their gradients backward, per micro-batch and stage boundary
+            bw = intra if gpn >= tp * pp else inter
+            tp_comm += ga * 2 * (2.0 * tok * cc.hidden / tp) / bw * (1.0 - pp_ov)
+        if cp > 1:  # ring attention: K and V chunks travel cp - 1 hops per layer, forward and backward
+            bw = intra if tp * cp <= gpn else inter
+            kv = 2.0 * tok * w.kv_heads * w.head_dim / tp * 2.0
+            tp_comm += ga * (cc.layers / pp) * 3 * kv * (cp - 1) / bw * (1.0 - cp_ov)
+        ep = rel.ep if rel else 1
+        if ep > 1 and w.experts > 1:  # all-to-all dispatch + combine, forward and backward
+            bw = intra if tp * ep <= gpn else inter
+            a2a = 2.0 * tok * w.top_k * cc.hidden * 2.0 * (ep - 1) / ep
+            tp_comm += ga * (cc.layers / pp) * 3 * a2a / bw * (1.0 - ep_ov)
+        if pp > 1 and vp > 1:  # interleaving multiplies the p2p traffic by vp
+            tp_comm += ga * (vp - 1) * 2 * (2.0 * tok * cc.hidden / tp) / (intra if gpn >= tp * pp else inter) \
+                * (1.0 - pp_ov)
     off = 0.0
     if offload != "none":
         pcie = _PCIE_GBPS.get(gpu.pcie_gen, 31.5) * 1e9 * e.pcie_eff

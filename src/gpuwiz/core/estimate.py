@@ -27,15 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from typing import NamedTuple
 
-from gpuwiz.core.arch import fmt_params, largest_layer_params, lora_params, resolve_model
+from gpuwiz.core.arch import block_params, fmt_params, largest_layer_params, lora_params, resolve_model
 from gpuwiz.core.catalog import GPU, Catalog, did_you_mean
 from gpuwiz.core.compute import (
     EFF,
     ComputeConsts,
     EfficiencyParams,
+    RelSpeed,
     StepTime,
+    arch_key,
     gpu_factor,
     hardware_flops_per_token,
     inter_node_bw,
@@ -45,6 +48,7 @@ from gpuwiz.core.compute import (
     step_time,
 )
 from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.hardware import GpuRates, PerfEntry, rates_for
 from gpuwiz.core.memory import (
     PARAMS,
     MemoryConsts,
@@ -62,8 +66,10 @@ from gpuwiz.core.models import (
     MemoryBreakdown,
     ModelInfo,
     Plan,
+    Range,
     Requirements,
     ResolvedModel,
+    StackAlternative,
     Throughput,
     Time,
 )
@@ -78,6 +84,9 @@ from gpuwiz.core.parallel import (
     memory_table,
     shape_problem,
 )
+from gpuwiz.core.ranges import RangeTable, around, bundled_ranges, group_keys, range_for
+from gpuwiz.core.schedule import WorkShape
+from gpuwiz.core.stacks import StackEntry, auto_stack
 from gpuwiz.core.units import GIB
 
 TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
@@ -159,6 +168,16 @@ class Context:
     _row_cache: dict[tuple[int, Shape], Row] = field(default_factory=dict)
     _gpu_cache: dict[tuple[str, int], GpuFactors] = field(default_factory=dict)
     _mb_cap_fn: Callable[[int], int] = field(init=False, repr=False)
+    ranges: RangeTable | None = None  # cross-validated residual table (gpuwiz/data/ranges.yaml)
+    stacks: dict[str, StackEntry] = field(default_factory=dict)
+    perf: dict[str, PerfEntry] = field(default_factory=dict)
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+    stack_override: str | None = None  # estimate_from's stack alternatives: this stack instead of the configured one
+    _rel_cache: dict[tuple[str, Shape, str], dict[str, RelSpeed]] = field(default_factory=dict)
+    _stack_cache: dict[tuple[str, Shape, str], tuple[StackEntry | None, str]] = field(default_factory=dict)
+    _relspeed: dict[tuple[str, str, str], RelSpeed] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._mb_cap_fn = lambda dp: _mb_cap(self, dp)
@@ -207,6 +226,7 @@ def prepare(
         is_token=model.is_token_model, units_per_sample=units_per_sample, model_flops_per_unit=mflops,
         hw_flops_per_unit=hw, static_factor=static, layers=L, hidden=h, seq=seq, p_total=model.params_total,
         p_trainable=p_tr, w_comm_bytes=mc.frozen_bytes if lora else w_b, g_comm_bytes=g_b, e=eff,
+        work=_work_shape(model, tr.method, tr.lora_rank, tr.precision, tr.flash_attention, seq),
     )
 
     # Data → total tokens / samples
@@ -258,8 +278,146 @@ def prepare(
         p_trainable=p_tr, goodput=good, headroom=float(req.deployment.headroom), eff=eff, notes=notes,
         gpus=catalog.gpu_map(),
     )
+    ctx.ranges = bundled_ranges()
+    ctx.stacks = catalog.stack_map
+    ctx.perf = catalog.perf_map
+    if par is not None:
+        ctx.cp, ctx.ep, ctx.vp = int(par.cp or 1), int(par.ep or 1), int(par.vp or 1)
     _calibrate(ctx)
     return ctx
+
+
+def _work_shape(model: ResolvedModel, method: str, rank: int, precision: str, flash: bool,
+                seq: int) -> WorkShape | None:
+    """The model as operators for core.schedule (token models with a known shape; None otherwise)."""
+    if not (model.is_token_model and model.layers and model.hidden and model.heads):
+        return None
+    h, heads = int(model.hidden), int(model.heads)
+    blk, _ = block_params(model)
+    return WorkShape(
+        layers=int(model.layers), hidden=h, heads=heads, kv_heads=int(model.kv_heads or heads),
+        head_dim=int(model.head_dim or h // heads), ffn=int(model.ffn or 4 * h), swiglu=model.mlp == "swiglu",
+        vocab=int(model.vocab or 32000), seq=seq, experts=int(model.experts or 1), top_k=int(model.top_k or 1),
+        params_per_layer=float(blk), frozen=method in ("lora", "qlora"),
+        lora_rank=rank if method in ("lora", "qlora") else 0,
+        qlora=method == "qlora", act_bytes=4.0 if precision in ("fp32", "tf32") else 2.0, flash_requested=flash,
+    )
+
+
+def _stack_for(ctx: Context, g: GPU, s: Shape) -> tuple[StackEntry | None, str]:
+    """The stack this plan runs on and why: the one configured, else the simplest that supports the plan."""
+    key = (g.vendor, s, ctx.stack_override or "")
+    hit = ctx._stack_cache.get(key)
+    if hit is None:
+        hit = ctx._stack_cache[key] = _pick_stack(ctx, g, s)
+    return hit
+
+
+def _auto(ctx: Context, **plan: object) -> StackEntry | None:
+    memo = ctx.catalog.derived
+    key = ("auto-stack", *sorted(plan.items()))
+    if key not in memo:
+        memo[key] = auto_stack(ctx.stacks, **plan)
+    return memo[key]  # type: ignore[no-any-return]
+
+
+def _pick_stack(ctx: Context, g: GPU, s: Shape) -> tuple[StackEntry | None, str]:
+    want = ctx.stack_override or ctx.req.training.stack
+    fp8 = ctx.req.training.precision == "fp8"
+    plan = dict(tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero, offload=s.offload,
+                method=ctx.req.training.method, vendor=g.vendor)
+    if want != "auto":
+        st = ctx.stacks.get(want)
+        return st, "as configured"
+    st = _auto(ctx, fp8=fp8, **plan)
+    if st is None and fp8:
+        st = _auto(ctx, fp8=False, **plan)
+    why = "auto: the simplest stack that runs " + ("this layout" if (s.tp, s.pp, ctx.cp, ctx.ep) == (1, 1, 1, 1)
+                                                   else "TP/PP/CP/EP") + (" with an FP8 recipe" if fp8 else "")
+    return st, why
+
+
+def _rates(ctx: Context, g: GPU, prec: str, attention: str, own: bool = True) -> GpuRates:
+    memo = ctx.catalog.derived
+    key = ("rates", g.id, prec, attention, own)
+    r = memo.get(key)
+    if r is None:
+        r = memo[key] = rates_for(ctx.perf, g, arch_key(g.architecture), prec, attention, own=own)
+    return r
+
+
+def _op_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
+    """``rel`` for compute.step_time: the operator model's view of this GPU / precision / stack against the
+    generation's reference GPU and the stack `auto` picks (empty: the efficiency model alone)."""
+    if ctx.cc.work is None:
+        return {}
+    key = (g.id, s, ctx.stack_override or "")
+    hit = ctx._rel_cache.get(key)
+    if hit is None:
+        hit = ctx._rel_cache[key] = _rel_kwargs(ctx, g, s)
+    return hit
+
+
+def _rel_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
+    st, _ = _stack_for(ctx, g, s)
+    ref_st = _auto(ctx, fp8=False, tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero, offload=s.offload,
+                   method=ctx.req.training.method, vendor=g.vendor) or st
+    if st is None or ref_st is None:
+        return {}
+    key = (g.id, st.id, ref_st.id)
+    rel = ctx._relspeed.get(key)
+    if rel is None:
+        rel = ctx._relspeed[key] = _relspeed(ctx, g, st, ref_st)
+    return {"rel": rel}
+
+
+def _op_memo(ctx: Context) -> dict[tuple[object, ...], float]:
+    memo = ctx.catalog.derived
+    key = ("op-times",)
+    if key not in memo:
+        memo[key] = {}
+    return memo[key]  # type: ignore[no-any-return]
+
+
+def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry) -> RelSpeed:
+    prec = ctx.req.training.precision
+    fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
+    entry = ctx.perf.get(arch_key(g.architecture))
+    ref_g = ctx.gpus.get(entry.reference_gpu or "") if entry is not None else None
+    rg = ref_g or g
+    ref_prec = "bf16" if prec == "fp8" else prec
+    o, r = st.overlap, ref_st.overlap
+    return RelSpeed(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
+                    # the reference's rates from its generation's entry alone: a per-GPU (overlay) entry on the
+                    # reference GPU itself then still moves that GPU's estimate
+                    ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
+                    ref_stack=ref_st,
+                    peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=ctx.cp, ep=ctx.ep,
+                    vp=ctx.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
+
+
+def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[str]:
+    """Why a configured cp / ep / vp cannot run this layout, in words (training.parallel.cp/ep/vp)."""
+    out: list[str] = []
+    m = ctx.model
+    if ctx.cp > 1:
+        if count % (s.tp * s.pp * ctx.cp):
+            out.append(f"training.parallel.cp: {count} GPUs do not split into TP {s.tp} × PP {s.pp} × CP {ctx.cp} "
+                       "groups")
+        if ctx.seq % (2 * ctx.cp):
+            out.append(f"training.parallel.cp: sequence length {ctx.seq} is not a multiple of 2 × cp = {2 * ctx.cp} "
+                       "(ring attention splits each sequence into 2·cp chunks)")
+    if ctx.ep > 1:
+        if not m.experts or m.experts < 2:
+            out.append("training.parallel.ep: expert parallelism needs a mixture-of-experts model (model.experts)")
+        elif m.experts % ctx.ep:
+            out.append(f"training.parallel.ep: {m.experts} experts do not split evenly over ep = {ctx.ep}")
+    if ctx.vp > 1:
+        if s.pp <= 1:
+            out.append("training.parallel.vp: virtual pipeline stages need pipeline parallelism (pp > 1)")
+        elif (m.layers or 0) % (s.pp * ctx.vp):
+            out.append(f"training.parallel.vp: {m.layers} layers do not split into pp × vp = {s.pp * ctx.vp} stages")
+    return out
 
 
 def _calibrate(ctx: Context) -> None:
@@ -387,10 +545,11 @@ LARGE_SCALE_PARAMS = 100e9  # a model-parallel plan must be this much faster to 
 def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: int, gpn: int, nodes: int) -> float:
     core_gpu, peak, _, intra, inter = gf
     s = ch.shape
-    ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
+    dpd = max(1, ch.dp // ctx.cp)
+    ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
     st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
-                   ch.ckpt, intra, inter)
-    return ch.mb * ga * ch.dp / st.step_s if st.step_s > 0 else 0.0
+                   ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+    return ch.mb * ga * dpd / st.step_s if st.step_s > 0 else 0.0
 
 
 def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choice, budget: float, count: int, gpn: int,
@@ -416,6 +575,8 @@ def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choi
         c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_budget)
         if not c.fits:
             continue
+        if sh.pp > 1 and -(-ctx.global_batch // (c.mb * c.dp)) < sh.pp:
+            continue  # fewer micro-batches than pipeline stages: most of the pipeline would idle (1F1B needs m >= p)
         ups = _step_units_per_s(ctx, g, gf, c, count, gpn, nodes)
         if ups > mp_ups:
             mp_best, mp_ups = c, ups
@@ -447,6 +608,18 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache))
         ctx._shape_cache[key] = cached
     shapes, table = cached
+    want = ctx.stack_override or ctx.req.training.stack
+    if want != "auto" and want in ctx.stacks:
+        # a configured stack: only the layouts it runs (e.g. no TP/PP on plain PyTorch, one GPU on Unsloth)
+        pin = ctx.stacks[want]
+        ok = [r for r in table if pin.supports(tp=r[0].tp, pp=r[0].pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=r[0].zero,
+                                             offload=r[0].offload, method=ctx.req.training.method,
+                                             vendor=g.vendor)]
+        if not ok:
+            problems.append(f"training.stack: {pin.name} runs none of the layouts {count}× {g.name} needs "
+                            f"(it supports: {', '.join(pin.parallel) or 'one GPU only'})")
+        else:
+            table = ok
     if ctx.pinned.any_layout:
         bad = shape_problem(shapes[0], count, model.heads or 1, model.layers or 1, gpn, nvlink_tp > 1)
         if bad:
@@ -459,7 +632,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     gkey = (g.id, gpn)
     gf = ctx._gpu_cache.get(gkey)
     if gf is None:
-        gf = (*gpu_factor(g, ctx.req.training.precision, ctx.eff), intra_node_bw(g, gpn, ctx.eff)[0],
+        gf = (*gpu_factor(g, ctx.req.training.precision, ctx.eff, op=ctx.cc.work is not None),
+              intra_node_bw(g, gpn, ctx.eff)[0],
               inter_node_bw(g, gpn, ctx.eff)[0])
         ctx._gpu_cache[gkey] = gf
     host_pg = host_gib * GIB / gpn
@@ -482,11 +656,18 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
             ch = _fastest(ctx, g, gf, table, ch, budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
                           else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large)
     s = ch.shape
-    ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
+    problems += _extra_dim_problems(ctx, s, count)
+    dpd = max(1, ch.dp // ctx.cp)  # data-parallel replicas: a CP group shares each micro-batch's sequences
+    ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
+    if s.pp > 1 and ga < s.pp:
+        notes.append(f"pipeline: {ga} micro-batch(es) per step for {s.pp} stages -- most of the pipeline idles; "
+                     "raise training.global_batch or lower the micro-batch")
     mkey = (count, s, ch.ckpt, ch.mb, ga <= 1)
     hit = ctx._mem_cache.get(mkey)
     if hit is None:
         mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt, ga)
+        if ctx.cp > 1:  # each GPU of a CP group holds 1/cp of every sequence's activations
+            mem = dc_replace(mem, activations=mem.activations / ctx.cp)
         plan_s = f"{s.framework(count)}, mb {ch.mb}, ckpt {ch.ckpt}"
         ctx._mem_cache[mkey] = (mem, plan_s)
     else:
@@ -517,8 +698,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     if pnote:
         notes.append(pnote)
     st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
-                   ch.mb, ga, ch.ckpt, intra, inter)
-    units_step = ch.mb * ga * ch.dp * ctx.cc.units_per_sample
+                   ch.mb, ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+    units_step = ch.mb * ga * dpd * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:
         if ctx.thr_direct < 0:  # calibrated MFU
@@ -579,30 +760,129 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
         activations=m.activations / GIB * scale, overhead=m.overhead / GIB * scale,
     )
     usable = q.capacity_gib * (1 - ctx.headroom)
+    rg = _ranges(ctx, q)
     memory = Memory(
         per_gpu_gib=q.per_gpu_gib, capacity_gib=q.capacity_gib, usable_gib=usable, breakdown=bd, fits=q.fits,
         headroom_frac=1 - q.per_gpu_gib / q.capacity_gib, host_ram_gib=q.host_ram_gib,
+        per_gpu_gib_range=rg.memory, p90_exceeds_capacity=rg.memory is not None and rg.memory.high > q.capacity_gib,
     )
     plan = Plan(
         gpus=d.count, gpus_per_node=d.gpn, nodes=d.nodes, dp=ch.dp, tp=s.tp, pp=s.pp, zero_stage=s.zero,
         offload=s.offload, micro_batch=ch.mb, grad_accum=d.ga, activation_checkpointing=ch.ckpt,
-        framework=s.framework(d.count),
+        framework=s.framework(d.count), stack=_stack_name(ctx, g, s), cp=ctx.cp, ep=ctx.ep, vp=ctx.vp,
     )
     thr = Throughput(
         tokens_per_s_per_gpu=q.tokens_per_s_per_gpu, samples_per_s_per_gpu=q.samples_per_s_per_gpu, mfu=q.mfu,
         peak_tflops=d.peak_tflops, achieved_tflops=q.mfu * d.peak_tflops,
-        step_time_s=(ch.mb * d.ga * ch.dp * ctx.cc.units_per_sample) / (d.units_per_s_per_gpu * d.count)
-        if d.units_per_s_per_gpu > 0 else None,
+        step_time_s=(ch.mb * d.ga * max(1, ch.dp // ctx.cp) * ctx.cc.units_per_sample)
+        / (d.units_per_s_per_gpu * d.count) if d.units_per_s_per_gpu > 0 else None,
+        range=rg.throughput,
     )
     time = Time(wall_hours=q.wall_hours, gpu_hours=q.gpu_hours,
-                total_pflop=ctx.total_units * ctx.cc.model_flops_per_unit / 1e15)
+                total_pflop=ctx.total_units * ctx.cc.model_flops_per_unit / 1e15,
+                wall_hours_range=rg.wall_hours, gpu_hours_range=rg.gpu_hours)
     info = ModelInfo(name=model.name, family=model.family, params_total=model.params_total,
                      params_active=model.params_active, params_trainable=ctx.p_trainable)
     return Estimate(
         gpu=g.id, gpu_name=g.name, model=info, memory=memory, plan=plan, throughput=thr, time=time,
         feasible=q.fits and not d.problems, problems=list(d.problems),
-        assumptions=_assumptions(ctx, q),
+        assumptions=_assumptions(ctx, q) + _stack_notes(ctx, g, s) + rg.notes, range_basis=rg.basis,
+        cost_multipliers=rg.cost, stack_alternatives=_stack_alternatives(ctx, q),
     )
+
+
+def _stack_name(ctx: Context, g: GPU, s: Shape) -> str:
+    st, _ = _stack_for(ctx, g, s)
+    return st.id if st is not None else ("pytorch" if ctx.req.training.stack == "auto" else ctx.req.training.stack)
+
+
+def _stack_notes(ctx: Context, g: GPU, s: Shape) -> list[str]:
+    st, why = _stack_for(ctx, g, s)
+    if st is None:
+        return []
+    out = [f"stack: {st.name} ({why})"]
+    if ctx.req.training.precision == "fp8" and (st.fp8 == "none" or not g.fp8_tflops):
+        out.append(f"fp8: {st.name if st.fp8 == 'none' else g.name} has no FP8 "
+                   f"{'recipe' if st.fp8 == 'none' else 'tensor cores'}: timed at bf16")
+    return out
+
+
+def _stack_alternatives(ctx: Context, q: QuickResult) -> list[StackAlternative]:
+    """The same run -- same plan -- on each other stack that runs its layout (the operator model's view)."""
+    d = q.detail
+    if ctx.cc.work is None or q.wall_hours <= 0 or ctx.thr_direct is not None or d.st.step_s <= 0:
+        return []
+    g, ch, s = d.gpu, d.choice, d.choice.shape
+    current = _stack_name(ctx, g, s)
+    core_gpu, peak, _, intra, inter = ctx._gpu_cache[(g.id, d.gpn)]
+    out: list[StackAlternative] = []
+    saved = ctx.stack_override
+    try:
+        for sid, st in ctx.stacks.items():
+            if sid == current or not st.supports(tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero,
+                                                 offload=s.offload, method=ctx.req.training.method, vendor=g.vendor):
+                continue
+            ctx.stack_override = sid
+            alt = step_time(ctx.cc, g, core_gpu, peak, d.count, d.gpn, d.nodes, ch.dp, s.tp, s.pp, s.zero,
+                            s.offload, ch.mb, d.ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+            if alt.step_s <= 0:
+                continue
+            f = alt.step_s / d.st.step_s
+            out.append(StackAlternative(stack=sid, name=st.name, wall_hours=q.wall_hours * f, gpu_hours=q.gpu_hours * f,
+                                        units_per_s_per_gpu=d.units_per_s_per_gpu / f, feasible=q.fits,
+                                        change=f - 1.0))
+    finally:
+        ctx.stack_override = saved
+    return sorted(out, key=lambda a: a.wall_hours)
+
+
+@dataclass(slots=True)
+class _Ranges:
+    throughput: Range | None = None
+    wall_hours: Range | None = None
+    gpu_hours: Range | None = None
+    memory: Range | None = None
+    cost: Range | None = None  # multipliers on the cost per run
+    basis: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
+    """P10-P90 ranges from the cross-validated residuals of the matching groups (core.ranges)."""
+    out = _Ranges()
+    tbl = ctx.ranges
+    if tbl is None:
+        return out
+    d = q.detail
+    keys = group_keys(generation=arch_key(d.gpu.architecture), family=ctx.model.family,
+                      stack=_stack_name(ctx, d.gpu, d.choice.shape),
+                      gpus=d.count)
+    basis: list[str] = []
+    calibrated_speed = ctx.thr_direct is not None or ctx.thr_scale != 1.0
+    sp = range_for(tbl, "throughput", keys) if not calibrated_speed else None
+    if sp is not None:
+        head = q.tokens_per_s_per_gpu if q.tokens_per_s_per_gpu is not None else q.samples_per_s_per_gpu
+        if head:
+            out.throughput = around(head, sp)
+        if q.wall_hours > 0:
+            out.wall_hours = around(q.wall_hours, sp, inverse=True)
+            out.gpu_hours = around(q.gpu_hours, sp, inverse=True)
+        out.cost = Range(low=1.0 / sp.p90, high=1.0 / sp.p10)
+        basis.append(f"speed: {sp.basis}")
+    mp = range_for(tbl, "memory", keys) if ctx.mem_scale == 1.0 else None
+    if mp is not None:
+        out.memory = around(q.per_gpu_gib, mp)
+        basis.append(f"memory: {mp.basis}")
+        if out.memory.high > q.capacity_gib and q.fits:
+            out.notes.append(
+                f"memory risk: the P90 end of the range ({out.memory.high:.1f} GiB) is above the card's "
+                f"{q.capacity_gib:g} GiB (fits is decided at the point estimate, {q.per_gpu_gib:.1f} GiB)")
+    if basis:
+        out.basis = "; ".join(basis)
+        out.notes.append("P10-P90 ranges from leave-one-source-out residuals of published runs -- " + out.basis)
+    return out
+
+
 
 
 def _assumptions(ctx: Context, q: QuickResult) -> list[str]:

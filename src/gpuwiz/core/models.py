@@ -31,6 +31,9 @@ Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
 Optimizer = Literal["adamw", "adamw-8bit", "sgd"]
 Checkpointing = Literal["none", "selective", "full"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
+# Training software stack (issue 11): what each fuses, overlaps and supports is data (catalog.yaml `stacks:`)
+Stack = Literal["auto", "pytorch", "hf-trainer", "deepspeed", "llm-foundry", "torchtitan", "megatron", "unsloth",
+                "mindspeed"]
 DeployMode = Literal["rent", "buy", "either"]
 Objective = Literal["cheapest", "fastest", "perf-per-watt"]
 Sensitivity = Literal["public", "internal", "confidential", "regulated"]
@@ -109,6 +112,11 @@ class ParallelSpec(_Strict):
     tp: HumanInt | None = Field(None, ge=1, le=1024)
     pp: HumanInt | None = Field(None, ge=1, le=1024)
     offload: Offload | None = None
+    # issue 11: context parallel (ring attention over the sequence), expert parallel (MoE experts spread
+    # over ranks), virtual pipeline stages per rank (interleaved 1F1B)
+    cp: HumanInt | None = Field(None, ge=1, le=1024)
+    ep: HumanInt | None = Field(None, ge=1, le=1024)
+    vp: HumanInt | None = Field(None, ge=1, le=64)
 
 
 class TrainingSpec(_Strict):
@@ -131,6 +139,8 @@ class TrainingSpec(_Strict):
     # Activation offloading: the checkpointed layer inputs go to host memory (torchtune
     # enable_activation_offloading, Megatron/DeepSpeed cpu_checkpointing); only with full checkpointing.
     activation_offload: bool = False
+    # The software stack the run uses (issue 11); `auto` picks what the plan needs and says so
+    stack: Stack = "auto"
 
 
 class DataSpec(_Strict):
@@ -331,6 +341,8 @@ class Memory(BaseModel):
     fits: bool
     headroom_frac: float  # free fraction of capacity left by the estimate (can be negative)
     host_ram_gib: float = 0.0  # pinned host memory needed by CPU offload (per node)
+    per_gpu_gib_range: Range | None = None  # P10-P90; "fits" is decided at the point (P50) estimate
+    p90_exceeds_capacity: bool = False  # the P90 end of the range is above the card's memory
 
 
 class Plan(BaseModel):
@@ -347,6 +359,32 @@ class Plan(BaseModel):
     grad_accum: int = 1
     activation_checkpointing: Checkpointing = "none"
     framework: str = "PyTorch DDP"
+    # issue 11: the stack assumed (never "auto": the one auto picked) and the extra parallel dimensions
+    stack: str = "pytorch"
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+
+
+class Range(BaseModel):
+    """A P10-P90 range around a point estimate (from the cross-validated residuals, core.ranges)."""
+
+    model_config = ConfigDict(frozen=True)
+    low: float
+    high: float
+
+
+class StackAlternative(BaseModel):
+    """The same run on another stack that supports it."""
+
+    model_config = ConfigDict(frozen=True)
+    stack: str
+    name: str
+    wall_hours: float
+    gpu_hours: float
+    units_per_s_per_gpu: float  # tokens/s (token models) or samples/s per GPU
+    feasible: bool
+    change: float  # wall-time ratio against the assumed stack − 1 (−0.3 = 30 % faster)
 
 
 class Throughput(BaseModel):
@@ -357,6 +395,7 @@ class Throughput(BaseModel):
     peak_tflops: float  # per GPU, dense, at the training precision
     achieved_tflops: float  # per GPU, model FLOPs
     step_time_s: float | None = None
+    range: Range | None = None  # P10-P90 of the headline per-GPU figure (tokens/s, else samples/s)
 
 
 class Time(BaseModel):
@@ -364,6 +403,8 @@ class Time(BaseModel):
     wall_hours: float
     gpu_hours: float
     total_pflop: float  # model FLOPs of one run, in 1e15
+    wall_hours_range: Range | None = None  # P10-P90
+    gpu_hours_range: Range | None = None
 
 
 class Estimate(BaseModel):
@@ -378,6 +419,10 @@ class Estimate(BaseModel):
     feasible: bool  # fits in memory (and a plan exists)
     problems: list[str] = Field(default_factory=list)  # why not feasible, in words
     assumptions: list[str] = Field(default_factory=list)
+    # issue 11: ranges and stacks
+    range_basis: str | None = None  # which validation groups set the ranges, in words
+    cost_multipliers: Range | None = None  # cost per run P10-P90 = point cost × (low, high)
+    stack_alternatives: list[StackAlternative] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import math
 from typing import Any, Literal
 
 from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, Recommendation, Requirements
+from gpuwiz.core.ranges import fmt_range
 from gpuwiz.core.whatif import fmt_hours, fmt_usd
 
 Format = Literal["text", "md", "json"]
@@ -91,6 +92,7 @@ def _estimate_lines(est: Estimate, md: bool) -> list[str]:
     ]
     if m.host_ram_gib:
         rows.append(("Host RAM", f"{m.host_ram_gib:.0f} GiB per node for CPU offload"))
+    rows += _range_rows(est)
     out: list[str] = []
     if md:
         out += ["| | |", "|---|---|"] + [f"| {k.strip()} | {v} |" for k, v in rows]
@@ -103,6 +105,27 @@ def _estimate_lines(est: Estimate, md: bool) -> list[str]:
         out += ["", "**Assumptions**" if md else "Assumptions:"]
         out += [("- " if md else "  - ") + a for a in est.assumptions]
     return out
+
+
+def _range_rows(est: Estimate) -> list[tuple[str, str]]:
+    """P10-P90 ranges (cross-validated) and the same run on other stacks."""
+    m, t, th = est.memory, est.time, est.throughput
+    parts: list[str] = []
+    head = th.tokens_per_s_per_gpu if th.tokens_per_s_per_gpu is not None else th.samples_per_s_per_gpu
+    unit = "tokens/s/GPU" if th.tokens_per_s_per_gpu is not None else "samples/s/GPU"
+    if th.range and head is not None:
+        parts.append(fmt_range(head, th.range.low, th.range.high, unit))
+    if t.wall_hours_range:
+        parts.append(f"{fmt_hours(t.wall_hours)} wall ({fmt_hours(t.wall_hours_range.low)}–"
+                     f"{fmt_hours(t.wall_hours_range.high)})")
+    if m.per_gpu_gib_range:
+        parts.append(fmt_range(m.per_gpu_gib, m.per_gpu_gib_range.low, m.per_gpu_gib_range.high, "GiB/GPU")
+                     + (" -- P90 above the card" if m.p90_exceeds_capacity else ""))
+    rows = [("P10-P90", "; ".join(parts))] if parts else []
+    for a in est.stack_alternatives:
+        rows.append(("  stack", f"{a.name} would take {fmt_hours(a.wall_hours)} instead of {fmt_hours(t.wall_hours)} "
+                                f"({a.change * 100:+.0f}%)" + ("" if a.feasible else ", does not fit")))
+    return rows
 
 
 def render_estimate(est: Estimate, fmt: Format = "text") -> str:
