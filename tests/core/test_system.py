@@ -57,7 +57,7 @@ def test_ram_is_a_real_dimm_configuration_at_least_vram() -> None:
 
 def test_cpu_has_cores_and_lanes_for_the_gpus() -> None:
     b = build(req(), "a100-80gb-pcie", 8)
-    assert b.cpu_cores >= b.cpu_cores_needed == 28
+    assert b.cpu_cores >= b.cpu_cores_needed == 96  # data-centre node: 12 cores per GPU (DGX-class)
     assert b.pcie_lanes >= b.pcie_lanes_needed >= 8 * 16
     cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
     assert cpu.segment == "server"
@@ -110,12 +110,14 @@ def test_image_pipeline_read_rate_and_raid() -> None:
     sps = est.throughput.samples_per_s_per_gpu or 0
     assert b.read_gbps_needed == pytest.approx(8 * sps * 110 / 1e6, rel=0.02)
     assert b.read_gbps >= b.read_gbps_needed
-    assert b.cpu_cores_needed == 44  # image decode needs 4 workers per GPU
+    # image decode needs 4 workers per GPU (44 cores), but an HGX node carries DGX-class CPUs: 12 per GPU
+    assert b.cpu_cores_needed == 96
+    assert sysmod.cores_needed(8, "image") == 44 and sysmod.cores_needed(8, "image", datacenter=True) == 96
 
 
 def test_multinode_gets_rdma_fabric_and_parallel_fs() -> None:
     r = req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11})
-    b = build(r, "h100-sxm", 8, nodes=4)
+    b = build(r, "h100-sxm", 8, nodes=8)
     assert b.rdma
     assert b.network_gbps_per_gpu >= 400
     assert "InfiniBand" in b.network or "RoCE" in b.network
@@ -124,6 +126,25 @@ def test_multinode_gets_rdma_fabric_and_parallel_fs() -> None:
     assert any("switch" in x.item.lower() for x in b.bom)
     assert b.cpu_count == 2
     assert 1000 <= b.ram_gb <= 2100
+    assert b.cpu_cores >= 96  # DGX-class: 2 x 48 cores or more
+    assert any("storage / front-end" in x.note for x in b.bom)  # a separate storage network
+    assert "rails" in b.network
+
+
+def test_few_nodes_get_a_nas_not_a_parallel_fs() -> None:
+    r = req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11})
+    b = build(r, "h100-sxm", 8, nodes=2)
+    kinds = {s.id: s.kind for s in CAT.storage}
+    shared = [x for x in b.bom if any(s.name == x.item and kinds[s.id] in ("nas", "parallel-fs") for s in CAT.storage)]
+    assert shared and all("NAS" in x.note for x in shared)
+    assert sum(x.total_usd or 0 for x in shared) < 100_000
+
+
+def test_fabric_ports_follow_a_real_topology() -> None:
+    assert sysmod.fabric_ports(16, 64) == (16, 1, "one switch")
+    ports, switches, topo = sysmod.fabric_ports(512, 64)
+    assert ports == 3 * 512 and "2-tier" in topo  # leaf down + leaf up + spine ports
+    assert switches == 16 + 8
 
 
 def test_a100_cluster_gets_200g_per_gpu() -> None:
@@ -149,7 +170,10 @@ def test_power_psu_and_site() -> None:
 def test_software_stack_by_architecture() -> None:
     assert any("12.8" in s for s in build(req(), "b200", 8).software)
     hop = build(req(), "h100-sxm", 8).software
-    assert any("11.8" in s for s in hop) and any("Docker" in s for s in hop)
+    assert any("R550" in s for s in hop) and any("Docker" in s for s in hop)
+    amp = build(req(), "a100-80gb-pcie", 4).software
+    # cu12x wheels need R525+ (NVIDIA CUDA minor-version compatibility); R470 does not run them
+    assert any("cu126" in s for s in amp) and not any("R470+" in s for s in amp)
     amd = build(req(), "mi300x", 8).software
     assert any("ROCm" in s for s in amd) and not any("CUDA" in s for s in amd)
     assert any("PEFT" in s for s in hop)  # LoRA plan implies PEFT

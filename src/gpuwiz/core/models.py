@@ -305,6 +305,15 @@ class BomLine(BaseModel):
     note: str = ""
 
 
+class RentedInstance(BaseModel):
+    """Host resources of a rented instance (None where the offer does not publish them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    vcpus: int | None = None
+    ram_gib: float | None = None
+    local_nvme_tb: float | None = None
+
+
 class Build(BaseModel):
     model_config = ConfigDict(frozen=True)
     gpu: str
@@ -318,7 +327,7 @@ class Build(BaseModel):
     ram_gb: int = 0  # per node
     storage: list[str] = Field(default_factory=list)
     network: str = ""
-    psu_w: int = 0  # per node
+    psu_w: int | None = 0  # per node; None for a rented instance
     power_w: int = 0  # sustained, per node
     heat_kw: float = 0.0  # whole build
     site: str = ""
@@ -326,7 +335,12 @@ class Build(BaseModel):
     bom: list[BomLine] = Field(default_factory=list)
     capex_usd: float = 0.0
     # Sizing numbers behind the choices (core.system), for reports and pitfall messages
-    chassis: str = ""
+    chassis: str | None = ""  # None for a rented instance
+    chassis_kind: str | None = None  # desktop | workstation | server | hgx
+    rented: bool = False  # a cloud instance shape, not hardware to buy
+    instance: RentedInstance | None = None  # rented: the instance's host resources
+    tier: str = "standard"  # standard | lean (small-budget build)
+    psu_needed_w: int | None = None  # per node, the PSU-margin rule's need
     cpu_cores_needed: int = 0  # per node (data-loader rule)
     pcie_lanes_needed: int = 0  # per node
     vram_gb: float = 0.0  # total GPU memory per node, decimal GB

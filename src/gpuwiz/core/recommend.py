@@ -39,7 +39,15 @@ SIMPLICITY_TOLERANCE = 0.05
 
 GPN_LADDER = (1, 2, 4, 8)
 MAX_NODES = 4096
-NO_DEADLINE_HOURS = 30 * 24.0  # without a deadline a run longer than 30 days is not a practical build
+# Node counts the scale-out tries: every count to 8, then steps of ~1.25x (3 nodes that meet a
+# deadline, or 5 that fit a budget, are real builds; powers of two alone missed them).
+NODE_LADDER = tuple(sorted({*range(2, 9), *(int(round(8 * 1.25 ** k / 2) * 2) for k in range(1, 30))}))
+NODE_LADDER = tuple(n for n in NODE_LADDER if n <= MAX_NODES)
+FINETUNE_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a fine-tune should come back within a week
+MIN_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a pretraining run gets at least a week
+# A run should end by this fraction of its deadline (restarts, a slower pipeline); a build past it
+# wins only when nothing else fits, and the answer says so.
+SLACK_FRAC = 0.85
 EXACT_TOP = 14  # candidates that get a full system build for exact ranking
 N_ALTERNATIVES = 4
 
@@ -53,6 +61,7 @@ DROP_PRICE = "no price (buy) or cloud offer (rent)"
 DROP_CONSUMER_MULTI = "consumer card in a multi-node build"
 DROP_CAPACITY = "cannot do the runs per month when owned"
 DROP_ERROR = "estimator error"
+DROP_TRAINING = "not a training part (VDI / inference board)"
 
 
 # ---- estimator adapter ---------------------------------------------------------------------------
@@ -152,7 +161,22 @@ def _gpn_options(gpu: GPU) -> list[int]:
 
 
 def _deadline_hours(req: Requirements) -> float:
-    return req.schedule.deadline_days * 24.0 if req.schedule.deadline_days else NO_DEADLINE_HOURS
+    """The deadline, or without one a practical turnaround: a fine-tune within a week, a pretraining
+    run within the time between runs (at least a week). ``turnaround_note`` says which was assumed."""
+    if req.schedule.deadline_days:
+        return req.schedule.deadline_days * 24.0
+    if req.training.method != "pretrain":
+        return FINETUNE_TURNAROUND_HOURS
+    return max(MIN_TURNAROUND_HOURS, HOURS_PER_MONTH / req.schedule.runs_per_month)
+
+
+def turnaround_note(req: Requirements) -> str | None:
+    if req.schedule.deadline_days:
+        return None
+    h = _deadline_hours(req)
+    what = "a fine-tune should come back within 7 days" if req.training.method != "pretrain" else \
+        "a pretraining run should finish before the next one starts"
+    return f"no deadline given: assumed {h / 24:,.0f} days per run ({what}); set schedule.deadline_days to change it"
 
 
 def recommend(req: Requirements, catalog: Catalog, objective: str | None = None) -> Recommendation:
@@ -182,6 +206,10 @@ class _Recommender:
         self.y = costmod.years(req)
         self.rpy = costmod.runs_per_year(req)
         self.storage_usd_per_hour = 0.0  # cloud volume for the data and checkpoints (set in run)
+        self.not_training = {e.id for e in cat.platforms.training_excluded}
+        self.buyable_cache: dict[tuple[str, int], bool] = {}
+        # fastest: the search never depends on the deadline (the fastest build within budget)
+        self.search_h = math.inf if objective == "fastest" else self.deadline_h
 
     def drop(self, reason: str, n: int = 1) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + n
@@ -209,6 +237,8 @@ class _Recommender:
             return DROP_EXPORT
         if self.d.require_cuda and gpu.vendor != "nvidia":
             return DROP_CUDA
+        if gpu.id in self.not_training:
+            return DROP_TRAINING
         return None
 
     def enumerate(self, scan: _Scanner) -> list[Cand]:
@@ -248,22 +278,26 @@ class _Recommender:
             if gpu.segment == "consumer" or self.d.site == "desk":
                 continue
             gpn = gpns[-1]
-            nodes = 2
             met_once = False
             prev: Quick | None = None
-            while nodes <= MAX_NODES:
+            least_gph = math.inf
+            slack_h = self.stop_h * SLACK_FRAC
+            for nodes in NODE_LADDER:
                 self.considered += 1
                 c = self._try(scan, gpu, gpn, nodes, count_drops=False)
                 q = c.q if c else None
-                if c and c.q.fits and c.q.wall_hours <= self.deadline_h:
+                if c and c.q.fits and c.q.wall_hours <= self.search_h:
                     out.append(c)
-                    if c.q.wall_hours <= self.stop_h and (met_once or self.obj == "cheapest"):
+                    if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
                         break
-                    met_once = met_once or c.q.wall_hours <= self.stop_h
-                elif q is not None and prev is not None and q.fits and prev.fits and q.wall_hours > 0.9 * prev.wall_hours:
-                    break  # doubling no longer helps
+                    met_once = met_once or c.q.wall_hours <= slack_h
+                if q is not None and q.fits:
+                    least_gph = min(least_gph, q.gpu_hours)
+                    if prev is not None and prev.fits and q.wall_hours > 0.97 * prev.wall_hours:
+                        break  # more nodes no longer help
+                    if q.gpu_hours > 2.0 * least_gph:
+                        break  # scaling efficiency below 50 %: more nodes only burn money
                 prev = q
-                nodes *= 2
         return out
 
     def _try(self, scan: _Scanner, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
@@ -290,7 +324,7 @@ class _Recommender:
             if count_drops:
                 self.drop(DROP_FIT)
             return None
-        if q.wall_hours > self.deadline_h:
+        if q.wall_hours > self.search_h:
             if count_drops:
                 self.drop(DROP_DEADLINE)
             return c if not count_drops else None
@@ -337,11 +371,11 @@ class _Recommender:
         self._score(c)
 
     def _buyable(self, c: Cand) -> bool:
-        """SXM / OAM GPUs are sold on 4- or 8-GPU baseboards, not one at a time."""
-        if c.gpu.form_factor not in ("sxm", "oam"):
-            return True
-        sizes = {ch.max_gpus for ch in self.cat.platforms.chassis if ch.gpu_form == c.gpu.form_factor}
-        return not sizes or c.gpn in sizes
+        """A chassis one can buy takes these GPUs (system.chassis_fits: cooling, baseboards, site)."""
+        key = (c.gpu.id, c.gpn)
+        if key not in self.buyable_cache:
+            self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, c.gpu, c.gpn, self.d.site))
+        return self.buyable_cache[key]
 
     def _buy_total_rough(self, c: Cand) -> float:
         assert c.capex is not None
@@ -380,19 +414,34 @@ class _Recommender:
         c.score, c.mode = min(opts)
 
     def exact(self, c: Cand, w: sysmod.Workload) -> None:
-        """Replace the rough buy cost with the sized system's TCO."""
+        """Replace the rough buy cost with the sized system's TCO (its real bill of materials). Over
+        the budget, the lean tier (lean chassis, no bulk HDD / ingest NIC, RAM at its floor), then
+        used GPUs where the catalog has a used price, are tried before the build is given up."""
         if c.exact:
             return
         c.exact = True
         if c.capex is None:
             return
         build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
+        budget = self.d.budget_usd
+        if budget is not None and build.capex_usd > budget and c.nodes == 1:
+            lean = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True)
+            if lean.capex_usd < build.capex_usd:
+                build = lean
+            if build.capex_usd > budget and c.gpu.price_used_usd and not self.d.used_hardware:
+                used = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True, used=True)
+                if used.capex_usd < build.capex_usd:
+                    build = used
         parts = costmod.onprem_parts(self.req, self.cat, build)
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
         c.capex = build.capex_usd
         c.buy_total = parts.total(self.y, busy)
         c.extra["build"] = build
         self._score(c)
+
+    def tight(self, c: Cand) -> bool:
+        """The run ends after SLACK_FRAC of the deadline (or of the assumed turnaround)."""
+        return c.q.wall_hours > SLACK_FRAC * self.deadline_h
 
     def effective(self, c: Cand) -> float:
         """The cost the cheapest objective compares: horizon cost (``score``), with the non-CUDA
@@ -405,10 +454,10 @@ class _Recommender:
     def key(self, c: Cand) -> tuple[float, ...]:
         """Order of the ranked list (alternatives); the winner is ``pick``."""
         if self.obj == "fastest":
-            return (_sig(c.q.wall_hours), c.score)
+            return (0.0, _sig(c.q.wall_hours), c.score)
         if self.obj == "perf-per-watt":
-            return (_sig(c.energy_kwh), c.score)
-        return (self.effective(c), c.q.wall_hours)
+            return (float(self.tight(c)), _sig(c.energy_kwh), c.score)
+        return (float(self.tight(c)), self.effective(c), c.q.wall_hours)
 
     def pick(self, ranked: list[Cand]) -> Cand:
         """The winner of a list sorted by ``key``. Cheapest: the simplest build -- fewest GPUs, then
@@ -420,7 +469,8 @@ class _Recommender:
         if self.obj != "cheapest" or not ranked:
             return ranked[0]
         floor = self.effective(ranked[0])
-        near = [c for c in ranked if self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
+        tight = self.tight(ranked[0])
+        near = [c for c in ranked if self.tight(c) == tight and self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
         return min(near, key=lambda c: (c.count, c.nodes, self.effective(c), c.q.wall_hours))
 
     def per_run(self, c: Cand) -> float:
