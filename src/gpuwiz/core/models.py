@@ -402,6 +402,22 @@ class MonthPoint(BaseModel):
     buy_usd: float
 
 
+class RentOffer(BaseModel):
+    """The cloud offer the verdict prices."""
+
+    model_config = ConfigDict(frozen=True)
+    provider: str
+    instance: str
+    region: str = ""
+    country: str = ""  # ISO 3166 alpha-2
+    tier: str | None = None  # defined by the markets issue; None until then
+    instances: int
+    gpus_per_instance: int
+    usd_per_hour: float  # all instances, on demand
+    overhead_hours: float = 0.0  # per run, paid at the rate: provisioning, image pull, dataset staging
+    egress_usd: float = 0.0  # per run: the trained weights out of the cloud
+
+
 class CostAnalysis(BaseModel):
     model_config = ConfigDict(frozen=True)
     cloud: list[CloudOption] = Field(default_factory=list)
@@ -417,6 +433,28 @@ class CostAnalysis(BaseModel):
     rent_option: str = ""  # the cloud offer the rent side describes, in words
     rent_usd_total: float | None = None  # renting over the horizon
     hybrid_usd_total: float | None = None  # own part, rent the rest, over the horizon
+    rent_offer: RentOffer | None = None  # the offer the verdict prices
+    buy_wins_only_by_resale: bool = False  # buying is cheaper over the horizon only because of resale value
+
+
+class ParetoPoint(BaseModel):
+    """One build on the time / cost front: nothing else is both faster and cheaper per run."""
+
+    model_config = ConfigDict(frozen=True)
+    gpu: str
+    count: int
+    nodes: int
+    wall_hours: float
+    cost_per_run_usd: float
+    rented: bool
+
+
+class BindingConstraint(BaseModel):
+    """What stops a build (nothing fits), or what the pick had to give up (a run past the slack)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["budget", "deadline", "memory", "policy", "site"]
+    message: str
 
 
 class Recommendation(BaseModel):
@@ -433,3 +471,6 @@ class Recommendation(BaseModel):
     candidates_considered: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)  # reason -> count
     suggestions: list[str] = Field(default_factory=list)  # what would make it work
+    pareto: list[ParetoPoint] = Field(default_factory=list)  # time / cost front, fastest first
+    binding_constraint: BindingConstraint | None = None
+    assumptions: list[str] = Field(default_factory=list)  # what the recommender assumed (turnaround)

@@ -24,12 +24,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuwiz.core import cost as costmod
 from gpuwiz.core import pitfalls as pitmod
 from gpuwiz.core import system as sysmod
-from gpuwiz.core.catalog import GPU, Catalog
+from gpuwiz.core.catalog import GPU, Catalog, CloudInstance
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import Alternative, Build, Estimate, Recommendation, Requirements
+from gpuwiz.core.models import (Alternative, BindingConstraint, Build, CloudOption, Estimate, ParetoPoint, Recommendation,
+                                RentOffer, Requirements)
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the cheapest objective
@@ -48,6 +51,7 @@ MIN_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a pretraining run gets at least 
 # A run should end by this fraction of its deadline (restarts, a slower pipeline); a build past it
 # wins only when nothing else fits, and the answer says so.
 SLACK_FRAC = 0.85
+STAGING_GBPS = 10.0  # an instance without a published network figure stages data at ~10 Gb/s (judgement)
 EXACT_TOP = 14  # candidates that get a full system build for exact ranking
 N_ALTERNATIVES = 4
 
@@ -60,7 +64,6 @@ DROP_SITE = "does not suit the site"
 DROP_PRICE = "no price (buy) or cloud offer (rent)"
 DROP_CONSUMER_MULTI = "consumer card in a multi-node build"
 DROP_CAPACITY = "cannot do the runs per month when owned"
-DROP_ERROR = "estimator error"
 DROP_TRAINING = "not a training part (VDI / inference board)"
 
 
@@ -208,6 +211,9 @@ class _Recommender:
         self.storage_usd_per_hour = 0.0  # cloud volume for the data and checkpoints (set in run)
         self.not_training = {e.id for e in cat.platforms.training_excluded}
         self.buyable_cache: dict[tuple[str, int], bool] = {}
+        self.priced: list[Cand] = []  # candidates with a price, for the Pareto front
+        self.over_budget: list[Cand] = []  # priced, but over the budget (binding constraint)
+        self.fastest_miss = math.inf  # fastest fitting run that missed the deadline, hours
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
 
@@ -302,13 +308,7 @@ class _Recommender:
 
     def _try(self, scan: _Scanner, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
              count_drops: bool = True) -> Cand | None:
-        try:
-            q = scan.quick(gpu, gpn * nodes, gpn)
-        except GpuwizError:
-            raise
-        except Exception:  # an estimator bug for one candidate must not sink the search
-            self.drop(DROP_ERROR)
-            return None
+        q = scan.quick(gpu, gpn * nodes, gpn)  # an estimator bug fails a test; it never silently changes the pick
         c = Cand(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
         if pinned:
             return c
@@ -325,6 +325,7 @@ class _Recommender:
                 self.drop(DROP_FIT)
             return None
         if q.wall_hours > self.search_h:
+            self.fastest_miss = min(self.fastest_miss, q.wall_hours)
             if count_drops:
                 self.drop(DROP_DEADLINE)
             return c if not count_drops else None
@@ -346,10 +347,15 @@ class _Recommender:
     # -- pricing --
     def price_rough(self, c: Cand, w: sysmod.Workload) -> None:
         hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn)
+        if hit and not instance_ram_ok(hit[1], c.q.host_ram_gib):
+            hit = None  # CPU offload needs host RAM the instance does not have (or does not publish)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
-            c.rent_run = rate * c.q.wall_hours + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0)
+            over_h, egress = self.overhead(inst, w)
+            c.rent_run = (rate * (c.q.wall_hours + over_h) + egress
+                          + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0))
+            c.extra["overhead"] = rate * over_h + egress
             c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{f' x{n}' if n > 1 else ''})"
             c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
             c.extra["idle"] = inst.gpu_count * n - c.count  # GPUs paid for but unused (smallest offer >= count)
@@ -502,6 +508,8 @@ class _Recommender:
                                      / HOURS_PER_MONTH)
         for c in cands:
             self.price_rough(c, w0)
+            if c.extra.get("drop") == DROP_BUDGET and c.capex is not None:
+                self.exact(c, w0)  # the budget filter uses the real bill of materials (and the lean / used tiers)
         if pinned:
             ok = cands
         else:
@@ -509,10 +517,13 @@ class _Recommender:
             for c in cands:
                 if math.isinf(c.score):
                     self.drop(c.extra.get("drop", DROP_PRICE))
+                    if c.extra.get("drop") == DROP_BUDGET:
+                        self.over_budget.append(c)
                 elif c.gpu.segment == "consumer" and c.nodes > 1:
                     self.drop(DROP_CONSUMER_MULTI)
                 else:
                     ok.append(c)
+        self.priced = ok
         if not ok:
             return self.nothing(scan)
         ok.sort(key=self.key)
@@ -532,10 +543,45 @@ class _Recommender:
         shortlist.insert(0, win)
         return self.finish(scan, win, shortlist)
 
+    def _sized(self, c: Cand, w: sysmod.Workload) -> Build:
+        """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""
+        tier = c.extra["build"].tier if "build" in c.extra else "standard"
+        return sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=tier.startswith("lean"),
+                                  used=True if tier.endswith("-used") else None)
+
+    def _workload(self, scan: _Scanner, c: Cand) -> tuple[Estimate, sysmod.Workload]:
+        est = scan.full(c.gpu, c.count, c.gpn)
+        return est, sysmod.workload_from(self.req, self.cat, est)
+
+    def overhead(self, inst: CloudInstance | None, w: sysmod.Workload) -> tuple[float, float]:
+        """(hours, egress $) a rented run pays besides training: provisioning + image pull
+        (cloud_setup_hours), staging the dataset over the instance's network at ~50 % of line rate
+        (STAGING_GBPS when the offer publishes none), and the trained weights out of the cloud."""
+        gbps = inst.network_gbps if inst and inst.network_gbps else STAGING_GBPS
+        staging_h = w.dataset_gb * 8 / (gbps * 0.5) / 3600
+        out_gb = (w.params_trainable if w.method in ("lora", "qlora") else w.params_total) * 2 / 1e9
+        return self.cat.fac("cloud_setup_hours") + staging_h, out_gb * self.cat.fac("egress_usd_per_gb")
+
+    def _offer(self, o: CloudOption | None, w: sysmod.Workload) -> RentOffer | None:
+        """The cloud offer the verdict prices, with its per-run overhead (``overhead``)."""
+        if o is None:
+            return None
+        inst = self._instance(o)
+        hours, egress = self.overhead(inst, w)
+        return RentOffer(provider=o.provider, instance=o.instance, region=o.region,
+                         country=(inst.country.upper() if inst else ""), tier=None, instances=o.instances,
+                         gpus_per_instance=o.gpus_per_instance, usd_per_hour=o.usd_per_hour,
+                         overhead_hours=round(hours, 3), egress_usd=round(egress, 2))
+
+    def _instance(self, o: CloudOption) -> CloudInstance | None:
+        for inst in self.cat.cloud_instances:
+            if inst.provider == o.provider and inst.instance_type == o.instance and inst.gpu == o.gpu:
+                return inst
+        return None
+
     def finish(self, scan: _Scanner, win: Cand, ranked: list[Cand]) -> Recommendation:
-        est = scan.full(win.gpu, win.count, win.gpn)
-        w = sysmod.workload_from(self.req, self.cat, est)
-        build = sysmod.size_system(self.req, self.cat, win.gpu, win.gpn, win.nodes, w)
+        est, w = self._workload(scan, win)
+        build = self._sized(win, w)
         wall = est.time.wall_hours if est.feasible else win.q.wall_hours
         gph = est.time.gpu_hours if est.feasible else win.q.gpu_hours
         cloud = costmod.cloud_options(self.req, self.cat, win.gpu.id, win.count, win.gpn, wall,
@@ -544,20 +590,18 @@ class _Recommender:
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         renting = win.mode == "rent" and win.rent_run is not None and not (pinned and self.d.mode == "buy")
         buy_build: Build | None = build
+        ref_offer: CloudOption | None = None
+        offer_w = w
         if renting:
             # The answer is a cloud instance; the on-prem side is the best build one could buy instead.
-            label = f"{cloud[0].provider} {cloud[0].instance}" + (f" x{cloud[0].instances}" if cloud[0].instances > 1 else "") if cloud else win.rent_label
-            if cloud and _reserved_wins(cloud[0]):
-                label += ", 1-year reservation"
-            if cloud and cloud[0].note:
-                label += f" ({cloud[0].note})"
             buy = self._best_buy(ranked)
+            ref_offer = cloud[0] if cloud else None
             rent_ref = costmod.RentRef(
                 usd_per_run=cloud[0].cost_per_run_usd if cloud else (win.rent_run or 0.0), label=win.rent_label,
                 usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year, spot_usd_per_run=win.spot_run)
             if buy is not None:
-                bw = self.workload0(scan)
-                buy_build = buy.extra.get("build") or sysmod.size_system(self.req, self.cat, buy.gpu, buy.gpn, buy.nodes, bw)
+                best, bw = self._workload(scan, buy)
+                buy_build = self._sized(buy, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
                                            **self._decided(win, buy))
             else:
@@ -566,14 +610,16 @@ class _Recommender:
                     (f", the {self.d.site} site" if self.d.site not in ("any", "cloud") else "") + " and the schedule"
                 analysis = costmod.analyse(self.req, self.cat, None, gph, cloud, rent_ref, gpu_priced=False,
                                            no_buy_reason=why)
-            if analysis.verdict == "rent":
-                build = build.model_copy(update={"bom": [], "capex_usd": 0.0, "site": f"cloud: {label}"})
         else:
             ref = self._best_rent(win, ranked)
             if ref is not None and ref is not win:
+                _, offer_w = self._workload(scan, ref)
                 extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
                                               storage_tb=build.storage_needed_tb)
                 cloud = cloud + extra[:1]
+                ref_offer = extra[0] if extra else None
+            elif ref is win and cloud:
+                ref_offer = cloud[0]
             rent_ref = None
             if ref is not None:
                 own = cloud[0] if (ref is win and cloud) else None
@@ -582,27 +628,74 @@ class _Recommender:
                     usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year, spot_usd_per_run=ref.spot_run)
             analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref, gpu_priced=win.capex is not None,
                                        **(self._decided(win, ref) if ref is not None else {}))
+        offer = self._offer(ref_offer, offer_w)
+        analysis = analysis.model_copy(update={"rent_offer": offer})
+        if analysis.verdict == "rent":
+            o = cloud[0] if cloud else None
+            inst = self._instance(o) if o else None
+            label = (f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o else win.rent_label
+            if o and _reserved_wins(o):
+                label += ", 1-year reservation"
+            if o and o.note:
+                label += f" ({o.note})"
+            build = sysmod.rented_build(build, inst.vcpus if inst else None,
+                                        (inst.ram_gb / GB_PER_GIB) if inst and inst.ram_gb else None,
+                                        inst.local_nvme_tb if inst else None, f"cloud: {label}")
         alts = self.alternatives(win, ranked)
         ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis)
         pits = pitmod.check(ctx)
         if analysis.verdict == "rent" and cloud:
             # What renting costs the way the ranking priced it: on demand, or a reservation when
-            # the year's runs fill it well enough to be cheaper.
+            # the year's runs fill it well enough to be cheaper; plus the per-run overhead.
             o = cloud[0]
             per_run = o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None else o.cost_per_run_usd
+            if offer is not None:
+                per_run += offer.overhead_hours * offer.usd_per_hour + offer.egress_usd
         elif analysis.onprem is not None and not renting:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
             per_run = self.per_run(win)
-        if not math.isfinite(per_run):  # a pinned GPU with neither a price nor a cloud offer
-            per_run = None
+        per_run_out = round(per_run, 2) if math.isfinite(per_run) else None  # a pinned GPU with neither price nor offer
+        binding = None
+        assumptions = [n for n in [turnaround_note(self.req)] if n]
+        if self.obj != "fastest" and self.tight(win):
+            binding = BindingConstraint(kind="deadline", message=(
+                f"nothing ends by {SLACK_FRAC:.0%} of the {self.deadline_h / 24:,.1f}-day "
+                f"{'deadline' if self.req.schedule.deadline_days else 'assumed turnaround'}: this run takes "
+                f"{win.q.wall_hours / 24:,.1f} days ({win.q.wall_hours / self.deadline_h:.0%}), no slack for restarts"))
+        elif self.obj == "fastest" and win.q.wall_hours > self.deadline_h:
+            binding = BindingConstraint(kind="deadline", message=(
+                f"even the fastest build within budget takes {win.q.wall_hours / 24:,.1f} days, past the "
+                f"{self.deadline_h / 24:,.1f}-day deadline"))
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
-            found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est, cost_per_run_usd=round(per_run, 2) if per_run is not None else None,
+            found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est,
+            cost_per_run_usd=per_run_out,
             alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=self.considered,
             dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
             suggestions=self.suggestions(scan) if not est.feasible else [],
+            pareto=self.pareto(win, per_run_out, analysis.verdict == "rent"),
+            binding_constraint=binding, assumptions=assumptions,
         )
+
+    def pareto(self, win: Cand, win_run: float | None, win_rented: bool) -> list[ParetoPoint]:
+        """The time / cost front over every priced candidate: no point is both slower and dearer per
+        run than another. The pick carries the price the answer quotes."""
+        pts: list[ParetoPoint] = []
+        for c in self.priced:
+            if math.isinf(c.score):
+                continue
+            run = win_run if c is win and win_run is not None else self.per_run(c)
+            rented = win_rented if c is win else c.mode == "rent"
+            if math.isfinite(run):
+                pts.append(ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=round(c.q.wall_hours, 3),
+                                       cost_per_run_usd=round(run, 2), rented=rented))
+        pts.sort(key=lambda p: (p.wall_hours, p.cost_per_run_usd))
+        front: list[ParetoPoint] = []
+        for p in pts:
+            if not front or p.cost_per_run_usd < front[-1].cost_per_run_usd:
+                front.append(p)
+        return front
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
         """The build to own instead of renting: cheapest over the horizon as the ranking counts it."""
@@ -680,22 +773,52 @@ class _Recommender:
         pits = pitmod.check_nothing_fits(self.req, self.cat, sugg)
         return Recommendation(objective=self.obj, found=False, pitfalls=pits,  # type: ignore[arg-type]
                               candidates_considered=self.considered,
-                              dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg)
+                              dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg,
+                              binding_constraint=self.binding(), assumptions=[n for n in [turnaround_note(self.req)] if n])
+
+    def binding(self) -> BindingConstraint:
+        """What stopped every build, from the drop counts: the budget (with the cheapest fitting
+        build's price), then the deadline, the site, memory, and policy (export / CUDA / VDI)."""
+        d = self.dropped
+        if d.get(DROP_BUDGET) and self.d.budget_usd is not None:
+            over = [c for c in self.over_budget if c.capex is not None or c.rent_total is not None]
+            costs = [min(x for x in ((c.capex if self.d.mode != "rent" else None),
+                                     (c.rent_total / self.y if c.rent_total is not None and self.d.mode != "buy" else None))
+                         if x is not None) for c in over
+                     if (c.capex is not None and self.d.mode != "rent") or (c.rent_total is not None and self.d.mode != "buy")]
+            cheapest = f": the cheapest build that fits costs ${min(costs):,.0f}" if costs else ""
+            return BindingConstraint(kind="budget", message=f"budget ${self.d.budget_usd:,.0f}{cheapest}")
+        if d.get(DROP_DEADLINE) or d.get(DROP_CAPACITY):
+            what = "deadline" if self.req.schedule.deadline_days else "assumed turnaround"
+            return BindingConstraint(kind="deadline", message=(
+                f"no build that fits finishes a run within the {self.deadline_h / 24:,.1f}-day {what}"
+                + (f" (fastest: {self.fastest_miss / 24:,.1f} days)" if math.isfinite(self.fastest_miss) else "")))
+        if d.get(DROP_SITE):
+            return BindingConstraint(kind="site", message=f"no build that fits suits the {self.d.site} site")
+        if d.get(DROP_FIT):
+            return BindingConstraint(kind="memory", message="the model does not fit in the memory of any GPU count tried")
+        return BindingConstraint(kind="policy", message="every GPU is excluded: "
+                                 + ", ".join(k for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE) if d.get(k)))
 
     def suggestions(self, scan: _Scanner) -> list[str]:
+        """Changes that would make it work -- only sane ones: never LoRA for a pretraining run, never
+        a run longer than the horizon, never a data-centre server to a desk buyer."""
         out: list[str] = []
         req = self.req
+        horizon_h = self.y * HOURS_PER_YEAR
         gpus = [g for g in self.cat.gpus if not self.excluded(g)]
-        # 1. More GPUs / a longer deadline: the fastest fitting multi-node build of a big GPU.
+        if self.d.site == "desk":
+            gpus = [g for g in gpus if sysmod.chassis_options(self.cat, g, 1, "desk")]
+        # 1. More GPUs / a longer deadline: the fastest fitting build of a big GPU.
         big = sorted(gpus, key=lambda g: -g.memory_gib)[:3]
+        ladder = (1,) if self.d.site == "desk" else (1, *NODE_LADDER)
         for g in big:
             gpn = _gpn_options(g)[-1]
-            for nodes in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
-                try:
-                    q = scan.quick(g, gpn * nodes, gpn)
-                except Exception:
-                    break
-                if q.fits and math.isfinite(q.wall_hours):
+            if self.d.site == "desk":
+                gpn = max((n for n in _gpn_options(g) if sysmod.chassis_options(self.cat, g, n, "desk")), default=1)
+            for nodes in ladder:
+                q = scan.quick(g, gpn * nodes, gpn)
+                if q.fits and math.isfinite(q.wall_hours) and q.wall_hours <= horizon_h:
                     if q.wall_hours > self.deadline_h:
                         out.append(f"{nodes} node(s) of {gpn}x {g.name} would fit but take {q.wall_hours / 24:,.1f} days: "
                                    f"a deadline of {math.ceil(q.wall_hours / 24)} days, or more nodes")
@@ -705,9 +828,9 @@ class _Recommender:
                     break
             if out:
                 break
-        # 2. Cheaper methods and offload.
+        # 2. Cheaper methods and offload (LoRA changes what a fine-tune learns; a pretraining run needs every weight).
         variants: list[tuple[str, dict[str, Any]]] = []
-        if req.training.method in ("full", "pretrain"):
+        if req.training.method == "full":
             variants += [("LoRA", {"method": "lora"}), ("QLoRA", {"method": "qlora"})]
         if req.training.method == "lora":
             variants.append(("QLoRA", {"method": "qlora"}))
@@ -716,7 +839,7 @@ class _Recommender:
             variants.append(("CPU offload of the optimizer", {"parallel": {"zero_stage": 3, "offload": "optimizer"}}))
         for label, upd in variants:
             hit = self._smallest_fit(req, upd, gpus)
-            if hit:
+            if hit and hit[2] <= horizon_h:
                 g, n, h = hit
                 out.append(f"{label} would fit on {n}x {g.id} ({h:,.1f} h per run)")
         if self.dropped.get(DROP_BUDGET) and self.d.budget_usd:
@@ -736,21 +859,26 @@ class _Recommender:
             data["hardware"] = None
             req2 = Requirements.model_validate(data)
             scan = _Scanner(req2, self.cat)
-        except Exception:
+        except (ValidationError, GpuwizError):  # the variant is not a valid config for this model
             return None
         best: tuple[float, GPU, int, float] | None = None
         for g in gpus:
             for gpn in _gpn_options(g):
-                try:
-                    q = scan.quick(g, gpn, gpn)
-                except Exception:
-                    break
+                q = scan.quick(g, gpn, gpn)
                 if q.fits and math.isfinite(q.wall_hours):
                     price = (g.price_new_usd or 1e9) * gpn
                     if best is None or price < best[0]:
                         best = (price, g, gpn, q.wall_hours)
                     break
         return (best[1], best[2], best[3]) if best else None
+
+
+def instance_ram_ok(inst: CloudInstance, host_ram_gib: float) -> bool:
+    """The one host-RAM rule for a rented instance: CPU offload's pinned buffers (per node) must fit
+    in the instance's published RAM, with 10 % left for the OS and the data loader."""
+    if host_ram_gib <= 0:
+        return True
+    return inst.ram_gb is not None and host_ram_gib * GB_PER_GIB <= 0.9 * inst.ram_gb
 
 
 def _reserved_wins(o: Any) -> bool:

@@ -90,13 +90,10 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
     family = est.model.family if est else (req.model.family or "decoder")
     modality = MODALITY.get(family, "text")
     sample_kb = req.data.sample_kb
-    if req.model.preset:
-        try:
-            preset = cat.model(req.model.preset)
-            modality = preset.modality if preset.modality != "text" else modality
-            sample_kb = sample_kb or preset.sample_kb
-        except Exception:  # unknown preset: the estimator reports it; sizing uses defaults
-            pass
+    preset = next((m for m in cat.models if m.id == req.model.preset), None) if req.model.preset else None
+    if preset is not None:  # an unknown preset is the estimator's error to report
+        modality = preset.modality if preset.modality != "text" else modality
+        sample_kb = sample_kb or preset.sample_kb
     if req.data.dataset_gb:
         dataset_gb = float(req.data.dataset_gb)
     elif req.data.tokens:
