@@ -360,8 +360,8 @@ class _Recommender:
             c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
             c.extra["idle"] = inst.gpu_count * n - c.count  # GPUs paid for but unused (smallest offer >= count)
             if inst.spot_usd_per_hour:
-                c.spot_run = inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + costmod._fac(self.cat, "spot_overhead_frac", 0.1))
-            r1 = costmod._fac(self.cat, "reserved_1y_discount", 0.3)
+                c.spot_run = inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
+            r1 = self.cat.fac("reserved_1y_discount")
             res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
             c.reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
@@ -371,7 +371,7 @@ class _Recommender:
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         if unit and (self._buyable(c) or pinned):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
-            share = min(max(costmod._fac(self.cat, "server_overhead_frac", 0.39), 0.0), 0.9)
+            share = min(max(self.cat.fac("server_overhead_frac"), 0.0), 0.9)
             c.capex = unit * c.count / (1 - share)
             c.buy_total = self._buy_total_rough(c)
         self._score(c)
@@ -385,9 +385,9 @@ class _Recommender:
 
     def _buy_total_rough(self, c: Cand) -> float:
         assert c.capex is not None
-        resid = costmod._fac(self.cat, "residual_value_frac", 0.2) ** (self.y / costmod._fac(self.cat, "depreciation_years", 5.0))
-        maint = costmod._fac(self.cat, "maintenance_frac_per_year", 0.1)
-        kwh = self.d.electricity_usd_per_kwh if self.d.electricity_usd_per_kwh is not None else costmod._fac(self.cat, "electricity_usd_per_kwh", 0.08)
+        resid = self.cat.fac("residual_value_frac") ** (self.y / self.cat.fac("depreciation_years"))
+        maint = self.cat.fac("maintenance_frac_per_year")
+        kwh = self.d.electricity_usd_per_kwh if self.d.electricity_usd_per_kwh is not None else self.cat.fac("electricity_usd_per_kwh")
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
         power = (0.25 * c.count * HOURS_PER_YEAR + 0.75 * busy) * c.gpu.tdp_w / 1000 * 1.4 * kwh
         return c.capex * (1 - resid) + self.y * (maint * c.capex + power)
@@ -504,7 +504,7 @@ class _Recommender:
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands = self.enumerate(scan)
         w0 = self.workload0(scan)
-        self.storage_usd_per_hour = (sysmod.storage_needed_tb(w0) * costmod._fac(self.cat, "cloud_storage_usd_per_tb_month", 23.0)
+        self.storage_usd_per_hour = (sysmod.storage_needed_tb(w0) * self.cat.fac("cloud_storage_usd_per_tb_month")
                                      / HOURS_PER_MONTH)
         for c in cands:
             self.price_rough(c, w0)

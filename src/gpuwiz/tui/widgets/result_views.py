@@ -113,7 +113,7 @@ def _build_block(b: Build, title: str) -> list[RenderableType]:
     if b.network:
         spec.add_row("Network", b.network)
     if b.power_w:
-        spec.add_row("Power", f"{b.power_w:,} W sustained per node (PSU {b.psu_w:,} W); heat {b.heat_kw:.1f} kW")
+        spec.add_row("Power", f"{b.power_w:,} W sustained per node (PSU {b.psu_w or 0:,} W); heat {b.heat_kw:.1f} kW")
     if b.site:
         spec.add_row("Site", b.site)
     if b.software:
