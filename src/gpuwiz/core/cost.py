@@ -193,24 +193,43 @@ class OnPremParts:
         return self.capex - self.residual + y * self.opex_per_year(busy_gpu_hours_per_year)
 
 
-def onprem_parts(req: Requirements, cat: Catalog, build: Build, capex: float | None = None) -> OnPremParts:
+@dataclass(frozen=True)
+class Footprint:
+    """What owning costs depend on, besides the capex: the shape, its power and where it lives."""
+
+    nodes: int
+    gpus_per_node: int
+    max_power_w: float  # per node
+    power_w: float  # sustained while training, per node
+    rack: bool  # a rack server / HGX box or a cluster (colocation when the site is open)
+
+    @staticmethod
+    def of(build: Build) -> Footprint:
+        rack = build.nodes > 1 or build.chassis_kind in ("server", "hgx") or not build.chassis
+        return Footprint(build.nodes, build.gpus_per_node, build.max_power_w, build.power_w, rack)
+
+
+def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, capex: float | None = None) -> OnPremParts:
+    """Yearly pieces of owning a build (or a rough footprint, for ranking many candidates: the same
+    rules, so the rough and the exact ranking agree)."""
+    fp = Footprint.of(build) if isinstance(build, Build) else build
+    if capex is None:
+        assert isinstance(build, Build), "a footprint needs its capex"
+        capex = build.capex_usd
     d = req.deployment
     y = years(req)
-    capex = build.capex_usd if capex is None else capex
-    gpus = build.gpus_per_node * build.nodes
-    colo = d.site == "colo" or (d.site in ("any", "cloud") and not build.site.startswith(("desk", "office")))
-    if d.site in ("desk", "office", "server-room"):
-        colo = False
+    gpus = fp.gpus_per_node * fp.nodes
+    colo = d.site == "colo" or (d.site in ("any", "cloud") and fp.rack)
     pue = d.pue or (cat.fac("pue") if colo else cat.fac("pue_office"))
     kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else cat.fac("electricity_usd_per_kwh")
-    max_kw = build.max_power_w / 1000.0
-    sustained_kw = build.power_w / 1000.0
+    max_kw = fp.max_power_w / 1000.0
+    sustained_kw = fp.power_w / 1000.0
     idle_kw = IDLE_FRAC * max_kw
-    power_idle = build.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
-    power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(build.gpus_per_node, 1) * pue * kwh
+    power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
+    power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue * kwh
     if colo:
         rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else cat.fac("colo_usd_per_kw_month")
-        space = build.nodes * max_kw * rate * 12
+        space = fp.nodes * max_kw * rate * 12
     else:
         space = gpus * cat.fac("office_space_usd_per_gpu_year")
     maint = cat.fac("maintenance_frac_per_year") * capex
@@ -220,13 +239,13 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build, capex: float | N
     # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.
     # One box is one box to run, whatever GPUs it holds: the staff share does not depend on the
     # GPU count inside it (marginal cost, not a sunk salary, when comparing GPUs in one box).
-    if build.nodes > 1:
+    if fp.nodes > 1:
         min_fte = 0.25
     elif colo:
         min_fte = 0.1
     else:
         min_fte = 0.05
-    fte = max(min_fte, build.nodes / max(cat.fac("staff_nodes_per_fte"), 1e-9))
+    fte = max(min_fte, fp.nodes / max(cat.fac("staff_nodes_per_fte"), 1e-9))
     staff = fte * salary
     depr = cat.fac("depreciation_years")
     resid_frac = cat.fac("residual_value_frac")
@@ -359,6 +378,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         verdict, reason = "rent", f"you asked to rent; over {y:g} years renting costs ${rent_total:,.0f} vs ${buy_total:,.0f} to own"
     elif mode == "buy":
         verdict, reason = "buy", f"you asked to buy; owning costs ${buy_total:,.0f} over {y:g} years vs ${rent_total:,.0f} renting"
+        if by_resale:
+            reason += f"; cheaper only through the ${parts.residual:,.0f} resale value at the end"
     elif hybrid_total is not None:
         verdict = "hybrid"
         what = "nodes" if build.nodes > 1 else "GPUs"

@@ -31,8 +31,17 @@ from gpuwiz.core import pitfalls as pitmod
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog, CloudInstance
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import (Alternative, BindingConstraint, Build, CloudOption, Estimate, ParetoPoint, Recommendation,
-                                RentOffer, Requirements)
+from gpuwiz.core.models import (
+    Alternative,
+    BindingConstraint,
+    Build,
+    CloudOption,
+    Estimate,
+    ParetoPoint,
+    Recommendation,
+    RentOffer,
+    Requirements,
+)
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the cheapest objective
@@ -367,7 +376,8 @@ class _Recommender:
             c.reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
                                + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0) * self.rpy)
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
-        unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
+        used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
+        unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         if unit and (self._buyable(c) or pinned):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
@@ -384,13 +394,17 @@ class _Recommender:
         return self.buyable_cache[key]
 
     def _buy_total_rough(self, c: Cand) -> float:
+        """The horizon cost of owning before the system is sized: cost.onprem_parts on a footprint
+        (power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform)."""
         assert c.capex is not None
-        resid = self.cat.fac("residual_value_frac") ** (self.y / self.cat.fac("depreciation_years"))
-        maint = self.cat.fac("maintenance_frac_per_year")
-        kwh = self.d.electricity_usd_per_kwh if self.d.electricity_usd_per_kwh is not None else self.cat.fac("electricity_usd_per_kwh")
-        busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
-        power = (0.25 * c.count * HOURS_PER_YEAR + 0.75 * busy) * c.gpu.tdp_w / 1000 * 1.4 * kwh
-        return c.capex * (1 - resid) + self.y * (maint * c.capex + power)
+        hgx = c.gpu.form_factor in ("sxm", "oam")
+        gpu_w = c.gpn * c.gpu.tdp_w
+        max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
+        sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
+        fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
+                               rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
+        parts = costmod.onprem_parts(self.req, self.cat, fp, capex=c.capex)
+        return parts.total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.count))
 
     def _score(self, c: Cand) -> None:
         budget = self.d.budget_usd
@@ -600,7 +614,7 @@ class _Recommender:
                 usd_per_run=cloud[0].cost_per_run_usd if cloud else (win.rent_run or 0.0), label=win.rent_label,
                 usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year, spot_usd_per_run=win.spot_run)
             if buy is not None:
-                best, bw = self._workload(scan, buy)
+                _, bw = self._workload(scan, buy)
                 buy_build = self._sized(buy, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
                                            **self._decided(win, buy))

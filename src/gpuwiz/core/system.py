@@ -32,7 +32,6 @@ from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption,
 from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
 
-
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82
 TRAIN_LOAD_FRAC = 0.75  # Epoch server_TDP_fraction(): servers draw ~75 % of max while training
@@ -200,7 +199,7 @@ def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean:
     cards this wide, the boxes that take narrower (2-slot blower) variants of an open-air card."""
     pool = [c for c in cat.platforms.chassis if lean or not c.lean]
     fits = [c for c in pool if chassis_fits(c, gpu, gpus_per_node, site)]
-    if not fits and gpu.cooling == "open-air":
+    if not fits and gpu.cooling == "open-air":  # 2-slot blower variants exist (RTX 3090 / 4090 "turbo")
         fits = [c for c in pool if chassis_fits(c, gpu, gpus_per_node, site, slot_strict=False)]
     return sorted(fits, key=lambda c: (CHASSIS_ORDER[c.kind] if gpus_per_node <= 2 else 0, c.price_usd, c.max_gpus))
 
@@ -263,7 +262,8 @@ def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float, d
             if total > cap:
                 continue
             cost = n * d.price_usd
-            if total >= target_gb and (best is None or cost < best[0]):
+            # DIMM sizes are binary: 256 GB for a 275 GB target is close enough (0.9x).
+            if total >= 0.9 * target_gb and (best is None or cost < best[0]):
                 best = (cost, d, n)
             if fallback is None or total > fallback[1].capacity_gb * fallback[2]:
                 fallback = (cost, d, n)
@@ -436,6 +436,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     deployment's ``used_hardware``)."""
     site = req.deployment.site
     used = req.deployment.used_hardware if used is None else used
+    if gpu.price_new_usd is None and gpu.price_used_usd:
+        used = True  # no longer sold new: the used market is the only way to buy it
     options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
     chassis = options[0] if options else None
     hgx = bool(chassis and chassis.kind == "hgx") or gpu.form_factor in ("sxm", "oam")
