@@ -228,3 +228,65 @@ def test_four_triple_slot_consumer_cards_get_a_real_chassis() -> None:
     assert b.pcie_lanes >= b.pcie_lanes_needed >= 64
     assert b.psu_w >= b.max_power_w
     assert "240 V" in b.site and not b.site.startswith("desk")
+
+
+# ---- issue 12: form factor and cooling, PSU, tiers, stack, rented instances ----------------------
+
+
+def test_towers_cannot_cool_passive_cards() -> None:
+    for gid in ("l40s", "a10", "a100-80gb-pcie", "h100-pcie", "l4"):
+        g = CAT.gpu(gid)
+        assert g.cooling == "passive"
+        assert all(c.kind not in ("desktop", "workstation") for c in sysmod.chassis_options(CAT, g, 1, "any"))
+        assert sysmod.chassis_options(CAT, g, 1, "desk") == []
+    assert sysmod.pick_chassis(CAT, CAT.gpu("rtx-6000-ada"), 2, "desk") is not None  # blower card
+
+
+def test_hgx_boards_are_sold_whole_and_b200_is_8_gpu_only() -> None:
+    b200 = CAT.gpu("b200")
+    assert sysmod.chassis_options(CAT, b200, 4, "any") == []
+    assert [c.max_gpus for c in sysmod.chassis_options(CAT, b200, 8, "any")] == [8]
+    h100 = CAT.gpu("h100-sxm")
+    assert {c.max_gpus for n in (4, 8) for c in sysmod.chassis_options(CAT, h100, n, "any")} == {4, 8}
+    assert sysmod.chassis_options(CAT, h100, 2, "any") == []
+
+
+def test_a16_is_one_board_of_four() -> None:
+    a16 = CAT.gpu("a16")
+    assert a16.sold_as_board == 4
+    assert sysmod.chassis_options(CAT, a16, 2, "any") == [] and sysmod.chassis_options(CAT, a16, 4, "any")
+    b = build(req(), "a16", 4)
+    assert "1 board(s) of 4" in b.bom[0].note
+
+
+def test_a_short_psu_is_replaced_in_the_bom_not_warned_about() -> None:
+    b = build(req(), "rtx-4090", 2)
+    assert b.psu_needed_w is not None and b.psu_w is not None and b.psu_w >= b.psu_needed_w
+    extra = [x for x in b.bom if x.item.startswith("PSU capacity")]
+    assert extra and extra[0].total_usd and extra[0].total_usd > 0
+
+
+def test_lean_tier_drops_bulk_disk_and_nic_and_costs_less() -> None:
+    r = req(model={"preset": "gpt2-124m"}, training={"method": "pretrain"}, data={"tokens": 1e9})
+    w = sysmod.workload_from(r, CAT, None)
+    std = sysmod.size_system(r, CAT, CAT.gpu("rtx-3090"), 1, 1, w)
+    lean = sysmod.size_system(r, CAT, CAT.gpu("rtx-3090"), 1, 1, w, lean=True, used=True)
+    assert lean.capex_usd < std.capex_usd and lean.tier == "lean-used"
+    assert not any("HDD" in x.item or "NIC" in x.item for x in lean.bom)
+    assert lean.bom[0].unit_usd == CAT.gpu("rtx-3090").price_used_usd
+
+
+def test_stack_follows_the_plan() -> None:
+    w = sysmod.workload_from(req(), CAT, None)
+    import dataclasses
+
+    assert "DeepSpeed" in sysmod.framework_line(dataclasses.replace(w, method="full", offload="optimizer", zero_stage=3))
+    assert "Megatron" in sysmod.framework_line(dataclasses.replace(w, method="full", tp=2, framework="PyTorch FSDP"))
+    assert "bitsandbytes" in sysmod.framework_line(dataclasses.replace(w, method="qlora"))
+
+
+def test_rented_build_is_an_instance() -> None:
+    b = build(req(), "h100-sxm", 8)
+    rb = sysmod.rented_build(b, 208, 1800.0, 30.0, "cloud: x")
+    assert rb.rented and rb.chassis is None and rb.psu_w is None and rb.bom == [] and rb.capex_usd == 0
+    assert rb.instance is not None and rb.instance.vcpus == 208 and rb.instance.local_nvme_tb == 30.0

@@ -446,8 +446,9 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         p_flip = p_equiv * buy_total / rent_total
         side = "buying" if not buying else "renting"
         ratio = buy_total / rent_total
-        what = f"{ratio:.1f}x today's" if ratio >= 1.05 else f"{1 - ratio:.0%} below today's" if ratio <= 0.95 else "about today's"
-        out.append(f"cloud prices {'above' if not buying else 'below'} {what} (${p_flip:,.2f} instead of ${p_equiv:,.2f} "
+        what = (f"above {ratio:.1f}x today's" if ratio >= 1.05 else f"more than {1 - ratio:.0%} below today's"
+                if ratio <= 0.95 else "about today's")
+        out.append(f"cloud prices {what} (${p_flip:,.2f} instead of ${p_equiv:,.2f} "
                    f"for the work one owned GPU does in an hour) would favour {side}")
     # Horizon.
     for h in (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10):

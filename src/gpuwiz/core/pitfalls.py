@@ -622,7 +622,7 @@ def _marketplace(c: Context) -> tuple[Severity, str] | None:
         return None
     sens = c.req.deployment.data_sensitivity
     sev: Severity = "high" if sens in ("confidential", "regulated") else "medium"
-    return sev, (f"{o.provider} {o.instance} ({o.instances * o.gpus_per_instance} GPUs) runs on a marketplace host operated by a third party: your data, weights and "
+    return sev, (f"{o.provider} {o.instance} ({o.instances * o.gpus_per_instance} GPU{'s' if o.instances * o.gpus_per_instance > 1 else ''}) runs on a marketplace host operated by a third party: your data, weights and "
                  "credentials sit on a machine you do not control. Use its verified data-centre tier, encrypt data at "
                  "rest, keep secrets out of the image" + (", or a hyperscaler for confidential data" if sev == "high" else "") + ".")
 

@@ -202,7 +202,8 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     if rented:
         out += [f"{h2}Rent" if md else "Rent:"]
         offer = cost.rent_offer if cost else None
-        shape = (f"{offer.instances} instance{'s' if offer.instances > 1 else ''} x {offer.gpus_per_instance} GPUs"
+        shape = (f"{offer.instances} instance{'s' if offer.instances > 1 else ''} x {offer.gpus_per_instance} "
+                 f"GPU{'s' if offer.gpus_per_instance > 1 else ''}"
                  if offer else f"{n_gpus} GPUs")
         out += [f"- {build.site.removeprefix('cloud: ')}: {n_gpus}x {build.gpu_name} ({shape}), "
                 f"{fmt_usd(rec.cost_per_run_usd)} per run"

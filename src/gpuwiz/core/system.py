@@ -549,7 +549,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
                                note=f"shared {what}: {shared_tb:,.0f} TB, {shared_gbps:,.1f} GB/s needed (data + checkpoint writes)"))
         else:
             storage.append(f"shared storage, >= {shared_tb:.0f} TB (not in catalog)")
-    storage.append(f"off-site copy of checkpoints (~{ckpt_gb:,.0f} GB each) in object storage")
+    each = f"~{ckpt_gb:,.0f} GB" if ckpt_gb >= 1 else "< 1 GB"
+    storage.append(f"off-site copy of checkpoints ({each} each) in object storage")
     bom += net_lines
 
     cpu_lanes_have = 0
