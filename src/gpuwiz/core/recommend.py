@@ -60,6 +60,8 @@ MIN_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a pretraining run gets at least 
 # A run should end by this fraction of its deadline (restarts, a slower pipeline); a build past it
 # wins only when nothing else fits, and the answer says so.
 SLACK_FRAC = 0.85
+LEAN_REACH = 1.5  # the lean / used tiers are tried for boxes up to this factor over the budget
+ROUGH_REACH = 1.6  # over-budget single boxes whose rough capex is within this factor get a real BOM
 STAGING_GBPS = 10.0  # an instance without a published network figure stages data at ~10 Gb/s (judgement)
 EXACT_TOP = 14  # candidates that get a full system build for exact ranking
 N_ALTERNATIVES = 4
@@ -297,7 +299,10 @@ class _Recommender:
             prev: Quick | None = None
             least_gph = math.inf
             slack_h = self.stop_h * SLACK_FRAC
-            for nodes in NODE_LADDER:
+            i = 0
+            while i < len(NODE_LADDER):
+                nodes = NODE_LADDER[i]
+                i += 1
                 self.considered += 1
                 c = self._try(scan, gpu, gpn, nodes, count_drops=False)
                 q = c.q if c else None
@@ -312,6 +317,11 @@ class _Recommender:
                         break  # more nodes no longer help
                     if q.gpu_hours > 2.0 * least_gph:
                         break  # scaling efficiency below 50 %: more nodes only burn money
+                    if self.obj != "fastest" and not met_once and math.isfinite(q.wall_hours):
+                        # Scaling is at best linear: skip the node counts that cannot meet the slack.
+                        need = nodes * q.wall_hours / slack_h * 0.95
+                        while i < len(NODE_LADDER) and NODE_LADDER[i] < need:
+                            i += 1
                 prev = q
         return out
 
@@ -444,11 +454,15 @@ class _Recommender:
             return
         build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
         budget = self.d.budget_usd
-        if budget is not None and build.capex_usd > budget and c.nodes == 1:
+        # The lean tier saves the platform extras (a few $k at most), used GPUs their price gap:
+        # try each only when it could close the gap to the budget.
+        if budget is not None and budget < build.capex_usd <= LEAN_REACH * budget and c.nodes == 1:
             lean = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True)
             if lean.capex_usd < build.capex_usd:
                 build = lean
-            if build.capex_usd > budget and c.gpu.price_used_usd and not self.d.used_hardware:
+            gap = (c.gpu.price_new_usd or 0) - (c.gpu.price_used_usd or 0)
+            if build.capex_usd > budget and c.gpu.price_used_usd and not self.d.used_hardware \
+                    and gap * c.count >= build.capex_usd - budget:
                 used = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True, used=True)
                 if used.capex_usd < build.capex_usd:
                     build = used
@@ -522,8 +536,11 @@ class _Recommender:
                                      / HOURS_PER_MONTH)
         for c in cands:
             self.price_rough(c, w0)
-            if c.extra.get("drop") == DROP_BUDGET and c.capex is not None:
-                self.exact(c, w0)  # the budget filter uses the real bill of materials (and the lean / used tiers)
+            # The budget filter uses the real bill of materials (and the lean / used tiers) for every
+            # build the rough price puts within reach (it is off by well under 2x either way).
+            if c.extra.get("drop") == DROP_BUDGET and c.capex is not None and self.d.budget_usd is not None \
+                    and c.nodes == 1 and c.capex <= ROUGH_REACH * self.d.budget_usd:
+                self.exact(c, w0)
         if pinned:
             ok = cands
         else:

@@ -505,6 +505,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
     lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics, hgx)
     cpu, sockets = pick_cpu(cat, chassis, cores, lanes)
+    first = chassis
     for alt in options[1:]:
         if cpu is not None and _cpu_ok(cpu, sockets, cores, lanes):
             break
@@ -513,7 +514,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
             chassis, cpu, sockets = alt, c2, s2
             break
     desktop = bool(chassis and chassis.cpu_segment == "desktop")
-    nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
+    if chassis is not first:  # the drive form follows the chassis
+        nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
     fast_tb = n_nvme * (nvme.capacity_tb or 1.0) if nvme else fast_tb_target
     fast_read = n_nvme * (nvme.read_gbps if nvme else 3.0)
     storage: list[str] = []
