@@ -290,3 +290,11 @@ def test_rented_build_is_an_instance() -> None:
     rb = sysmod.rented_build(b, 208, 1800.0, 30.0, "cloud: x")
     assert rb.rented and rb.chassis is None and rb.psu_w is None and rb.bom == [] and rb.capex_usd == 0
     assert rb.instance is not None and rb.instance.vcpus == 208 and rb.instance.local_nvme_tb == 30.0
+
+
+def test_dimms_run_at_the_cpus_memory_speed() -> None:
+    b = build(req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11}), "h100-sxm", 8, nodes=8)
+    cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
+    line = next(x for x in b.bom if "DIMM" in x.item)
+    dimm = next(d for d in CAT.platforms.memory if d.name == line.item)
+    assert dimm.mts >= cpu.memory_mts and f"runs at {min(dimm.mts, cpu.memory_mts)} MT/s" in line.note

@@ -42,6 +42,11 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             assert b.chassis is None and b.psu_w is None and b.bom == [] and b.instance is not None
             assert cost.verdict == "rent" and cost.rent_offer is not None
             assert cost.rent_offer.instances >= 1 and cost.rent_offer.gpus_per_instance >= 1
+            top = cost.cloud[0] if cost.cloud else None
+            reserved = top is not None and (top.cost_per_run_reserved_usd or 1e18) < top.cost_per_run_usd
+            if cost.rent_usd_total and r.cost_per_run_usd and not reserved and req.deployment.utilization is None:
+                runs = req.schedule.runs_per_month * 12 * req.deployment.horizon_years
+                assert cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * runs, rel=0.01)  # one price
             if est.memory.host_ram_gib > 0:  # offload on a host whose RAM is unknown / too small is flagged
                 ram = b.instance.ram_gib
                 assert (ram is not None and ram >= est.memory.host_ram_gib) or any(

@@ -136,6 +136,7 @@ class CPU(_Entry):
     pcie_lanes: int = Field(ge=1)  # usable lanes per socket (per system for desktop parts)
     pcie_gen: int = Field(ge=3, le=6)
     memory_channels: int = Field(ge=1)
+    memory_mts: int = Field(ge=1000)  # DDR speed the memory controller runs (MT/s, 1 DIMM per channel)
     max_memory_gb: float = Field(gt=0)  # per socket
     max_sockets: int = Field(1, ge=1, le=8)
     tdp_w: float = Field(gt=0)
@@ -161,6 +162,7 @@ class Chassis(_Entry):
 class Dimm(_Entry):
     name: str
     capacity_gb: int = Field(gt=0)
+    mts: int = Field(ge=1000)  # rated speed (MT/s); it runs at the CPU's memory_mts when that is lower
     kind: Literal["ddr5-rdimm", "ddr5-udimm", "ddr4-rdimm", "ddr4-udimm"]
     price_usd: float = Field(gt=0)
 

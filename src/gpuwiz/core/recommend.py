@@ -593,6 +593,11 @@ class _Recommender:
         out_gb = (w.params_trainable if w.method in ("lora", "qlora") else w.params_total) * 2 / 1e9
         return self.cat.fac("cloud_setup_hours") + staging_h, out_gb * self.cat.fac("egress_usd_per_gb")
 
+    def _overhead_usd(self, o: CloudOption, w: sysmod.Workload) -> float:
+        """Per-run overhead of a cloud option in dollars (``overhead`` hours at its rate + egress)."""
+        hours, egress = self.overhead(self._instance(o), w)
+        return hours * o.usd_per_hour + egress
+
     def _offer(self, o: CloudOption | None, w: sysmod.Workload) -> RentOffer | None:
         """The cloud offer the verdict prices, with its per-run overhead (``overhead``)."""
         if o is None:
@@ -628,7 +633,8 @@ class _Recommender:
             buy = self._best_buy(ranked)
             ref_offer = cloud[0] if cloud else None
             rent_ref = costmod.RentRef(
-                usd_per_run=cloud[0].cost_per_run_usd if cloud else (win.rent_run or 0.0), label=win.rent_label,
+                usd_per_run=(cloud[0].cost_per_run_usd + self._overhead_usd(cloud[0], w)) if cloud else (win.rent_run or 0.0),
+                label=win.rent_label,
                 usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year, spot_usd_per_run=win.spot_run)
             if buy is not None:
                 _, bw = self._workload(scan, buy)
@@ -655,7 +661,8 @@ class _Recommender:
             if ref is not None:
                 own = cloud[0] if (ref is win and cloud) else None
                 rent_ref = costmod.RentRef(
-                    usd_per_run=own.cost_per_run_usd if own else (ref.rent_run or 0.0), label=ref.rent_label,
+                    usd_per_run=(own.cost_per_run_usd + self._overhead_usd(own, w)) if own else (ref.rent_run or 0.0),
+                    label=ref.rent_label,
                     usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year, spot_usd_per_run=ref.spot_run)
             analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref, gpu_priced=win.capex is not None,
                                        **(self._decided(win, ref) if ref is not None else {}))

@@ -251,6 +251,9 @@ def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float, d
              or list(cat.platforms.memory))
     if not dimms:
         return None, 0
+    # DIMMs rated at least at the CPU's memory speed (they run at the CPU's speed, never above).
+    if cpu is not None:
+        dimms = [d for d in dimms if d.mts >= cpu.memory_mts] or dimms
     channels = (cpu.memory_channels if cpu else 8) * sockets
     cap = (cpu.max_memory_gb * sockets) if cpu else 1e9
     best: tuple[float, Dimm, int] | None = None
@@ -569,7 +572,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     if dimm:
         bom.append(BomLine(item=dimm.name, qty=n_dimm * nodes, unit_usd=dimm.price_usd,
                            total_usd=dimm.price_usd * n_dimm * nodes,
-                           note=f"{ram_gb} GB/node = {ram_gb / max(vram_gb, 1):.1f}x VRAM"))
+                           note=f"{ram_gb} GB/node = {ram_gb / max(vram_gb, 1):.1f}x VRAM"
+                           + (f"; runs at {min(dimm.mts, cpu.memory_mts)} MT/s on this CPU" if cpu else "")))
 
     # Power and heat.
     cpu_w = (cpu.tdp_w if cpu else 250.0) * sockets
