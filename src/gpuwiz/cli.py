@@ -10,7 +10,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from gpuwiz import __version__
 
@@ -30,7 +31,7 @@ training their model, and why.
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         from gpuwiz.core.errors import printable
 
         self.exit(EXIT_USAGE, printable(f"gpuwiz: {' '.join(message.split())} (see `{self.prog} --help`)") + "\n")
@@ -184,7 +185,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]) + "\n"
 
 
@@ -196,7 +199,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     from gpuwiz.core.catalog import load_catalog
 
     catalog = load_catalog(args.catalog)
-    items: list[Any] = {"gpus": catalog.gpus, "models": catalog.models, "clouds": catalog.cloud_instances}[args.section]
+    sections: dict[str, list[Any]] = {"gpus": catalog.gpus, "models": catalog.models, "clouds": catalog.cloud_instances}
+    items = sections[args.section]
     if args.format == "json":
         sys.stdout.write(json.dumps([e.model_dump(mode="json") for e in items], indent=2) + "\n")
         return 0
@@ -267,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
-    except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
+    except Exception as exc:  # the outermost boundary: every error becomes an exit code (re-raised under GPUWIZ_DEBUG)
         from gpuwiz.core.errors import GpuwizError, printable
 
         if isinstance(exc, GpuwizError):

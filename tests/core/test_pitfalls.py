@@ -106,7 +106,8 @@ def rent_offer(c: pit.Context, provider: str, overhead_hours: float = 0.5) -> pi
                        cost=c.cost.model_copy(update={"rent_offer": offer}))
 
 
-def buy_cost(utilization: float, breakeven: float | None, payback: float | None = 12.0) -> Callable[[pit.Context], pit.Context]:
+def buy_cost(utilization: float, breakeven: float | None,
+             payback: float | None = 12.0) -> Callable[[pit.Context], pit.Context]:
     def upd(c: pit.Context) -> pit.Context:
         assert c.cost and c.cost.onprem
         onprem = c.cost.onprem.model_copy(update={"utilization": utilization})

@@ -326,7 +326,7 @@ def test_slack_ranks_runs_past_85_percent_last() -> None:
 def test_pareto_front_is_non_dominated_and_carries_the_quoted_price(small_team: Recommendation) -> None:
     r = small_team
     assert r.build is not None and len(r.pareto) >= 2
-    for a, b in zip(r.pareto, r.pareto[1:]):
+    for a, b in zip(r.pareto, r.pareto[1:], strict=False):
         assert a.wall_hours <= b.wall_hours and a.cost_per_run_usd > b.cost_per_run_usd
     me = [p for p in r.pareto if p.gpu == r.build.gpu and p.count == r.build.gpus_per_node * r.build.nodes]
     assert me and me[0].cost_per_run_usd == r.cost_per_run_usd

@@ -280,7 +280,8 @@ def test_stack_follows_the_plan() -> None:
     w = sysmod.workload_from(req(), CAT, None)
     import dataclasses
 
-    assert "DeepSpeed" in sysmod.framework_line(dataclasses.replace(w, method="full", offload="optimizer", zero_stage=3))
+    offload = dataclasses.replace(w, method="full", offload="optimizer", zero_stage=3)
+    assert "DeepSpeed" in sysmod.framework_line(offload)
     assert "Megatron" in sysmod.framework_line(dataclasses.replace(w, method="full", tp=2, framework="PyTorch FSDP"))
     assert "bitsandbytes" in sysmod.framework_line(dataclasses.replace(w, method="qlora"))
 
@@ -293,7 +294,8 @@ def test_rented_build_is_an_instance() -> None:
 
 
 def test_dimms_run_at_the_cpus_memory_speed() -> None:
-    b = build(req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11}), "h100-sxm", 8, nodes=8)
+    r = req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11})
+    b = build(r, "h100-sxm", 8, nodes=8)
     cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
     line = next(x for x in b.bom if "DIMM" in x.item)
     dimm = next(d for d in CAT.platforms.memory if d.name == line.item)

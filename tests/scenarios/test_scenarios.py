@@ -67,7 +67,8 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             if b.nodes > 1:
                 assert b.cpu_cores >= 12 * b.gpus_per_node  # DGX-class CPUs for loading, NCCL, checkpoints
                 shared = " ".join(b.storage)
-                assert ("parallel file system" in shared or "Storage Scale" in shared) if b.nodes > 4 else "NAS" in shared
+                pfs = "parallel file system" in shared or "Storage Scale" in shared
+                assert pfs if b.nodes > 4 else "NAS" in shared
                 assert "storage / front-end" in b.network
             if cost.verdict == "buy" and req.deployment.budget_usd is not None:
                 assert b.capex_usd <= req.deployment.budget_usd
@@ -77,11 +78,12 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
         me = [p for p in r.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes and p.nodes == b.nodes]
         if me and r.cost_per_run_usd is not None:
             assert me[0].cost_per_run_usd == pytest.approx(r.cost_per_run_usd, rel=1e-6)
-        for a, c in zip(r.pareto, r.pareto[1:]):
+        for a, c in zip(r.pareto, r.pareto[1:], strict=False):
             assert a.wall_hours <= c.wall_hours and a.cost_per_run_usd > c.cost_per_run_usd  # non-dominated
         # Verdict, payback and total agree.
-        if cost.verdict == "buy" and cost.payback_months is not None and cost.payback_months > req.deployment.horizon_years * 12 \
-                and cost.rent_usd_total and cost.onprem and cost.onprem.total_usd < cost.rent_usd_total:
+        late = cost.payback_months is not None and cost.payback_months > req.deployment.horizon_years * 12
+        if cost.verdict == "buy" and late and cost.rent_usd_total and cost.onprem \
+                and cost.onprem.total_usd < cost.rent_usd_total:
             assert cost.buy_wins_only_by_resale and "resale" in cost.verdict_reason
         # Slack: a run ends by 85 % of its deadline, or the answer says it could not.
         tight = est.time.wall_hours > SLACK_FRAC * _deadline_hours(req) * 1.02
@@ -148,7 +150,8 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         assert s not in " ".join(b.software), b.software
     if "min_fast_tb" in exp:
         nvme = [x for x in b.bom if "NVMe" in x.item]
-        assert sum(x.qty * (next(s.capacity_tb for s in CAT.storage if s.name == x.item) or 0) for x in nvme) >= exp["min_fast_tb"]
+        tb = sum(x.qty * (next(s.capacity_tb for s in CAT.storage if s.name == x.item) or 0) for x in nvme)
+        assert tb >= exp["min_fast_tb"]
     if "min_bulk_tb" in exp:
         assert b.storage_tb >= exp["min_bulk_tb"]
     if "min_gbps_per_gpu" in exp and b.nodes > 1:

@@ -22,9 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
-
-from pydantic import ValidationError
+from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
 from gpuwiz.core import pitfalls as pitmod
@@ -43,6 +41,10 @@ from gpuwiz.core.models import (
     Requirements,
 )
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+
+# What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
+# divisor, a log/sqrt domain error) or a result that fails its own model's validation (ValueError).
+_NUMERIC_ERRORS = (ArithmeticError, ValueError)
 
 NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the cheapest objective
 # Cheapest objective: among builds within this fraction of the lowest (effective) horizon cost, the
@@ -76,6 +78,7 @@ DROP_PRICE = "no price (buy) or cloud offer (rent)"
 DROP_CONSUMER_MULTI = "consumer card in a multi-node build"
 DROP_CAPACITY = "cannot do the runs per month when owned"
 DROP_TRAINING = "not a training part (VDI / inference board)"
+DROP_ERROR = "estimator error"
 
 
 # ---- estimator adapter ---------------------------------------------------------------------------
@@ -106,7 +109,7 @@ class _Scanner:
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
-            r = self.mod.quick(self.ctx, gpu, count, gpn)  # type: ignore[attr-defined]
+            r = self.mod.quick(self.ctx, gpu, count, gpn)
             detail = _get(r, "detail")
             blocked = bool(detail is not None and getattr(detail, "problems", None))
             return Quick(
@@ -123,8 +126,8 @@ class _Scanner:
 
     def full(self, gpu: GPU, count: int, gpn: int) -> Estimate:
         if self.fast and hasattr(self.mod, "estimate_from"):
-            return self.mod.estimate_from(self.ctx, gpu, count, gpn)  # type: ignore[attr-defined,no-any-return]
-        return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)  # type: ignore[no-any-return]
+            return self.mod.estimate_from(self.ctx, gpu, count, gpn)
+        return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)
 
 
 def _get(obj: Any, *names: str) -> Any:
@@ -137,6 +140,13 @@ def _get(obj: Any, *names: str) -> Any:
 
 
 # ---- candidates ----------------------------------------------------------------------------------
+
+
+class _Decided(TypedDict, total=False):
+    """cost.analyse's ``decided`` / ``decided_why`` keywords."""
+
+    decided: str
+    decided_why: str
 
 
 @dataclass
@@ -327,7 +337,11 @@ class _Recommender:
 
     def _try(self, scan: _Scanner, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
              count_drops: bool = True) -> Cand | None:
-        q = scan.quick(gpu, gpn * nodes, gpn)  # an estimator bug fails a test; it never silently changes the pick
+        try:
+            q = scan.quick(gpu, gpn * nodes, gpn)
+        except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
+            self.drop(DROP_ERROR)
+            return None
         c = Cand(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
         if pinned:
             return c
@@ -337,7 +351,8 @@ class _Recommender:
             return None
         if q.fits and q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
             q = Quick(fits=False, wall_hours=q.wall_hours, gpu_hours=q.gpu_hours, per_gpu_gib=q.per_gpu_gib,
-                      problems=("CPU offload needs more host RAM than the platform takes",), host_ram_gib=q.host_ram_gib)
+                      problems=("CPU offload needs more host RAM than the platform takes",),
+                      host_ram_gib=q.host_ram_gib)
             c.q = q
         if not q.fits:
             if count_drops:
@@ -375,7 +390,8 @@ class _Recommender:
             c.rent_run = (rate * (c.q.wall_hours + over_h) + egress
                           + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0))
             c.extra["overhead"] = rate * over_h + egress
-            c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{f' x{n}' if n > 1 else ''})"
+            times = f" x{n}" if n > 1 else ""
+            c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})"
             c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
             c.extra["idle"] = inst.gpu_count * n - c.count  # GPUs paid for but unused (smallest offer >= count)
             if inst.spot_usd_per_hour:
@@ -422,14 +438,14 @@ class _Recommender:
         opts: list[tuple[float, str]] = []
         # An owned build must fit the month's runs into the month; renting can run them in parallel.
         keeps_up = c.q.wall_hours * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
-        if mode in ("rent", "either") and c.rent_total is not None:
-            if budget is None or c.rent_total / self.y <= budget:
-                opts.append((c.rent_total, "rent"))
-        if mode in ("buy", "either") and c.buy_total is not None and keeps_up:
-            if budget is None or (c.capex or 0) <= budget:
-                # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
-                # verdict's own rule), so the ranking and the verdict agree.
-                opts.append((c.buy_total / costmod.BUY_MARGIN if mode == "either" else c.buy_total, "buy"))
+        if (mode in ("rent", "either") and c.rent_total is not None
+                and (budget is None or c.rent_total / self.y <= budget)):
+            opts.append((c.rent_total, "rent"))
+        if (mode in ("buy", "either") and c.buy_total is not None and keeps_up
+                and (budget is None or (c.capex or 0) <= budget)):
+            # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
+            # verdict's own rule), so the ranking and the verdict agree.
+            opts.append((c.buy_total / costmod.BUY_MARGIN if mode == "either" else c.buy_total, "buy"))
         if not opts:
             c.score = math.inf
             can_rent = mode in ("rent", "either") and c.rent_total is not None
@@ -633,9 +649,10 @@ class _Recommender:
             buy = self._best_buy(ranked)
             ref_offer = cloud[0] if cloud else None
             rent_ref = costmod.RentRef(
-                usd_per_run=(cloud[0].cost_per_run_usd + self._overhead_usd(cloud[0], w)) if cloud else (win.rent_run or 0.0),
-                label=win.rent_label,
-                usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year, spot_usd_per_run=win.spot_run)
+                usd_per_run=((cloud[0].cost_per_run_usd + self._overhead_usd(cloud[0], w)) if cloud
+                             else (win.rent_run or 0.0)),
+                label=win.rent_label, usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year,
+                spot_usd_per_run=win.spot_run)
             if buy is not None:
                 _, bw = self._workload(scan, buy)
                 buy_build = self._sized(buy, bw)
@@ -663,15 +680,18 @@ class _Recommender:
                 rent_ref = costmod.RentRef(
                     usd_per_run=(own.cost_per_run_usd + self._overhead_usd(own, w)) if own else (ref.rent_run or 0.0),
                     label=ref.rent_label,
-                    usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year, spot_usd_per_run=ref.spot_run)
-            analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref, gpu_priced=win.capex is not None,
+                    usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year,
+                    spot_usd_per_run=ref.spot_run)
+            analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref,
+                                       gpu_priced=win.capex is not None,
                                        **(self._decided(win, ref) if ref is not None else {}))
         offer = self._offer(ref_offer, offer_w)
         analysis = analysis.model_copy(update={"rent_offer": offer})
         if analysis.verdict == "rent":
             o = cloud[0] if cloud else None
             inst = self._instance(o) if o else None
-            label = (f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o else win.rent_label
+            label = ((f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o
+                     else win.rent_label)
             if o and _reserved_wins(o):
                 label += ", 1-year reservation"
             if o and o.note:
@@ -682,11 +702,13 @@ class _Recommender:
         alts = self.alternatives(win, ranked)
         ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis)
         pits = pitmod.check(ctx)
+        per_run: float | None
         if analysis.verdict == "rent" and cloud:
             # What renting costs the way the ranking priced it: on demand, or a reservation when
             # the year's runs fill it well enough to be cheaper; plus the per-run overhead.
             o = cloud[0]
-            per_run = o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None else o.cost_per_run_usd
+            per_run = (o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None
+                       else o.cost_per_run_usd)
             if offer is not None:
                 per_run += offer.overhead_hours * offer.usd_per_hour + offer.egress_usd
         elif analysis.onprem is not None and not renting:
@@ -745,7 +767,7 @@ class _Recommender:
     def _stack(self, c: Cand) -> float:
         return 1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP
 
-    def _decided(self, win: Cand, other: Cand) -> dict[str, str]:
+    def _decided(self, win: Cand, other: Cand) -> _Decided:
         """The ranking's rent-or-buy choice for cost.analyse (cheapest objective, mode either), and why
         it may differ from the plain dollar comparison there (``other`` is the other side's build)."""
         if self.obj != "cheapest" or self.d.mode != "either" or win.mode not in ("rent", "buy"):
@@ -761,8 +783,8 @@ class _Recommender:
         return {"decided": win.mode, "decided_why": why}
 
     def _best_rent(self, win: Cand, ranked: list[Cand]) -> Cand | None:
-        ok = [c for c in [win] + ranked if c.rent_run is not None and c.rent_total is not None]
-        return min(ok, key=lambda c: (c.rent_total, c.q.wall_hours)) if ok else None  # type: ignore[arg-type, return-value]
+        ok = [c for c in [win, *ranked] if c.rent_run is not None and c.rent_total is not None]
+        return min(ok, key=lambda c: (c.rent_total, c.q.wall_hours)) if ok else None
 
     def alternatives(self, win: Cand, ranked: list[Cand]) -> list[Alternative]:
         out: list[Alternative] = []
@@ -812,18 +834,21 @@ class _Recommender:
         return Recommendation(objective=self.obj, found=False, pitfalls=pits,  # type: ignore[arg-type]
                               candidates_considered=self.considered,
                               dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg,
-                              binding_constraint=self.binding(), assumptions=[n for n in [turnaround_note(self.req)] if n])
+                              binding_constraint=self.binding(),
+                              assumptions=[n for n in [turnaround_note(self.req)] if n])
 
     def binding(self) -> BindingConstraint:
         """What stopped every build, from the drop counts: the budget (with the cheapest fitting
         build's price), then the deadline, the site, memory, and policy (export / CUDA / VDI)."""
         d = self.dropped
         if d.get(DROP_BUDGET) and self.d.budget_usd is not None:
-            over = [c for c in self.over_budget if c.capex is not None or c.rent_total is not None]
-            costs = [min(x for x in ((c.capex if self.d.mode != "rent" else None),
-                                     (c.rent_total / self.y if c.rent_total is not None and self.d.mode != "buy" else None))
-                         if x is not None) for c in over
-                     if (c.capex is not None and self.d.mode != "rent") or (c.rent_total is not None and self.d.mode != "buy")]
+            costs: list[float] = []
+            for c in self.over_budget:
+                ways = [c.capex if self.d.mode != "rent" else None,
+                        c.rent_total / self.y if c.rent_total is not None and self.d.mode != "buy" else None]
+                priced = [x for x in ways if x is not None]
+                if priced:
+                    costs.append(min(priced))
             cheapest = f": the cheapest build that fits costs ${min(costs):,.0f}" if costs else ""
             return BindingConstraint(kind="budget", message=f"budget ${self.d.budget_usd:,.0f}{cheapest}")
         if d.get(DROP_DEADLINE) or d.get(DROP_CAPACITY):
@@ -834,9 +859,11 @@ class _Recommender:
         if d.get(DROP_SITE):
             return BindingConstraint(kind="site", message=f"no build that fits suits the {self.d.site} site")
         if d.get(DROP_FIT):
-            return BindingConstraint(kind="memory", message="the model does not fit in the memory of any GPU count tried")
+            return BindingConstraint(kind="memory",
+                                     message="the model does not fit in the memory of any GPU count tried")
         return BindingConstraint(kind="policy", message="every GPU is excluded: "
-                                 + ", ".join(k for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE) if d.get(k)))
+                                 + ", ".join(k for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE)
+                                             if d.get(k)))
 
     def suggestions(self, scan: _Scanner) -> list[str]:
         """Changes that would make it work -- only sane ones: never LoRA for a pretraining run, never
@@ -855,11 +882,14 @@ class _Recommender:
             if self.d.site == "desk":
                 gpn = max((n for n in _gpn_options(g) if sysmod.chassis_options(self.cat, g, n, "desk")), default=1)
             for nodes in ladder:
-                q = scan.quick(g, gpn * nodes, gpn)
+                try:
+                    q = scan.quick(g, gpn * nodes, gpn)
+                except (GpuwizError, *_NUMERIC_ERRORS):
+                    break
                 if q.fits and math.isfinite(q.wall_hours) and q.wall_hours <= horizon_h:
                     if q.wall_hours > self.deadline_h:
-                        out.append(f"{nodes} node(s) of {gpn}x {g.name} would fit but take {q.wall_hours / 24:,.1f} days: "
-                                   f"a deadline of {math.ceil(q.wall_hours / 24)} days, or more nodes")
+                        out.append(f"{nodes} node(s) of {gpn}x {g.name} would fit but take {q.wall_hours / 24:,.1f} "
+                                   f"days: a deadline of {math.ceil(q.wall_hours / 24)} days, or more nodes")
                     else:
                         out.append(f"{nodes} node(s) of {gpn}x {g.name} ({nodes * gpn} GPUs) would fit and finish in "
                                    f"{q.wall_hours:,.1f} h")
@@ -881,9 +911,11 @@ class _Recommender:
                 g, n, h = hit
                 out.append(f"{label} would fit on {n}x {g.id} ({h:,.1f} h per run)")
         if self.dropped.get(DROP_BUDGET) and self.d.budget_usd:
-            out.append(f"{self.dropped[DROP_BUDGET]} fitting build(s) exceed the ${self.d.budget_usd:,.0f} budget: raise it or rent")
+            out.append(f"{self.dropped[DROP_BUDGET]} fitting build(s) exceed the ${self.d.budget_usd:,.0f} budget: "
+                       "raise it or rent")
         if self.dropped.get(DROP_EXPORT):
-            out.append(f"{self.dropped[DROP_EXPORT]} GPU type(s) are export-restricted for {self.d.country}: use in-market GPUs or an in-country cloud")
+            out.append(f"{self.dropped[DROP_EXPORT]} GPU type(s) are export-restricted for {self.d.country}: use "
+                       "in-market GPUs or an in-country cloud")
         return out
 
     def _smallest_fit(self, req: Requirements, upd: dict[str, Any], gpus: list[GPU]) -> tuple[GPU, int, float] | None:
@@ -897,12 +929,15 @@ class _Recommender:
             data["hardware"] = None
             req2 = Requirements.model_validate(data)
             scan = _Scanner(req2, self.cat)
-        except (ValidationError, GpuwizError):  # the variant is not a valid config for this model
+        except (GpuwizError, *_NUMERIC_ERRORS):  # the changed settings fail validation or cannot be sized
             return None
         best: tuple[float, GPU, int, float] | None = None
         for g in gpus:
             for gpn in _gpn_options(g):
-                q = scan.quick(g, gpn, gpn)
+                try:
+                    q = scan.quick(g, gpn, gpn)
+                except (GpuwizError, *_NUMERIC_ERRORS):
+                    break
                 if q.fits and math.isfinite(q.wall_hours):
                     price = (g.price_new_usd or 1e9) * gpn
                     if best is None or price < best[0]:
@@ -928,5 +963,5 @@ def _sig(x: float) -> float:
     """Round to 2 significant digits so near-ties fall through to cost."""
     if x <= 0 or not math.isfinite(x):
         return x
-    p = math.floor(math.log10(x)) - 1
-    return round(x / 10**p) * 10**p
+    scale = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return round(x / scale) * scale

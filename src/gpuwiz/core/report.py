@@ -58,8 +58,10 @@ def _estimate_lines(est: Estimate, md: bool) -> list[str]:
     fits = "fits" if m.fits else "DOES NOT FIT"
     rows = [
         ("Model", f"{est.model.name} ({est.model.family}), {fmt_count(est.model.params_total)} params"
-                  + (f", {fmt_count(est.model.params_active)} active" if est.model.params_active != est.model.params_total else "")
-                  + (f", {fmt_count(est.model.params_trainable)} trainable" if est.model.params_trainable != est.model.params_total else "")),
+                  + (f", {fmt_count(est.model.params_active)} active"
+                     if est.model.params_active != est.model.params_total else "")
+                  + (f", {fmt_count(est.model.params_trainable)} trainable"
+                     if est.model.params_trainable != est.model.params_total else "")),
         ("Hardware", f"{p.gpus}x {est.gpu_name} ({p.nodes} node{'s' if p.nodes > 1 else ''} x {p.gpus_per_node})"),
         ("Plan", f"{p.framework}: DP {p.dp}, TP {p.tp}, PP {p.pp}, ZeRO {p.zero_stage}, offload {p.offload}, "
                  f"micro-batch {p.micro_batch} x accum {p.grad_accum}, checkpointing {p.activation_checkpointing}"),
@@ -108,12 +110,13 @@ def _build_lines(build: Build, md: bool, h2: str, title: str) -> list[str]:
         ("RAM", f"{build.ram_gb} GB per node"),
         ("Storage", "; ".join(build.storage)),
         ("Network", build.network),
-        ("Power", f"{build.power_w:,} W sustained, PSU {build.psu_w or 0:,} W per node; {build.heat_kw:.1f} kW of heat"),
+        ("Power", f"{build.power_w:,} W sustained, PSU {build.psu_w or 0:,} W per node; "
+                  f"{build.heat_kw:.1f} kW of heat"),
         ("Site", build.site),
         ("Software", "; ".join(build.software)),
     ]
     out += [f"- **{k}**: {v}" for k, v in sysrows] if md else [f"  {k:<9}{v}" for k, v in sysrows]
-    return out + [""]
+    return [*out, ""]
 
 
 def _pareto_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
@@ -154,7 +157,9 @@ def _table(headers: list[str], rows: list[list[str]], md: bool) -> list[str]:
         return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + [
             "| " + " | ".join(r) + " |" for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    def line(cells: list[str]) -> str:
+        return "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
+
     return [line(headers)] + [line(r) for r in rows]
 
 
@@ -178,7 +183,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
             out += ["", f"{h2}What would work" if md else "What would work:"]
             out += [f"- {s}" for s in rec.suggestions]
         if rec.pitfalls:
-            out += ["", f"{h2}Warnings" if md else "Warnings:"] + _pitfall_lines(rec, md)
+            out += ["", f"{h2}Warnings" if md else "Warnings:", *_pitfall_lines(rec, md)]
         return "\n".join(out) + "\n"
 
     n_gpus = build.gpus_per_node * build.nodes
@@ -214,7 +219,8 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
             host = ", ".join(x for x in (f"{inst.vcpus} vCPUs" if inst.vcpus else "",
                                          f"{inst.ram_gib:,.0f} GiB RAM" if inst.ram_gib else "",
                                          f"{inst.local_nvme_tb:g} TB local NVMe" if inst.local_nvme_tb else "") if x)
-            out += [f"- Host: {host or 'vCPUs, RAM and local disk not published by the provider: check before renting'}"]
+            unknown = "vCPUs, RAM and local disk not published by the provider: check before renting"
+            out += [f"- Host: {host or unknown}"]
         tb = build.storage_needed_tb
         need = f"{max(tb * 1000, 1):,.0f} GB" if tb < 1 else f"{tb:,.1f} TB"
         ckpt = f", checkpoints ~{build.checkpoint_gb:,.0f} GB each" if build.checkpoint_gb >= 1 else ""
@@ -226,7 +232,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     if rented and rec.buy_build is not None:
         out += _build_lines(rec.buy_build, md, h2, "If you would rather own it" if md
                             else "If you would rather own it (bill of materials, per node unless noted):")
-    out += [f"{h2}Estimate" if md else "Estimate:"] + _estimate_lines(est, md)
+    out += [f"{h2}Estimate" if md else "Estimate:", *_estimate_lines(est, md)]
 
     if rec.alternatives:
         out += ["", f"{h2}Alternatives" if md else "Alternatives:"]
@@ -271,7 +277,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
             out += ["", "What would flip the verdict:"] + [f"- {f}" for f in cost.flip_inputs]
 
     if rec.pitfalls:
-        out += ["", f"{h2}Warnings" if md else "Warnings:"] + _pitfall_lines(rec, md)
+        out += ["", f"{h2}Warnings" if md else "Warnings:", *_pitfall_lines(rec, md)]
     if rec.dropped:
-        out += ["", f"Dropped candidates: " + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + "."]
+        out += ["", "Dropped candidates: " + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + "."]
     return "\n".join(out) + "\n"

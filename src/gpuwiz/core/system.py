@@ -242,7 +242,8 @@ def _cpu_ok(cpu: CPU, sockets: int, cores: int, lanes: int) -> bool:
     return cpu.cores * sockets >= cores and cpu_lanes(cpu, sockets) >= lanes
 
 
-def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float, desktop: bool) -> tuple[Dimm | None, int]:
+def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
+                desktop: bool) -> tuple[Dimm | None, int]:
     """Fill memory channels evenly (1 or 2 DIMMs per channel) with the cheapest config >= target."""
     # Current desktop / Threadripper 7000 / EPYC 9004 / Xeon 4th-gen platforms take DDR5.
     kinds = ("ddr5-udimm",) if desktop else ("ddr5-rdimm",)
@@ -284,7 +285,8 @@ def _tiers(cat: Catalog, *kinds: str) -> list[StorageTier]:
 M2_SLOTS = {"desktop": 2, "workstation": 4}  # M.2 sockets on typical AM5 / TRX50-WRX90 boards
 
 
-def pick_nvme(cat: Catalog, chassis: Chassis | None, target_tb: float, read_gbps: float) -> tuple[StorageTier | None, int]:
+def pick_nvme(cat: Catalog, chassis: Chassis | None, target_tb: float,
+              read_gbps: float) -> tuple[StorageTier | None, int]:
     """The local NVMe tier and drive count: the cheapest set that holds ``target_tb`` and reads
     ``read_gbps``. Desktop / workstation boxes take consumer M.2 drives (as many as the board has
     M.2 sockets); servers take enterprise U.2 (hot-swap bays, power-loss protection)."""
@@ -311,7 +313,8 @@ def _cheapest_drives(tiers: list[StorageTier], target_tb: float, read_gbps: floa
                 continue
             n = max_n
         cost = n * (t.price_usd or 0.0)
-        if best is None or (n * cap >= target_tb and (best[2] * (best[1].capacity_tb or 1) < target_tb or cost < best[0])):
+        if best is None or (n * cap >= target_tb
+                            and (best[2] * (best[1].capacity_tb or 1) < target_tb or cost < best[0])):
             best = (cost, t, n)
     return (best[1], best[2]) if best else None
 
@@ -323,7 +326,8 @@ def pick_network(cat: Catalog, gpu: GPU, nodes: int) -> tuple[NetworkOption | No
         return (min(eth, key=lambda n: (n.nic_price_usd, -n.gbps)) if eth else None), 1, 0.0
     arch = gpu.architecture.lower()
     # H100 clusters: 8 x 400 Gb/s per node (Cheah 2024; DGX H100); A100: 200 Gb/s HDR per GPU.
-    target = 400.0 if arch in ("hopper", "blackwell", "cdna3", "gaudi3") else 200.0 if arch in ("ampere", "cdna2") else 100.0
+    target = (400.0 if arch in ("hopper", "blackwell", "cdna3", "gaudi3") else 200.0 if arch in ("ampere", "cdna2")
+              else 100.0)
     rdma = [n for n in cat.network if n.rdma]
     if not rdma:
         return None, 1, target
@@ -354,7 +358,8 @@ def driver_stack(cat: Catalog, gpu: GPU) -> list[str]:
     stacks = {s.id: s for s in cat.platforms.software}
     s = stacks.get(gpu.architecture.lower())
     if s is None:
-        return ["NVIDIA driver (see NVIDIA's CUDA compatibility table)", f"CUDA >= {gpu.min_cuda or '12.0'}", "PyTorch 2.x"]
+        return ["NVIDIA driver (see NVIDIA's CUDA compatibility table)", f"CUDA >= {gpu.min_cuda or '12.0'}",
+                "PyTorch 2.x"]
     return [f"NVIDIA driver {s.driver}", f"CUDA {s.cuda}", s.torch]
 
 
@@ -401,7 +406,7 @@ def storage_needed_tb(w: Workload) -> float:
 
 
 NAS_MAX_NODES = 4  # up to this many nodes: local NVMe + a NAS; above, a parallel file system
-CKPT_WRITE_S = 300.0  # a full checkpoint should land on shared storage within ~5 minutes (ml-engineering fault-tolerance)
+CKPT_WRITE_S = 300.0  # a full checkpoint lands on shared storage within ~5 min (ml-engineering fault-tolerance)
 FRONTEND_GBPS = 100.0  # storage / front-end Ethernet per node in a cluster (DGX H100: 2 x 200/400 GbE in-band)
 
 
@@ -476,11 +481,13 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         ports, switches, topo = fabric_ports(nics * nodes, net.switch_radix)
         rails = f"{nics} rails" if nics > 1 else "1 rail"
         net_lines.append(BomLine(item=f"{net.name} NIC", qty=nics * nodes, unit_usd=net.nic_price_usd,
-                                 total_usd=net.nic_price_usd * nics * nodes, note="compute fabric, one per GPU" if hgx else "compute fabric"))
+                                 total_usd=net.nic_price_usd * nics * nodes,
+                                 note="compute fabric, one per GPU" if hgx else "compute fabric"))
         if net.switch_port_usd:
             net_lines.append(BomLine(item=f"{net.name} switch ports + cables", qty=ports, unit_usd=net.switch_port_usd,
                                      total_usd=net.switch_port_usd * ports,
-                                     note=f"{topo}, {rails}, non-blocking ({switches} x {net.switch_radix}-port switches)"))
+                                     note=f"{topo}, {rails}, non-blocking "
+                                          f"({switches} x {net.switch_radix}-port switches)"))
         fe = [n for n in cat.network if n.kind == "ethernet" and n.gbps >= FRONTEND_GBPS]
         fe_net = min(fe, key=lambda n: (n.gbps, n.nic_price_usd)) if fe else None
         fe_txt = ""
@@ -488,7 +495,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
             fe_ports, _, _ = fabric_ports(nodes + 2, fe_net.switch_radix)  # + storage and login nodes
             net_lines.append(BomLine(item=f"{fe_net.name} NIC", qty=nodes, unit_usd=fe_net.nic_price_usd,
                                      total_usd=fe_net.nic_price_usd * nodes, note="storage / front-end network"))
-            net_lines.append(BomLine(item=f"{fe_net.name} switch ports + cables", qty=fe_ports, unit_usd=fe_net.switch_port_usd,
+            net_lines.append(BomLine(item=f"{fe_net.name} switch ports + cables", qty=fe_ports,
+                                     unit_usd=fe_net.switch_port_usd,
                                      total_usd=fe_net.switch_port_usd * fe_ports, note="storage / front-end network"))
             fe_txt = f"; separate {fe_net.name} storage / front-end network"
         network = (f"{nics}x {net.name} per node ({net.gbps:g} Gb/s each, {per_gpu_gbps:g} Gb/s per GPU"
@@ -503,7 +511,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         network = "on-board 1-2.5 GbE"
 
     # CPU and lanes: a box whose CPUs cannot feed the GPUs is the wrong box -- step up.
-    datacenter = hgx or nodes > 1 or (chassis is not None and chassis.cpu_segment == "server" and gpu.segment == "datacenter")
+    datacenter = hgx or nodes > 1 or (chassis is not None and chassis.cpu_segment == "server"
+                                      and gpu.segment == "datacenter")
     cores = cores_needed(gpus_per_node, w.modality, datacenter)
     nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
     lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics, hgx)
@@ -549,9 +558,12 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         tier, units = _nas_or_pfs(cat, nodes, shared_tb, shared_gbps)
         if tier is not None:
             what = "NAS (NFS)" if tier.kind == "nas" else "parallel file system (Lustre / GPFS / WEKA class)"
-            storage.append(f"{tier.name} ({units} unit(s), ~{units * tier.read_gbps:.0f} GB/s, >= {shared_tb:.0f} TB shared)")
-            bom.append(BomLine(item=tier.name, qty=units, unit_usd=tier.price_usd, total_usd=(tier.price_usd or 0) * units,
-                               note=f"shared {what}: {shared_tb:,.0f} TB, {shared_gbps:,.1f} GB/s needed (data + checkpoint writes)"))
+            storage.append(f"{tier.name} ({units} unit(s), ~{units * tier.read_gbps:.0f} GB/s, "
+                           f">= {shared_tb:.0f} TB shared)")
+            bom.append(BomLine(item=tier.name, qty=units, unit_usd=tier.price_usd,
+                               total_usd=(tier.price_usd or 0) * units,
+                               note=f"shared {what}: {shared_tb:,.0f} TB, {shared_gbps:,.1f} GB/s needed "
+                                    "(data + checkpoint writes)"))
         else:
             storage.append(f"shared storage, >= {shared_tb:.0f} TB (not in catalog)")
     each = f"~{ckpt_gb:,.0f} GB" if ckpt_gb >= 1 else "< 1 GB"
@@ -563,7 +575,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         cpu_lanes_have = cpu_lanes(cpu, sockets)
         bom.append(BomLine(item=cpu.name, qty=sockets * nodes, unit_usd=cpu.price_usd,
                            total_usd=cpu.price_usd * sockets * nodes,
-                           note=f"{cpu.cores * sockets} cores/node (need {cores}), {cpu_lanes_have} lanes (need {lanes})"))
+                           note=f"{cpu.cores * sockets} cores/node (need {cores}), "
+                                f"{cpu_lanes_have} lanes (need {lanes})"))
 
     # RAM.
     floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
@@ -596,7 +609,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     psu_w: int
     if chassis:
         chassis_usd = chassis.price_usd
-        chassis_note = f"{chassis.kind}, {chassis.psu_w:g} W PSU" + (f", {chassis.rack_units}U" if chassis.rack_units else ", tower")
+        chassis_note = (f"{chassis.kind}, {chassis.psu_w:g} W PSU"
+                        + (f", {chassis.rack_units}U" if chassis.rack_units else ", tower"))
         if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
             chassis_note += f"; needs {chassis.max_slot_width}-slot (blower) variants of the card"
         bom.insert(0, BomLine(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
@@ -639,7 +653,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         storage=storage,
         network=network,
         psu_w=psu_w,
-        power_w=int(round(sustained)),
+        power_w=round(sustained),
         heat_kw=round(heat_kw, 2),
         site=where,
         software=software_stack(cat, gpu, nodes, w),
@@ -658,8 +672,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         read_gbps=round(fast_read, 2),
         network_gbps_per_gpu=round(per_gpu_gbps, 1),
         rdma=bool(net and net.rdma and nodes > 1),
-        max_power_w=int(round(max_w)),
-        psu_needed_w=int(round(psu_need)),
+        max_power_w=round(max_w),
+        psu_needed_w=round(psu_need),
     )
 
 
@@ -675,8 +689,9 @@ def rented_build(build: Build, vcpus: int | None, ram_gib: float | None, local_n
     """The same plan as a rented instance: no chassis, PSU or BOM; the instance's host resources."""
     return build.model_copy(update={
         "rented": True, "chassis": None, "chassis_kind": None, "psu_w": None, "psu_needed_w": None, "bom": [],
-        "capex_usd": 0.0, "site": site, "cpu": f"{vcpus} vCPUs per instance" if vcpus else "instance vCPUs (not published)",
-        "cpu_count": 0, "cpu_cores": 0, "pcie_lanes": 0, "ram_gb": int(round(ram_gib * GB_PER_GIB)) if ram_gib else 0,
+        "capex_usd": 0.0, "site": site,
+        "cpu": f"{vcpus} vCPUs per instance" if vcpus else "instance vCPUs (not published)",
+        "cpu_count": 0, "cpu_cores": 0, "pcie_lanes": 0, "ram_gb": round(ram_gib * GB_PER_GIB) if ram_gib else 0,
         "instance": RentedInstance(vcpus=vcpus, ram_gib=ram_gib, local_nvme_tb=local_nvme_tb),
     })
 
@@ -693,7 +708,8 @@ def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, ci
         return f"server room or colocation ({node_kw:.1f} kW, 208-240 V circuit, rack cooling)"
     if sustained_w <= circuit_w:
         return f"desk or office ({sustained_w:,.0f} W fits one 15 A/120 V circuit of {circuit_w:,.0f} W)"
-    return f"office / server closet with a dedicated 20 A/240 V circuit ({sustained_w:,.0f} W, {node_kw:.1f} kW of heat)"
+    return (f"office / server closet with a dedicated 20 A/240 V circuit ({sustained_w:,.0f} W, "
+            f"{node_kw:.1f} kW of heat)")
 
 
 def platform_capex(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload,
