@@ -291,6 +291,7 @@ def test_overlay_overrides_price_and_adds_gpu(tmp_path: Path) -> None:
         "  release_year: 2025\n"
         "  segment: datacenter\n"
         "  form_factor: pcie\n"
+        "  cooling: passive\n"
         "  memory_gib: 64\n"
         "  memory_bandwidth_gbps: 2000\n"
         "  fp32_tflops: 50\n"

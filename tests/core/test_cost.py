@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from gpuwiz.core import cost as costmod
+from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core.estimate import estimate
 from gpuwiz.core.models import Build, Requirements
 from gpuwiz.core.units import HOURS_PER_YEAR
 
@@ -216,3 +218,36 @@ def test_split_job_refuses_zero3_tp_and_slow_networks() -> None:
     job = costmod.SplitJob.from_estimate(est(0, 1, 7e9, 10.0))  # full DDP of 7B: 28 GB per step
     one_gpu = next(i for i in CAT.cloud_instances if i.gpu_count == 1)
     assert job is not None and job.slowdown(one_gpu) is None
+
+
+def test_buying_that_wins_only_through_resale_says_so() -> None:
+    """Payback past the horizon but a lower total: the resale value is what makes buying win."""
+    req = Requirements.model_validate({"model": {"preset": "llama-2-7b"}, "training": {"method": "lora"},
+                                       "data": {"tokens": 1e8}, "schedule": {"runs_per_month": 30},
+                                       "deployment": {"horizon_years": 1, "mode": "either"}})
+    est = estimate(req, CAT, gpu="rtx-4090", count=1, gpus_per_node=1)
+    build = sysmod.size_system(req, CAT, CAT.gpu("rtx-4090"), 1, 1, sysmod.workload_from(req, CAT, est))
+    parts = costmod.onprem_parts(req, CAT, build)
+    gph = est.time.gpu_hours
+    busy = costmod.busy_hours(req, gph, 1)
+    buy_total = parts.total(1.0, busy)
+    # Rent priced so that owning is 12 % cheaper in total but does not pay back within 12 months.
+    rent_year = buy_total / 0.88
+    ref = costmod.RentRef(usd_per_run=rent_year / costmod.runs_per_year(req), label="ref", usd_per_gpu_hour=1.0)
+    a = costmod.analyse(req, CAT, build, gph, [], ref)
+    assert a.payback_months is not None and a.payback_months > 12
+    assert a.verdict == "buy" and a.buy_wins_only_by_resale and "resale" in a.verdict_reason
+
+
+def test_rough_and_exact_owning_cost_share_one_rule() -> None:
+    """cost.onprem_parts prices a footprint with the same staff / space / power rules as a build."""
+    req = Requirements.model_validate({"model": {"preset": "llama-2-7b"}, "training": {"method": "lora"},
+                                       "data": {"tokens": 1e8}})
+    est = estimate(req, CAT, gpu="rtx-4090", count=2, gpus_per_node=2)
+    b = sysmod.size_system(req, CAT, CAT.gpu("rtx-4090"), 2, 1, sysmod.workload_from(req, CAT, est))
+    exact = costmod.onprem_parts(req, CAT, b)
+    rough = costmod.onprem_parts(req, CAT, costmod.Footprint.of(b), capex=b.capex_usd)
+    assert rough == exact
+    one = costmod.onprem_parts(req, CAT, costmod.Footprint(1, 1, 800, 600, False), capex=5000)
+    eight = costmod.onprem_parts(req, CAT, costmod.Footprint(1, 8, 6000, 5000, False), capex=50000)
+    assert one.staff == eight.staff  # one box is one box to run: staff is not a per-GPU cost

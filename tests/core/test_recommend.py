@@ -276,3 +276,117 @@ def test_near_tie_goes_to_the_fewer_gpus() -> None:
     assert rec.pick(sorted([big, small], key=rec.key)) is small
     small_dear = cand(1, 100.0 * (1 + rmod.SIMPLICITY_TOLERANCE) * 1.01)
     assert rec.pick(sorted([big, small_dear], key=rec.key)) is big
+
+
+# ---- issue 12: value of time, search, one coherent answer ----------------------------------------
+
+
+def test_node_ladder_is_not_only_powers_of_two() -> None:
+    from gpuwiz.core.recommend import NODE_LADDER
+
+    assert {3, 5, 6, 7, 10, 12} <= set(NODE_LADDER)
+    assert list(NODE_LADDER) == sorted(set(NODE_LADDER)) and NODE_LADDER[0] == 2
+
+
+def test_enterprise_cluster_may_take_a_node_count_that_is_not_a_power_of_two(enterprise: Recommendation) -> None:
+    assert enterprise.build is not None and enterprise.estimate is not None
+    assert enterprise.build.nodes & (enterprise.build.nodes - 1) != 0  # 48 nodes: neither 32 nor 64
+    assert enterprise.estimate.time.wall_hours <= 0.85 * 60 * 24  # ends inside the slack
+
+
+def test_turnaround_without_a_deadline_is_stated() -> None:
+    from gpuwiz.core.recommend import _deadline_hours, turnaround_note
+
+    ft = example("small-team-lora-7b.yaml", schedule={"deadline_days": None})
+    assert _deadline_hours(ft) == 7 * 24 and "7 days" in (turnaround_note(ft) or "")
+    pt = example("enterprise-70b-pretrain.yaml", schedule={"deadline_days": None, "runs_per_month": 0.5})
+    assert _deadline_hours(pt) == pytest.approx(730.0 / 0.5, rel=0.01)
+    assert turnaround_note(example("small-team-lora-7b.yaml")) is None
+    r = recommend(ft, CAT)
+    assert r.assumptions and "7 days" in r.assumptions[0]
+
+
+def test_slack_ranks_runs_past_85_percent_last() -> None:
+    from gpuwiz.core import recommend as rmod
+
+    req = load_config(EXAMPLES / "small-team-lora-7b.yaml")
+    rec = rmod._Recommender(req, CAT, "cheapest")
+    scan = rmod._Scanner(req, CAT)
+    cands = rec.enumerate(scan)
+    w0 = rec.workload0(scan)
+    for c in cands:
+        rec.price_rough(c, w0)
+    ok = [c for c in cands if math.isfinite(c.score)]
+    ok.sort(key=rec.key)
+    tight = [rec.tight(c) for c in ok]
+    assert tight == sorted(tight)  # every build with slack before any without
+    assert rec.tight(rec.pick(ok)) == tight[0]
+
+
+def test_pareto_front_is_non_dominated_and_carries_the_quoted_price(small_team: Recommendation) -> None:
+    r = small_team
+    assert r.build is not None and len(r.pareto) >= 2
+    for a, b in zip(r.pareto, r.pareto[1:], strict=False):
+        assert a.wall_hours <= b.wall_hours and a.cost_per_run_usd > b.cost_per_run_usd
+    me = [p for p in r.pareto if p.gpu == r.build.gpu and p.count == r.build.gpus_per_node * r.build.nodes]
+    assert me and me[0].cost_per_run_usd == r.cost_per_run_usd
+    data = r.model_dump(mode="json")
+    assert set(data["pareto"][0]) == {"gpu", "count", "nodes", "wall_hours", "cost_per_run_usd", "rented"}
+
+
+def test_rented_pick_is_an_instance_in_json(small_team: Recommendation) -> None:
+    data = small_team.model_dump(mode="json")
+    b = data["build"]
+    assert b["rented"] is True and b["chassis"] is None and b["psu_w"] is None and b["bom"] == []
+    assert set(b["instance"]) == {"vcpus", "ram_gib", "local_nvme_tb"}
+    offer = data["cost"]["rent_offer"]
+    assert {"provider", "instance", "region", "country", "tier", "instances", "gpus_per_instance",
+            "usd_per_hour"} <= set(offer)
+    assert offer["tier"] is None and len(offer["country"]) == 2 and offer["instances"] >= 1
+
+
+def test_fastest_never_depends_on_the_deadline() -> None:
+    picks = set()
+    for days in (3, 10, 30):
+        r = recommend(example("small-team-lora-7b.yaml", schedule={"deadline_days": days},
+                              deployment={"mode": "rent", "budget_usd": 20000}), CAT, "fastest")
+        assert r.build is not None
+        picks.add((r.build.gpu, r.build.gpus_per_node, r.build.nodes))
+    assert len(picks) == 1
+
+
+def test_budget_binding_constraint_names_the_cheapest_fitting_build() -> None:
+    r = recommend(example("enterprise-70b-pretrain.yaml", deployment={"mode": "buy", "budget_usd": 2_000_000}), CAT)
+    assert not r.found and r.binding_constraint is not None
+    assert r.binding_constraint.kind in ("budget", "deadline")
+    if r.binding_constraint.kind == "budget":
+        assert "cheapest build that fits costs $" in r.binding_constraint.message
+    assert not any("LoRA" in s for s in r.suggestions)  # never LoRA for a pretraining run
+
+
+def test_used_lean_tier_makes_a_3k_box() -> None:
+    req = Requirements.model_validate({
+        "model": {"preset": "gpt2-124m"}, "training": {"method": "pretrain", "global_batch": 256},
+        "data": {"tokens": 2e9}, "schedule": {"runs_per_month": 2, "deadline_days": 7},
+        "deployment": {"mode": "buy", "budget_usd": 3000, "site": "desk"}})
+    r = recommend(req, CAT)
+    assert r.found and r.build is not None and not r.build.rented
+    assert r.build.capex_usd <= 3000 and r.build.tier.startswith("lean")
+    assert r.build.capex_usd == pytest.approx(sum(x.total_usd or 0 for x in r.build.bom))
+
+
+def test_vdi_board_is_never_picked_for_training() -> None:
+    from gpuwiz.core.recommend import DROP_TRAINING
+
+    r = recommend(example("small-team-lora-7b.yaml"), CAT)
+    assert r.dropped.get(DROP_TRAINING) == 1
+    assert r.build is not None and r.build.gpu != "a16" and all(a.gpu != "a16" for a in r.alternatives)
+
+
+def test_offload_is_not_rented_on_a_host_with_unknown_ram() -> None:
+    from gpuwiz.core.recommend import instance_ram_ok
+
+    inst = next(i for i in CAT.cloud_instances if i.ram_gb is None)
+    assert not instance_ram_ok(inst, 100.0) and instance_ram_ok(inst, 0.0)
+    big = max((i for i in CAT.cloud_instances if i.ram_gb), key=lambda i: i.ram_gb or 0)
+    assert instance_ram_ok(big, (big.ram_gb or 0) * 0.5 / 1.0737)

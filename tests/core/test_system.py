@@ -57,7 +57,7 @@ def test_ram_is_a_real_dimm_configuration_at_least_vram() -> None:
 
 def test_cpu_has_cores_and_lanes_for_the_gpus() -> None:
     b = build(req(), "a100-80gb-pcie", 8)
-    assert b.cpu_cores >= b.cpu_cores_needed == 28
+    assert b.cpu_cores >= b.cpu_cores_needed == 96  # data-centre node: 12 cores per GPU (DGX-class)
     assert b.pcie_lanes >= b.pcie_lanes_needed >= 8 * 16
     cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
     assert cpu.segment == "server"
@@ -110,12 +110,14 @@ def test_image_pipeline_read_rate_and_raid() -> None:
     sps = est.throughput.samples_per_s_per_gpu or 0
     assert b.read_gbps_needed == pytest.approx(8 * sps * 110 / 1e6, rel=0.02)
     assert b.read_gbps >= b.read_gbps_needed
-    assert b.cpu_cores_needed == 44  # image decode needs 4 workers per GPU
+    # image decode needs 4 workers per GPU (44 cores), but an HGX node carries DGX-class CPUs: 12 per GPU
+    assert b.cpu_cores_needed == 96
+    assert sysmod.cores_needed(8, "image") == 44 and sysmod.cores_needed(8, "image", datacenter=True) == 96
 
 
 def test_multinode_gets_rdma_fabric_and_parallel_fs() -> None:
     r = req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11})
-    b = build(r, "h100-sxm", 8, nodes=4)
+    b = build(r, "h100-sxm", 8, nodes=8)
     assert b.rdma
     assert b.network_gbps_per_gpu >= 400
     assert "InfiniBand" in b.network or "RoCE" in b.network
@@ -124,6 +126,25 @@ def test_multinode_gets_rdma_fabric_and_parallel_fs() -> None:
     assert any("switch" in x.item.lower() for x in b.bom)
     assert b.cpu_count == 2
     assert 1000 <= b.ram_gb <= 2100
+    assert b.cpu_cores >= 96  # DGX-class: 2 x 48 cores or more
+    assert any("storage / front-end" in x.note for x in b.bom)  # a separate storage network
+    assert "rails" in b.network
+
+
+def test_few_nodes_get_a_nas_not_a_parallel_fs() -> None:
+    r = req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11})
+    b = build(r, "h100-sxm", 8, nodes=2)
+    kinds = {s.id: s.kind for s in CAT.storage}
+    shared = [x for x in b.bom if any(s.name == x.item and kinds[s.id] in ("nas", "parallel-fs") for s in CAT.storage)]
+    assert shared and all("NAS" in x.note for x in shared)
+    assert sum(x.total_usd or 0 for x in shared) < 100_000
+
+
+def test_fabric_ports_follow_a_real_topology() -> None:
+    assert sysmod.fabric_ports(16, 64) == (16, 1, "one switch")
+    ports, switches, topo = sysmod.fabric_ports(512, 64)
+    assert ports == 3 * 512 and "2-tier" in topo  # leaf down + leaf up + spine ports
+    assert switches == 16 + 8
 
 
 def test_a100_cluster_gets_200g_per_gpu() -> None:
@@ -149,7 +170,10 @@ def test_power_psu_and_site() -> None:
 def test_software_stack_by_architecture() -> None:
     assert any("12.8" in s for s in build(req(), "b200", 8).software)
     hop = build(req(), "h100-sxm", 8).software
-    assert any("11.8" in s for s in hop) and any("Docker" in s for s in hop)
+    assert any("R550" in s for s in hop) and any("Docker" in s for s in hop)
+    amp = build(req(), "a100-80gb-pcie", 4).software
+    # cu12x wheels need R525+ (NVIDIA CUDA minor-version compatibility); R470 does not run them
+    assert any("cu126" in s for s in amp) and not any("R470+" in s for s in amp)
     amd = build(req(), "mi300x", 8).software
     assert any("ROCm" in s for s in amd) and not any("CUDA" in s for s in amd)
     assert any("PEFT" in s for s in hop)  # LoRA plan implies PEFT
@@ -204,3 +228,75 @@ def test_four_triple_slot_consumer_cards_get_a_real_chassis() -> None:
     assert b.pcie_lanes >= b.pcie_lanes_needed >= 64
     assert b.psu_w >= b.max_power_w
     assert "240 V" in b.site and not b.site.startswith("desk")
+
+
+# ---- issue 12: form factor and cooling, PSU, tiers, stack, rented instances ----------------------
+
+
+def test_towers_cannot_cool_passive_cards() -> None:
+    for gid in ("l40s", "a10", "a100-80gb-pcie", "h100-pcie", "l4"):
+        g = CAT.gpu(gid)
+        assert g.cooling == "passive"
+        assert all(c.kind not in ("desktop", "workstation") for c in sysmod.chassis_options(CAT, g, 1, "any"))
+        assert sysmod.chassis_options(CAT, g, 1, "desk") == []
+    assert sysmod.pick_chassis(CAT, CAT.gpu("rtx-6000-ada"), 2, "desk") is not None  # blower card
+
+
+def test_hgx_boards_are_sold_whole_and_b200_is_8_gpu_only() -> None:
+    b200 = CAT.gpu("b200")
+    assert sysmod.chassis_options(CAT, b200, 4, "any") == []
+    assert [c.max_gpus for c in sysmod.chassis_options(CAT, b200, 8, "any")] == [8]
+    h100 = CAT.gpu("h100-sxm")
+    assert {c.max_gpus for n in (4, 8) for c in sysmod.chassis_options(CAT, h100, n, "any")} == {4, 8}
+    assert sysmod.chassis_options(CAT, h100, 2, "any") == []
+
+
+def test_a16_is_one_board_of_four() -> None:
+    a16 = CAT.gpu("a16")
+    assert a16.sold_as_board == 4
+    assert sysmod.chassis_options(CAT, a16, 2, "any") == [] and sysmod.chassis_options(CAT, a16, 4, "any")
+    b = build(req(), "a16", 4)
+    assert "1 board(s) of 4" in b.bom[0].note
+
+
+def test_a_short_psu_is_replaced_in_the_bom_not_warned_about() -> None:
+    b = build(req(), "rtx-4090", 2)
+    assert b.psu_needed_w is not None and b.psu_w is not None and b.psu_w >= b.psu_needed_w
+    extra = [x for x in b.bom if x.item.startswith("PSU capacity")]
+    assert extra and extra[0].total_usd and extra[0].total_usd > 0
+
+
+def test_lean_tier_drops_bulk_disk_and_nic_and_costs_less() -> None:
+    r = req(model={"preset": "gpt2-124m"}, training={"method": "pretrain"}, data={"tokens": 1e9})
+    w = sysmod.workload_from(r, CAT, None)
+    std = sysmod.size_system(r, CAT, CAT.gpu("rtx-3090"), 1, 1, w)
+    lean = sysmod.size_system(r, CAT, CAT.gpu("rtx-3090"), 1, 1, w, lean=True, used=True)
+    assert lean.capex_usd < std.capex_usd and lean.tier == "lean-used"
+    assert not any("HDD" in x.item or "NIC" in x.item for x in lean.bom)
+    assert lean.bom[0].unit_usd == CAT.gpu("rtx-3090").price_used_usd
+
+
+def test_stack_follows_the_plan() -> None:
+    w = sysmod.workload_from(req(), CAT, None)
+    import dataclasses
+
+    offload = dataclasses.replace(w, method="full", offload="optimizer", zero_stage=3)
+    assert "DeepSpeed" in sysmod.framework_line(offload)
+    assert "Megatron" in sysmod.framework_line(dataclasses.replace(w, method="full", tp=2, framework="PyTorch FSDP"))
+    assert "bitsandbytes" in sysmod.framework_line(dataclasses.replace(w, method="qlora"))
+
+
+def test_rented_build_is_an_instance() -> None:
+    b = build(req(), "h100-sxm", 8)
+    rb = sysmod.rented_build(b, 208, 1800.0, 30.0, "cloud: x")
+    assert rb.rented and rb.chassis is None and rb.psu_w is None and rb.bom == [] and rb.capex_usd == 0
+    assert rb.instance is not None and rb.instance.vcpus == 208 and rb.instance.local_nvme_tb == 30.0
+
+
+def test_dimms_run_at_the_cpus_memory_speed() -> None:
+    r = req(model={"preset": "llama-2-70b"}, training={"method": "pretrain"}, data={"tokens": 1e11})
+    b = build(r, "h100-sxm", 8, nodes=8)
+    cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
+    line = next(x for x in b.bom if "DIMM" in x.item)
+    dimm = next(d for d in CAT.platforms.memory if d.name == line.item)
+    assert dimm.mts >= cpu.memory_mts and f"runs at {min(dimm.mts, cpu.memory_mts)} MT/s" in line.note

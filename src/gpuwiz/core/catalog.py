@@ -102,6 +102,8 @@ class GPU(_Entry):
     release_year: int = Field(ge=2010, le=2035)
     segment: Segment
     form_factor: Literal["pcie", "sxm", "oam", "nvl"]
+    cooling: Literal["open-air", "blower", "passive", "liquid"]
+    sold_as_board: int = Field(1, ge=1)  # GPUs per board sold as one unit (A16: 4)
     memory_gib: float = Field(gt=0)  # vendor capacity figure (HBM/GDDR capacities are binary)
     memory_bandwidth_gbps: float = Field(gt=0)  # GB/s
     fp32_tflops: float = Field(gt=0)  # dense, no sparsity
@@ -225,6 +227,7 @@ class CPU(_Entry):
     pcie_lanes: int = Field(ge=1)  # usable lanes per socket (per system for desktop parts)
     pcie_gen: int = Field(ge=3, le=6)
     memory_channels: int = Field(ge=1)
+    memory_mts: int = Field(ge=1000)  # DDR speed the memory controller runs (MT/s, 1 DIMM per channel)
     max_memory_gb: float = Field(gt=0)  # per socket
     max_sockets: int = Field(1, ge=1, le=8)
     tdp_w: float = Field(gt=0)
@@ -242,13 +245,31 @@ class Chassis(_Entry):
     psu_w: float = Field(gt=0)
     rack_units: int | None = None  # None: tower
     price_usd: float = Field(ge=0)  # chassis + board + PSUs, without GPUs, CPUs, RAM, drives
+    cools: list[Literal["open-air", "blower", "passive", "liquid"]]  # GPU coolers its airflow handles
+    only_gpus: list[str] | None = None  # GPU ids of the baseboards sold for it (HGX); None = any of its form
+    lean: bool = False  # the small-budget tier: no bulk HDD, no ingest NIC
 
 
 class Dimm(_Entry):
     name: str
     capacity_gb: int = Field(gt=0)
+    mts: int = Field(ge=1000)  # rated speed (MT/s); it runs at the CPU's memory_mts when that is lower
     kind: Literal["ddr5-rdimm", "ddr5-udimm", "ddr4-rdimm", "ddr4-udimm"]
     price_usd: float = Field(gt=0)
+
+
+class SoftwareStack(_Entry):
+    """Driver, CUDA and PyTorch wheel that work together on one NVIDIA architecture (id = architecture)."""
+
+    driver: str
+    cuda: str
+    torch: str
+
+
+class TrainingExcluded(_Entry):
+    """A GPU (id) the recommender never picks for training by itself, and why."""
+
+    reason: str
 
 
 class Platforms(BaseModel):
@@ -256,6 +277,8 @@ class Platforms(BaseModel):
     cpus: list[CPU]
     chassis: list[Chassis]
     memory: list[Dimm]
+    software: list[SoftwareStack] = Field(default_factory=list)
+    training_excluded: list[TrainingExcluded] = Field(default_factory=list)
 
 
 class StorageTier(_Entry):
@@ -275,6 +298,7 @@ class NetworkOption(_Entry):
     rdma: bool
     nic_price_usd: float = Field(ge=0)
     switch_port_usd: float = Field(0.0, ge=0)  # switch cost per port (switch price / ports)
+    switch_radix: int = Field(64, ge=2)  # ports per switch (leaf/spine building block)
 
 
 class FacilityValue(BaseModel):
@@ -305,6 +329,9 @@ FACILITY_KEYS = (
     "server_overhead_frac",  # non-GPU share of a GPU server's price, when no chassis priced
     "cloud_storage_usd_per_tb_month",
     "office_circuit_w",  # continuous load of one office circuit (15 A/120 V at 80%)
+    "psu_usd_per_w",  # price of PSU capacity beyond what a chassis ships with
+    "egress_usd_per_gb",  # cloud data transfer out
+    "cloud_setup_hours",  # provisioning + image pull before a rented run trains
 )
 
 
@@ -370,7 +397,7 @@ def did_you_mean(word: str, choices: list[str]) -> str:
 # ---- loading -------------------------------------------------------------------------------------
 
 _LISTS = ("gpus", "models", "cloud_instances", "storage", "network", "perf", "stacks")
-_PLATFORM_LISTS = ("cpus", "chassis", "memory")
+_PLATFORM_LISTS = ("cpus", "chassis", "memory", "software", "training_excluded")
 
 
 def _merge_by_id(base: list[Any], over: list[Any]) -> list[Any]:
@@ -494,6 +521,11 @@ def _check_refs(cat: Catalog, name: str) -> None:
                 f"{name}: cloud_instances ({inst.id}).gpu: unknown GPU id {inst.gpu!r}"
                 f"{did_you_mean(inst.gpu, sorted(gpu_ids))}"
             )
+    refs = [(f"platforms.chassis ({ch.id}).only_gpus", g) for ch in cat.platforms.chassis for g in ch.only_gpus or []]
+    refs += [(f"platforms.training_excluded ({e.id})", e.id) for e in cat.platforms.training_excluded]
+    for where, g in refs:
+        if g not in gpu_ids:
+            raise GpuwizError(f"{name}: {where}: unknown GPU id {g!r}{did_you_mean(g, sorted(gpu_ids))}")
 
 
 def _builtin_text() -> str:

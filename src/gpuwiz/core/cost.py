@@ -30,11 +30,6 @@ IDLE_FRAC = 0.25  # idle draw as a fraction of max (judgement, 0.15-0.35; tco_an
 BUY_MARGIN = 0.9  # buy only when it is clearly (>= 10 %) cheaper than renting over the horizon
 
 
-def _fac(cat: Catalog, key: str, default: float) -> float:
-    f = cat.facility.get(key)
-    return f.value if f is not None else default
-
-
 def years(req: Requirements) -> float:
     return float(req.deployment.horizon_years)
 
@@ -105,9 +100,9 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     several instances over RDMA, or -- given ``split`` -- on several smaller instances over plain
     Ethernet when its gradient traffic is small enough (SplitJob.slowdown)."""
     rpy = runs_per_year(req)
-    spot_over = _fac(cat, "spot_overhead_frac", 0.1)
-    r1 = _fac(cat, "reserved_1y_discount", 0.3)
-    st_rate = _fac(cat, "cloud_storage_usd_per_tb_month", 23.0)
+    spot_over = cat.fac("spot_overhead_frac")
+    r1 = cat.fac("reserved_1y_discount")
+    st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     out: list[CloudOption] = []
     for inst in cat.cloud_instances:
         if inst.gpu != gpu_id:
@@ -200,43 +195,62 @@ class OnPremParts:
         return self.capex - self.residual + y * self.opex_per_year(busy_gpu_hours_per_year)
 
 
-def onprem_parts(req: Requirements, cat: Catalog, build: Build, capex: float | None = None) -> OnPremParts:
+@dataclass(frozen=True)
+class Footprint:
+    """What owning costs depend on, besides the capex: the shape, its power and where it lives."""
+
+    nodes: int
+    gpus_per_node: int
+    max_power_w: float  # per node
+    power_w: float  # sustained while training, per node
+    rack: bool  # a rack server / HGX box or a cluster (colocation when the site is open)
+
+    @staticmethod
+    def of(build: Build) -> Footprint:
+        rack = build.nodes > 1 or build.chassis_kind in ("server", "hgx") or not build.chassis
+        return Footprint(build.nodes, build.gpus_per_node, build.max_power_w, build.power_w, rack)
+
+
+def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, capex: float | None = None) -> OnPremParts:
+    """Yearly pieces of owning a build (or a rough footprint, for ranking many candidates: the same
+    rules, so the rough and the exact ranking agree)."""
+    fp = Footprint.of(build) if isinstance(build, Build) else build
+    if capex is None:
+        assert isinstance(build, Build), "a footprint needs its capex"
+        capex = build.capex_usd
     d = req.deployment
     y = years(req)
-    capex = build.capex_usd if capex is None else capex
-    gpus = build.gpus_per_node * build.nodes
-    colo = d.site == "colo" or (d.site in ("any", "cloud") and not build.site.startswith(("desk", "office")))
-    if d.site in ("desk", "office", "server-room"):
-        colo = False
-    pue = d.pue or (_fac(cat, "pue", 1.25) if colo else _fac(cat, "pue_office", 1.6))
-    kwh = (d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None
-           else _fac(cat, "electricity_usd_per_kwh", 0.08))
-    max_kw = build.max_power_w / 1000.0
-    sustained_kw = build.power_w / 1000.0
+    gpus = fp.gpus_per_node * fp.nodes
+    colo = d.site == "colo" or (d.site in ("any", "cloud") and fp.rack)
+    pue = d.pue or (cat.fac("pue") if colo else cat.fac("pue_office"))
+    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else cat.fac("electricity_usd_per_kwh")
+    max_kw = fp.max_power_w / 1000.0
+    sustained_kw = fp.power_w / 1000.0
     idle_kw = IDLE_FRAC * max_kw
-    power_idle = build.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
-    power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(build.gpus_per_node, 1) * pue * kwh
+    power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
+    power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue * kwh
     if colo:
-        rate = (d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None
-                else _fac(cat, "colo_usd_per_kw_month", 184.0))
-        space = build.nodes * max_kw * rate * 12
+        rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else cat.fac("colo_usd_per_kw_month")
+        space = fp.nodes * max_kw * rate * 12
     else:
-        space = gpus * _fac(cat, "office_space_usd_per_gpu_year", 200.0)
-    maint = _fac(cat, "maintenance_frac_per_year", 0.1) * capex
-    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else _fac(cat, "staff_usd_per_year", 150_000.0)
+        space = gpus * cat.fac("office_space_usd_per_gpu_year")
+    maint = cat.fac("maintenance_frac_per_year") * capex
+    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else cat.fac("staff_usd_per_year")
     # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
     # cluster needs a real part-time admin (ml-engineering ai-battlefield; 0.25-0.5 FTE per 4-GPU
     # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.
-    if build.nodes > 1:
+    # One box is one box to run, whatever GPUs it holds: the staff share does not depend on the
+    # GPU count inside it (marginal cost, not a sunk salary, when comparing GPUs in one box).
+    if fp.nodes > 1:
         min_fte = 0.25
-    elif colo or build.gpus_per_node > 4:
+    elif colo:
         min_fte = 0.1
     else:
         min_fte = 0.05
-    fte = max(min_fte, build.nodes / max(_fac(cat, "staff_nodes_per_fte", 50.0), 1e-9))
+    fte = max(min_fte, fp.nodes / max(cat.fac("staff_nodes_per_fte"), 1e-9))
     staff = fte * salary
-    depr = _fac(cat, "depreciation_years", 5.0)
-    resid_frac = _fac(cat, "residual_value_frac", 0.2)
+    depr = cat.fac("depreciation_years")
+    resid_frac = cat.fac("residual_value_frac")
     residual = capex * resid_frac ** (y / max(depr, 1e-9))
     return OnPremParts(capex=capex, residual=residual, power_idle_per_year=power_idle,
                        power_per_gpu_hour=power_per_gpu_hour, space=space, maintenance=maint, staff=staff,
@@ -360,6 +374,9 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         p = onprem_parts(req, cat, sub, capex=parts.capex * share)
         hybrid_total = p.total(y, busy * share) + (1 - share) * rent_total
 
+    # Buying cheaper over the horizon but not paid back within it: only the resale value makes it win.
+    horizon_months = y * 12
+    by_resale = buy_total < rent_total and (payback is None or payback > horizon_months)
     u = tco.utilization
     be_txt = f"{breakeven:.0%}" if breakeven is not None and breakeven <= 1 else "above 100%, never reached"
     verdict: Literal["rent", "buy", "hybrid"]
@@ -367,8 +384,10 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         verdict, reason = "rent", (f"you asked to rent; over {y:g} years renting costs ${rent_total:,.0f} "
                                    f"vs ${buy_total:,.0f} to own")
     elif mode == "buy":
-        verdict, reason = "buy", (f"you asked to buy; owning costs ${buy_total:,.0f} over {y:g} years "
-                                  f"vs ${rent_total:,.0f} renting")
+        verdict = "buy"
+        reason = f"you asked to buy; owning costs ${buy_total:,.0f} over {y:g} years vs ${rent_total:,.0f} renting"
+        if by_resale:
+            reason += f"; cheaper only through the ${parts.residual:,.0f} resale value at the end"
     elif hybrid_total is not None:
         verdict = "hybrid"
         what = "nodes" if build.nodes > 1 else "GPUs"
@@ -379,7 +398,12 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         verdict = "buy"
         reason = (f"owned GPUs busy {u:.0%} of the time (break-even {be_txt}); over {y:g} years owning costs "
                   f"${buy_total:,.0f} vs ${rent_total:,.0f} renting {rent.label}"
-                  + (f"; pays back in {payback:.0f} months" if payback else ""))
+                  + (f"; pays back in {payback:.0f} months" if payback and not by_resale else ""))
+        if by_resale:
+            reason += (f"; it wins only through the ${parts.residual:,.0f} resale value at the end"
+                       + (f" (running costs pay it back after {payback:.0f} months, past the "
+                          f"{horizon_months:.0f}-month horizon)"
+                          if payback else " (running costs never pay it back)"))
         if buy_total >= BUY_MARGIN * rent_total and decided_why:
             reason += f"; {decided_why}"
     else:
@@ -408,6 +432,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4), flip_inputs=flips, monthly=series,
         buy_option=buy_label, rent_option=rent.label, rent_usd_total=round(rent_total, 2),
         hybrid_usd_total=round(hybrid_total, 2) if hybrid_total is not None else None,
+        buy_wins_only_by_resale=by_resale,
     )
 
 
@@ -432,10 +457,10 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         p_flip = p_equiv * buy_total / rent_total
         side = "buying" if not buying else "renting"
         ratio = buy_total / rent_total
-        what = (f"{ratio:.1f}x today's" if ratio >= 1.05 else f"{1 - ratio:.0%} below today's" if ratio <= 0.95
-                else "about today's")
-        out.append(f"cloud prices {'above' if not buying else 'below'} {what} (${p_flip:,.2f} instead of "
-                   f"${p_equiv:,.2f} for the work one owned GPU does in an hour) would favour {side}")
+        what = (f"above {ratio:.1f}x today's" if ratio >= 1.05 else f"more than {1 - ratio:.0%} below today's"
+                if ratio <= 0.95 else "about today's")
+        out.append(f"cloud prices {what} (${p_flip:,.2f} instead of ${p_equiv:,.2f} "
+                   f"for the work one owned GPU does in an hour) would favour {side}")
     # Horizon.
     for h in (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10):
         if h == y:

@@ -450,6 +450,15 @@ class BomLine(BaseModel):
     note: str = ""
 
 
+class RentedInstance(BaseModel):
+    """Host resources of a rented instance (None where the offer does not publish them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    vcpus: int | None = None
+    ram_gib: float | None = None
+    local_nvme_tb: float | None = None
+
+
 class Build(BaseModel):
     model_config = ConfigDict(frozen=True)
     gpu: str
@@ -463,7 +472,7 @@ class Build(BaseModel):
     ram_gb: int = 0  # per node
     storage: list[str] = Field(default_factory=list)
     network: str = ""
-    psu_w: int = 0  # per node
+    psu_w: int | None = 0  # per node; None for a rented instance
     power_w: int = 0  # sustained, per node
     heat_kw: float = 0.0  # whole build
     site: str = ""
@@ -471,7 +480,12 @@ class Build(BaseModel):
     bom: list[BomLine] = Field(default_factory=list)
     capex_usd: float = 0.0
     # Sizing numbers behind the choices (core.system), for reports and pitfall messages
-    chassis: str = ""
+    chassis: str | None = ""  # None for a rented instance
+    chassis_kind: str | None = None  # desktop | workstation | server | hgx
+    rented: bool = False  # a cloud instance shape, not hardware to buy
+    instance: RentedInstance | None = None  # rented: the instance's host resources
+    tier: str = "standard"  # standard | lean (small-budget build)
+    psu_needed_w: int | None = None  # per node, the PSU-margin rule's need
     cpu_cores_needed: int = 0  # per node (data-loader rule)
     pcie_lanes_needed: int = 0  # per node
     vram_gb: float = 0.0  # total GPU memory per node, decimal GB
@@ -533,6 +547,22 @@ class MonthPoint(BaseModel):
     buy_usd: float
 
 
+class RentOffer(BaseModel):
+    """The cloud offer the verdict prices."""
+
+    model_config = ConfigDict(frozen=True)
+    provider: str
+    instance: str
+    region: str = ""
+    country: str = ""  # ISO 3166 alpha-2
+    tier: str | None = None  # defined by the markets issue; None until then
+    instances: int
+    gpus_per_instance: int
+    usd_per_hour: float  # all instances, on demand
+    overhead_hours: float = 0.0  # per run, paid at the rate: provisioning, image pull, dataset staging
+    egress_usd: float = 0.0  # per run: the trained weights out of the cloud
+
+
 class CostAnalysis(BaseModel):
     model_config = ConfigDict(frozen=True)
     cloud: list[CloudOption] = Field(default_factory=list)
@@ -548,6 +578,28 @@ class CostAnalysis(BaseModel):
     rent_option: str = ""  # the cloud offer the rent side describes, in words
     rent_usd_total: float | None = None  # renting over the horizon
     hybrid_usd_total: float | None = None  # own part, rent the rest, over the horizon
+    rent_offer: RentOffer | None = None  # the offer the verdict prices
+    buy_wins_only_by_resale: bool = False  # buying is cheaper over the horizon only because of resale value
+
+
+class ParetoPoint(BaseModel):
+    """One build on the time / cost front: nothing else is both faster and cheaper per run."""
+
+    model_config = ConfigDict(frozen=True)
+    gpu: str
+    count: int
+    nodes: int
+    wall_hours: float
+    cost_per_run_usd: float
+    rented: bool
+
+
+class BindingConstraint(BaseModel):
+    """What stops a build (nothing fits), or what the pick had to give up (a run past the slack)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["budget", "deadline", "memory", "policy", "site"]
+    message: str
 
 
 class Recommendation(BaseModel):
@@ -564,3 +616,6 @@ class Recommendation(BaseModel):
     candidates_considered: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)  # reason -> count
     suggestions: list[str] = Field(default_factory=list)  # what would make it work
+    pareto: list[ParetoPoint] = Field(default_factory=list)  # time / cost front, fastest first
+    binding_constraint: BindingConstraint | None = None
+    assumptions: list[str] = Field(default_factory=list)  # what the recommender assumed (turnaround)

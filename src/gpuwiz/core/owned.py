@@ -8,7 +8,6 @@ goes first among the alternatives; one that does not fit or misses the deadline 
 
 from __future__ import annotations
 
-from gpuwiz.core import cost as costmod
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import Catalog
 from gpuwiz.core.errors import GpuwizError
@@ -21,9 +20,8 @@ SOURCE = "gpuwiz estimate for the owned hardware (have:); power from core.system
 def run_energy_usd(req: Requirements, cat: Catalog, sustained_w_per_node: int, nodes: int, hours: float) -> float:
     d = req.deployment
     office = d.site in ("desk", "office", "server-room", "any")
-    pue = d.pue or (costmod._fac(cat, "pue_office", 1.6) if office else costmod._fac(cat, "pue", 1.25))
-    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else costmod._fac(
-        cat, "electricity_usd_per_kwh", 0.08)
+    pue = d.pue or (cat.fac("pue_office") if office else cat.fac("pue"))  # keys the loader guarantees
+    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else cat.fac("electricity_usd_per_kwh")
     return sustained_w_per_node / 1000.0 * nodes * hours * pue * kwh
 
 

@@ -27,9 +27,19 @@ from typing import Any, TypedDict
 from gpuwiz.core import cost as costmod
 from gpuwiz.core import pitfalls as pitmod
 from gpuwiz.core import system as sysmod
-from gpuwiz.core.catalog import GPU, Catalog
+from gpuwiz.core.catalog import GPU, Catalog, CloudInstance
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import Alternative, Build, Estimate, Recommendation, Requirements
+from gpuwiz.core.models import (
+    Alternative,
+    BindingConstraint,
+    Build,
+    CloudOption,
+    Estimate,
+    ParetoPoint,
+    Recommendation,
+    RentOffer,
+    Requirements,
+)
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 # What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
@@ -43,7 +53,18 @@ SIMPLICITY_TOLERANCE = 0.05
 
 GPN_LADDER = (1, 2, 4, 8)
 MAX_NODES = 4096
-NO_DEADLINE_HOURS = 30 * 24.0  # without a deadline a run longer than 30 days is not a practical build
+# Node counts the scale-out tries: every count to 8, then steps of ~1.25x (3 nodes that meet a
+# deadline, or 5 that fit a budget, are real builds; powers of two alone missed them).
+NODE_LADDER = tuple(sorted({*range(2, 9), *(int(round(8 * 1.25 ** k / 2) * 2) for k in range(1, 30))}))
+NODE_LADDER = tuple(n for n in NODE_LADDER if n <= MAX_NODES)
+FINETUNE_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a fine-tune should come back within a week
+MIN_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a pretraining run gets at least a week
+# A run should end by this fraction of its deadline (restarts, a slower pipeline); a build past it
+# wins only when nothing else fits, and the answer says so.
+SLACK_FRAC = 0.85
+LEAN_REACH = 1.5  # the lean / used tiers are tried for boxes up to this factor over the budget
+ROUGH_REACH = 1.6  # over-budget single boxes whose rough capex is within this factor get a real BOM
+STAGING_GBPS = 10.0  # an instance without a published network figure stages data at ~10 Gb/s (judgement)
 EXACT_TOP = 14  # candidates that get a full system build for exact ranking
 N_ALTERNATIVES = 4
 
@@ -56,6 +77,7 @@ DROP_SITE = "does not suit the site"
 DROP_PRICE = "no price (buy) or cloud offer (rent)"
 DROP_CONSUMER_MULTI = "consumer card in a multi-node build"
 DROP_CAPACITY = "cannot do the runs per month when owned"
+DROP_TRAINING = "not a training part (VDI / inference board)"
 DROP_ERROR = "estimator error"
 
 
@@ -163,7 +185,22 @@ def _gpn_options(gpu: GPU) -> list[int]:
 
 
 def _deadline_hours(req: Requirements) -> float:
-    return req.schedule.deadline_days * 24.0 if req.schedule.deadline_days else NO_DEADLINE_HOURS
+    """The deadline, or without one a practical turnaround: a fine-tune within a week, a pretraining
+    run within the time between runs (at least a week). ``turnaround_note`` says which was assumed."""
+    if req.schedule.deadline_days:
+        return req.schedule.deadline_days * 24.0
+    if req.training.method != "pretrain":
+        return FINETUNE_TURNAROUND_HOURS
+    return max(MIN_TURNAROUND_HOURS, HOURS_PER_MONTH / req.schedule.runs_per_month)
+
+
+def turnaround_note(req: Requirements) -> str | None:
+    if req.schedule.deadline_days:
+        return None
+    h = _deadline_hours(req)
+    what = "a fine-tune should come back within 7 days" if req.training.method != "pretrain" else \
+        "a pretraining run should finish before the next one starts"
+    return f"no deadline given: assumed {h / 24:,.0f} days per run ({what}); set schedule.deadline_days to change it"
 
 
 def recommend(req: Requirements, catalog: Catalog, objective: str | None = None) -> Recommendation:
@@ -198,6 +235,13 @@ class _Recommender:
         self.y = costmod.years(req)
         self.rpy = costmod.runs_per_year(req)
         self.storage_usd_per_hour = 0.0  # cloud volume for the data and checkpoints (set in run)
+        self.not_training = {e.id for e in cat.platforms.training_excluded}
+        self.buyable_cache: dict[tuple[str, int], bool] = {}
+        self.priced: list[Cand] = []  # candidates with a price, for the Pareto front
+        self.over_budget: list[Cand] = []  # priced, but over the budget (binding constraint)
+        self.fastest_miss = math.inf  # fastest fitting run that missed the deadline, hours
+        # fastest: the search never depends on the deadline (the fastest build within budget)
+        self.search_h = math.inf if objective == "fastest" else self.deadline_h
 
     def drop(self, reason: str, n: int = 1) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + n
@@ -225,6 +269,8 @@ class _Recommender:
             return DROP_EXPORT
         if self.d.require_cuda and gpu.vendor != "nvidia":
             return DROP_CUDA
+        if gpu.id in self.not_training:
+            return DROP_TRAINING
         return None
 
     def enumerate(self, scan: _Scanner) -> list[Cand]:
@@ -264,31 +310,40 @@ class _Recommender:
             if gpu.segment == "consumer" or self.d.site == "desk":
                 continue
             gpn = gpns[-1]
-            nodes = 2
             met_once = False
             prev: Quick | None = None
-            while nodes <= MAX_NODES:
+            least_gph = math.inf
+            slack_h = self.stop_h * SLACK_FRAC
+            i = 0
+            while i < len(NODE_LADDER):
+                nodes = NODE_LADDER[i]
+                i += 1
                 self.considered += 1
                 c = self._try(scan, gpu, gpn, nodes, count_drops=False)
                 q = c.q if c else None
-                if c and c.q.fits and c.q.wall_hours <= self.deadline_h:
+                if c and c.q.fits and c.q.wall_hours <= self.search_h:
                     out.append(c)
-                    if c.q.wall_hours <= self.stop_h and (met_once or self.obj == "cheapest"):
+                    if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
                         break
-                    met_once = met_once or c.q.wall_hours <= self.stop_h
-                elif (q is not None and prev is not None and q.fits and prev.fits
-                      and q.wall_hours > 0.9 * prev.wall_hours):
-                    break  # doubling no longer helps
+                    met_once = met_once or c.q.wall_hours <= slack_h
+                if q is not None and q.fits:
+                    least_gph = min(least_gph, q.gpu_hours)
+                    if prev is not None and prev.fits and q.wall_hours > 0.97 * prev.wall_hours:
+                        break  # more nodes no longer help
+                    if q.gpu_hours > 2.0 * least_gph:
+                        break  # scaling efficiency below 50 %: more nodes only burn money
+                    if self.obj != "fastest" and not met_once and math.isfinite(q.wall_hours):
+                        # Scaling is at best linear: skip the node counts that cannot meet the slack.
+                        need = nodes * q.wall_hours / slack_h * 0.95
+                        while i < len(NODE_LADDER) and NODE_LADDER[i] < need:
+                            i += 1
                 prev = q
-                nodes *= 2
         return out
 
     def _try(self, scan: _Scanner, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
              count_drops: bool = True) -> Cand | None:
         try:
             q = scan.quick(gpu, gpn * nodes, gpn)
-        except GpuwizError:
-            raise
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
             self.drop(DROP_ERROR)
             return None
@@ -308,7 +363,8 @@ class _Recommender:
             if count_drops:
                 self.drop(DROP_FIT)
             return None
-        if q.wall_hours > self.deadline_h:
+        if q.wall_hours > self.search_h:
+            self.fastest_miss = min(self.fastest_miss, q.wall_hours)
             if count_drops:
                 self.drop(DROP_DEADLINE)
             return c if not count_drops else None
@@ -330,49 +386,56 @@ class _Recommender:
     # -- pricing --
     def price_rough(self, c: Cand, w: sysmod.Workload) -> None:
         hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn)
+        if hit and not instance_ram_ok(hit[1], c.q.host_ram_gib):
+            hit = None  # CPU offload needs host RAM the instance does not have (or does not publish)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
-            c.rent_run = rate * c.q.wall_hours + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0)
-            c.rent_label = (f"{c.count}x {c.gpu.name} on {inst.provider} "
-                            f"({inst.instance_type}{f' x{n}' if n > 1 else ''})")
+            over_h, egress = self.overhead(inst, w)
+            c.rent_run = (rate * (c.q.wall_hours + over_h) + egress
+                          + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0))
+            c.extra["overhead"] = rate * over_h + egress
+            times = f" x{n}" if n > 1 else ""
+            c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})"
             c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
             c.extra["idle"] = inst.gpu_count * n - c.count  # GPUs paid for but unused (smallest offer >= count)
             if inst.spot_usd_per_hour:
-                c.spot_run = (inst.spot_usd_per_hour * n * c.q.wall_hours
-                              * (1 + costmod._fac(self.cat, "spot_overhead_frac", 0.1)))
-            r1 = costmod._fac(self.cat, "reserved_1y_discount", 0.3)
+                c.spot_run = inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
+            r1 = self.cat.fac("reserved_1y_discount")
             res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
             c.reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
                                + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0) * self.rpy)
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
-        unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
+        used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
+        unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         if unit and (self._buyable(c) or pinned):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
-            share = min(max(costmod._fac(self.cat, "server_overhead_frac", 0.39), 0.0), 0.9)
+            share = min(max(self.cat.fac("server_overhead_frac"), 0.0), 0.9)
             c.capex = unit * c.count / (1 - share)
             c.buy_total = self._buy_total_rough(c)
         self._score(c)
 
     def _buyable(self, c: Cand) -> bool:
-        """SXM / OAM GPUs are sold on 4- or 8-GPU baseboards, not one at a time."""
-        if c.gpu.form_factor not in ("sxm", "oam"):
-            return True
-        sizes = {ch.max_gpus for ch in self.cat.platforms.chassis if ch.gpu_form == c.gpu.form_factor}
-        return not sizes or c.gpn in sizes
+        """A chassis one can buy takes these GPUs (system.chassis_fits: cooling, baseboards, site)."""
+        key = (c.gpu.id, c.gpn)
+        if key not in self.buyable_cache:
+            self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, c.gpu, c.gpn, self.d.site))
+        return self.buyable_cache[key]
 
     def _buy_total_rough(self, c: Cand) -> float:
+        """The horizon cost of owning before the system is sized: cost.onprem_parts on a footprint
+        (power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform)."""
         assert c.capex is not None
-        resid: float = (costmod._fac(self.cat, "residual_value_frac", 0.2)
-                 ** (self.y / costmod._fac(self.cat, "depreciation_years", 5.0)))
-        maint = costmod._fac(self.cat, "maintenance_frac_per_year", 0.1)
-        kwh = (self.d.electricity_usd_per_kwh if self.d.electricity_usd_per_kwh is not None
-               else costmod._fac(self.cat, "electricity_usd_per_kwh", 0.08))
-        busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
-        power = (0.25 * c.count * HOURS_PER_YEAR + 0.75 * busy) * c.gpu.tdp_w / 1000 * 1.4 * kwh
-        return c.capex * (1 - resid) + self.y * (maint * c.capex + power)
+        hgx = c.gpu.form_factor in ("sxm", "oam")
+        gpu_w = c.gpn * c.gpu.tdp_w
+        max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
+        sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
+        fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
+                               rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
+        parts = costmod.onprem_parts(self.req, self.cat, fp, capex=c.capex)
+        return parts.total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.count))
 
     def _score(self, c: Cand) -> None:
         budget = self.d.budget_usd
@@ -402,19 +465,38 @@ class _Recommender:
         c.score, c.mode = min(opts)
 
     def exact(self, c: Cand, w: sysmod.Workload) -> None:
-        """Replace the rough buy cost with the sized system's TCO."""
+        """Replace the rough buy cost with the sized system's TCO (its real bill of materials). Over
+        the budget, the lean tier (lean chassis, no bulk HDD / ingest NIC, RAM at its floor), then
+        used GPUs where the catalog has a used price, are tried before the build is given up."""
         if c.exact:
             return
         c.exact = True
         if c.capex is None:
             return
         build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
+        budget = self.d.budget_usd
+        # The lean tier saves the platform extras (a few $k at most), used GPUs their price gap:
+        # try each only when it could close the gap to the budget.
+        if budget is not None and budget < build.capex_usd <= LEAN_REACH * budget and c.nodes == 1:
+            lean = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True)
+            if lean.capex_usd < build.capex_usd:
+                build = lean
+            gap = (c.gpu.price_new_usd or 0) - (c.gpu.price_used_usd or 0)
+            if build.capex_usd > budget and c.gpu.price_used_usd and not self.d.used_hardware \
+                    and gap * c.count >= build.capex_usd - budget:
+                used = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True, used=True)
+                if used.capex_usd < build.capex_usd:
+                    build = used
         parts = costmod.onprem_parts(self.req, self.cat, build)
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
         c.capex = build.capex_usd
         c.buy_total = parts.total(self.y, busy)
         c.extra["build"] = build
         self._score(c)
+
+    def tight(self, c: Cand) -> bool:
+        """The run ends after SLACK_FRAC of the deadline (or of the assumed turnaround)."""
+        return c.q.wall_hours > SLACK_FRAC * self.deadline_h
 
     def effective(self, c: Cand) -> float:
         """The cost the cheapest objective compares: horizon cost (``score``), with the non-CUDA
@@ -427,10 +509,10 @@ class _Recommender:
     def key(self, c: Cand) -> tuple[float, ...]:
         """Order of the ranked list (alternatives); the winner is ``pick``."""
         if self.obj == "fastest":
-            return (_sig(c.q.wall_hours), c.score)
+            return (0.0, _sig(c.q.wall_hours), c.score)
         if self.obj == "perf-per-watt":
-            return (_sig(c.energy_kwh), c.score)
-        return (self.effective(c), c.q.wall_hours)
+            return (float(self.tight(c)), _sig(c.energy_kwh), c.score)
+        return (float(self.tight(c)), self.effective(c), c.q.wall_hours)
 
     def pick(self, ranked: list[Cand]) -> Cand:
         """The winner of a list sorted by ``key``. Cheapest: the simplest build -- fewest GPUs, then
@@ -442,7 +524,8 @@ class _Recommender:
         if self.obj != "cheapest" or not ranked:
             return ranked[0]
         floor = self.effective(ranked[0])
-        near = [c for c in ranked if self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
+        tight = self.tight(ranked[0])
+        near = [c for c in ranked if self.tight(c) == tight and self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
         return min(near, key=lambda c: (c.count, c.nodes, self.effective(c), c.q.wall_hours))
 
     def per_run(self, c: Cand) -> float:
@@ -470,11 +553,15 @@ class _Recommender:
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands = self.enumerate(scan)
         w0 = self.workload0(scan)
-        self.storage_usd_per_hour = (sysmod.storage_needed_tb(w0)
-                                     * costmod._fac(self.cat, "cloud_storage_usd_per_tb_month", 23.0)
+        self.storage_usd_per_hour = (sysmod.storage_needed_tb(w0) * self.cat.fac("cloud_storage_usd_per_tb_month")
                                      / HOURS_PER_MONTH)
         for c in cands:
             self.price_rough(c, w0)
+            # The budget filter uses the real bill of materials (and the lean / used tiers) for every
+            # build the rough price puts within reach (it is off by well under 2x either way).
+            if c.extra.get("drop") == DROP_BUDGET and c.capex is not None and self.d.budget_usd is not None \
+                    and c.nodes == 1 and c.capex <= ROUGH_REACH * self.d.budget_usd:
+                self.exact(c, w0)
         if pinned:
             ok = cands
         else:
@@ -482,10 +569,13 @@ class _Recommender:
             for c in cands:
                 if math.isinf(c.score):
                     self.drop(c.extra.get("drop", DROP_PRICE))
+                    if c.extra.get("drop") == DROP_BUDGET:
+                        self.over_budget.append(c)
                 elif c.gpu.segment == "consumer" and c.nodes > 1:
                     self.drop(DROP_CONSUMER_MULTI)
                 else:
                     ok.append(c)
+        self.priced = ok
         if not ok:
             return self.nothing(scan)
         ok.sort(key=self.key)
@@ -505,10 +595,50 @@ class _Recommender:
         shortlist.insert(0, win)
         return self.finish(scan, win, shortlist)
 
+    def _sized(self, c: Cand, w: sysmod.Workload) -> Build:
+        """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""
+        tier = c.extra["build"].tier if "build" in c.extra else "standard"
+        return sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=tier.startswith("lean"),
+                                  used=True if tier.endswith("-used") else None)
+
+    def _workload(self, scan: _Scanner, c: Cand) -> tuple[Estimate, sysmod.Workload]:
+        est = scan.full(c.gpu, c.count, c.gpn)
+        return est, sysmod.workload_from(self.req, self.cat, est)
+
+    def overhead(self, inst: CloudInstance | None, w: sysmod.Workload) -> tuple[float, float]:
+        """(hours, egress $) a rented run pays besides training: provisioning + image pull
+        (cloud_setup_hours), staging the dataset over the instance's network at ~50 % of line rate
+        (STAGING_GBPS when the offer publishes none), and the trained weights out of the cloud."""
+        gbps = inst.network_gbps if inst and inst.network_gbps else STAGING_GBPS
+        staging_h = w.dataset_gb * 8 / (gbps * 0.5) / 3600
+        out_gb = (w.params_trainable if w.method in ("lora", "qlora") else w.params_total) * 2 / 1e9
+        return self.cat.fac("cloud_setup_hours") + staging_h, out_gb * self.cat.fac("egress_usd_per_gb")
+
+    def _overhead_usd(self, o: CloudOption, w: sysmod.Workload) -> float:
+        """Per-run overhead of a cloud option in dollars (``overhead`` hours at its rate + egress)."""
+        hours, egress = self.overhead(self._instance(o), w)
+        return hours * o.usd_per_hour + egress
+
+    def _offer(self, o: CloudOption | None, w: sysmod.Workload) -> RentOffer | None:
+        """The cloud offer the verdict prices, with its per-run overhead (``overhead``)."""
+        if o is None:
+            return None
+        inst = self._instance(o)
+        hours, egress = self.overhead(inst, w)
+        return RentOffer(provider=o.provider, instance=o.instance, region=o.region,
+                         country=(inst.country.upper() if inst else ""), tier=None, instances=o.instances,
+                         gpus_per_instance=o.gpus_per_instance, usd_per_hour=o.usd_per_hour,
+                         overhead_hours=round(hours, 3), egress_usd=round(egress, 2))
+
+    def _instance(self, o: CloudOption) -> CloudInstance | None:
+        for inst in self.cat.cloud_instances:
+            if inst.provider == o.provider and inst.instance_type == o.instance and inst.gpu == o.gpu:
+                return inst
+        return None
+
     def finish(self, scan: _Scanner, win: Cand, ranked: list[Cand]) -> Recommendation:
-        est = scan.full(win.gpu, win.count, win.gpn)
-        w = sysmod.workload_from(self.req, self.cat, est)
-        build = sysmod.size_system(self.req, self.cat, win.gpu, win.gpn, win.nodes, w)
+        est, w = self._workload(scan, win)
+        build = self._sized(win, w)
         wall = est.time.wall_hours if est.feasible else win.q.wall_hours
         gph = est.time.gpu_hours if est.feasible else win.q.gpu_hours
         cloud = costmod.cloud_options(self.req, self.cat, win.gpu.id, win.count, win.gpn, wall,
@@ -517,23 +647,20 @@ class _Recommender:
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         renting = win.mode == "rent" and win.rent_run is not None and not (pinned and self.d.mode == "buy")
         buy_build: Build | None = build
+        ref_offer: CloudOption | None = None
+        offer_w = w
         if renting:
             # The answer is a cloud instance; the on-prem side is the best build one could buy instead.
-            label = (f"{cloud[0].provider} {cloud[0].instance}"
-                     + (f" x{cloud[0].instances}" if cloud[0].instances > 1 else "") if cloud else win.rent_label)
-            if cloud and _reserved_wins(cloud[0]):
-                label += ", 1-year reservation"
-            if cloud and cloud[0].note:
-                label += f" ({cloud[0].note})"
             buy = self._best_buy(ranked)
+            ref_offer = cloud[0] if cloud else None
             rent_ref = costmod.RentRef(
-                usd_per_run=cloud[0].cost_per_run_usd if cloud else (win.rent_run or 0.0), label=win.rent_label,
-                usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year,
+                usd_per_run=((cloud[0].cost_per_run_usd + self._overhead_usd(cloud[0], w)) if cloud
+                             else (win.rent_run or 0.0)),
+                label=win.rent_label, usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year,
                 spot_usd_per_run=win.spot_run)
             if buy is not None:
-                bw = self.workload0(scan)
-                buy_build = (buy.extra.get("build")
-                             or sysmod.size_system(self.req, self.cat, buy.gpu, buy.gpn, buy.nodes, bw))
+                _, bw = self._workload(scan, buy)
+                buy_build = self._sized(buy, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
                                            **self._decided(win, buy))
             else:
@@ -542,48 +669,98 @@ class _Recommender:
                     (f", the {self.d.site} site" if self.d.site not in ("any", "cloud") else "") + " and the schedule"
                 analysis = costmod.analyse(self.req, self.cat, None, gph, cloud, rent_ref, gpu_priced=False,
                                            no_buy_reason=why)
-            if analysis.verdict == "rent":
-                build = build.model_copy(update={"bom": [], "capex_usd": 0.0, "site": f"cloud: {label}"})
         else:
             ref = self._best_rent(win, ranked)
             if ref is not None and ref is not win:
+                _, offer_w = self._workload(scan, ref)
                 extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
                                               storage_tb=build.storage_needed_tb)
                 cloud = cloud + extra[:1]
+                ref_offer = extra[0] if extra else None
+            elif ref is win and cloud:
+                ref_offer = cloud[0]
             rent_ref = None
             if ref is not None:
                 own = cloud[0] if (ref is win and cloud) else None
                 rent_ref = costmod.RentRef(
-                    usd_per_run=own.cost_per_run_usd if own else (ref.rent_run or 0.0), label=ref.rent_label,
+                    usd_per_run=(own.cost_per_run_usd + self._overhead_usd(own, w)) if own else (ref.rent_run or 0.0),
+                    label=ref.rent_label,
                     usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year,
                     spot_usd_per_run=ref.spot_run)
             analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref,
                                        gpu_priced=win.capex is not None,
                                        **(self._decided(win, ref) if ref is not None else {}))
+        offer = self._offer(ref_offer, offer_w)
+        analysis = analysis.model_copy(update={"rent_offer": offer})
+        if analysis.verdict == "rent":
+            o = cloud[0] if cloud else None
+            inst = self._instance(o) if o else None
+            label = ((f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o
+                     else win.rent_label)
+            if o and _reserved_wins(o):
+                label += ", 1-year reservation"
+            if o and o.note:
+                label += f" ({o.note})"
+            build = sysmod.rented_build(build, inst.vcpus if inst else None,
+                                        (inst.ram_gb / GB_PER_GIB) if inst and inst.ram_gb else None,
+                                        inst.local_nvme_tb if inst else None, f"cloud: {label}")
         alts = self.alternatives(win, ranked)
         ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis)
         pits = pitmod.check(ctx)
         per_run: float | None
         if analysis.verdict == "rent" and cloud:
             # What renting costs the way the ranking priced it: on demand, or a reservation when
-            # the year's runs fill it well enough to be cheaper.
+            # the year's runs fill it well enough to be cheaper; plus the per-run overhead.
             o = cloud[0]
             per_run = (o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None
                        else o.cost_per_run_usd)
+            if offer is not None:
+                per_run += offer.overhead_hours * offer.usd_per_hour + offer.egress_usd
         elif analysis.onprem is not None and not renting:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
             per_run = self.per_run(win)
-        if not math.isfinite(per_run):  # a pinned GPU with neither a price nor a cloud offer
-            per_run = None
+        per_run_out = round(per_run, 2) if math.isfinite(per_run) else None  # a pinned GPU with neither price nor offer
+        binding = None
+        assumptions = [n for n in [turnaround_note(self.req)] if n]
+        if self.obj != "fastest" and self.tight(win):
+            binding = BindingConstraint(kind="deadline", message=(
+                f"nothing ends by {SLACK_FRAC:.0%} of the {self.deadline_h / 24:,.1f}-day "
+                f"{'deadline' if self.req.schedule.deadline_days else 'assumed turnaround'}: this run takes "
+                f"{win.q.wall_hours / 24:,.1f} days ({win.q.wall_hours / self.deadline_h:.0%}), no slack for restarts"))
+        elif self.obj == "fastest" and win.q.wall_hours > self.deadline_h:
+            binding = BindingConstraint(kind="deadline", message=(
+                f"even the fastest build within budget takes {win.q.wall_hours / 24:,.1f} days, past the "
+                f"{self.deadline_h / 24:,.1f}-day deadline"))
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
             found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est,
-            cost_per_run_usd=round(per_run, 2) if per_run is not None else None,
+            cost_per_run_usd=per_run_out,
             alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=self.considered,
             dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
             suggestions=self.suggestions(scan) if not est.feasible else [],
+            pareto=self.pareto(win, per_run_out, analysis.verdict == "rent"),
+            binding_constraint=binding, assumptions=assumptions,
         )
+
+    def pareto(self, win: Cand, win_run: float | None, win_rented: bool) -> list[ParetoPoint]:
+        """The time / cost front over every priced candidate: no point is both slower and dearer per
+        run than another. The pick carries the price the answer quotes."""
+        pts: list[ParetoPoint] = []
+        for c in self.priced:
+            if math.isinf(c.score):
+                continue
+            run = win_run if c is win and win_run is not None else self.per_run(c)
+            rented = win_rented if c is win else c.mode == "rent"
+            if math.isfinite(run):
+                pts.append(ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=round(c.q.wall_hours, 3),
+                                       cost_per_run_usd=round(run, 2), rented=rented))
+        pts.sort(key=lambda p: (p.wall_hours, p.cost_per_run_usd))
+        front: list[ParetoPoint] = []
+        for p in pts:
+            if not front or p.cost_per_run_usd < front[-1].cost_per_run_usd:
+                front.append(p)
+        return front
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
         """The build to own instead of renting: cheapest over the horizon as the ranking counts it."""
@@ -661,22 +838,60 @@ class _Recommender:
         pits = pitmod.check_nothing_fits(self.req, self.cat, sugg)
         return Recommendation(objective=self.obj, found=False, pitfalls=pits,  # type: ignore[arg-type]
                               candidates_considered=self.considered,
-                              dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg)
+                              dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg,
+                              binding_constraint=self.binding(),
+                              assumptions=[n for n in [turnaround_note(self.req)] if n])
+
+    def binding(self) -> BindingConstraint:
+        """What stopped every build, from the drop counts: the budget (with the cheapest fitting
+        build's price), then the deadline, the site, memory, and policy (export / CUDA / VDI)."""
+        d = self.dropped
+        if d.get(DROP_BUDGET) and self.d.budget_usd is not None:
+            costs: list[float] = []
+            for c in self.over_budget:
+                ways = [c.capex if self.d.mode != "rent" else None,
+                        c.rent_total / self.y if c.rent_total is not None and self.d.mode != "buy" else None]
+                priced = [x for x in ways if x is not None]
+                if priced:
+                    costs.append(min(priced))
+            cheapest = f": the cheapest build that fits costs ${min(costs):,.0f}" if costs else ""
+            return BindingConstraint(kind="budget", message=f"budget ${self.d.budget_usd:,.0f}{cheapest}")
+        if d.get(DROP_DEADLINE) or d.get(DROP_CAPACITY):
+            what = "deadline" if self.req.schedule.deadline_days else "assumed turnaround"
+            return BindingConstraint(kind="deadline", message=(
+                f"no build that fits finishes a run within the {self.deadline_h / 24:,.1f}-day {what}"
+                + (f" (fastest: {self.fastest_miss / 24:,.1f} days)" if math.isfinite(self.fastest_miss) else "")))
+        if d.get(DROP_SITE):
+            return BindingConstraint(kind="site", message=f"no build that fits suits the {self.d.site} site")
+        if d.get(DROP_FIT):
+            return BindingConstraint(kind="memory",
+                                     message="the model does not fit in the memory of any GPU count tried")
+        return BindingConstraint(kind="policy", message="every GPU is excluded: "
+                                 + ", ".join(k for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE)
+                                             if d.get(k)))
 
     def suggestions(self, scan: _Scanner) -> list[str]:
+        """Changes that would make it work -- only sane ones: never LoRA for a pretraining run, never
+        a run longer than the horizon, never a data-centre server to a desk buyer."""
         out: list[str] = []
         req = self.req
+        horizon_h = self.y * HOURS_PER_YEAR
         gpus = [g for g in self.cat.gpus if not self.excluded(g)]
-        # 1. More GPUs / a longer deadline: the fastest fitting multi-node build of a big GPU.
+        if self.d.site == "desk":
+            gpus = [g for g in gpus if sysmod.chassis_options(self.cat, g, 1, "desk")]
+        # 1. More GPUs / a longer deadline: the fastest fitting build of a big GPU.
         big = sorted(gpus, key=lambda g: -g.memory_gib)[:3]
+        ladder = (1,) if self.d.site == "desk" else (1, *NODE_LADDER)
         for g in big:
             gpn = _gpn_options(g)[-1]
-            for nodes in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
+            if self.d.site == "desk":
+                gpn = max((n for n in _gpn_options(g) if sysmod.chassis_options(self.cat, g, n, "desk")), default=1)
+            for nodes in ladder:
                 try:
                     q = scan.quick(g, gpn * nodes, gpn)
                 except (GpuwizError, *_NUMERIC_ERRORS):
                     break
-                if q.fits and math.isfinite(q.wall_hours):
+                if q.fits and math.isfinite(q.wall_hours) and q.wall_hours <= horizon_h:
                     if q.wall_hours > self.deadline_h:
                         out.append(f"{nodes} node(s) of {gpn}x {g.name} would fit but take {q.wall_hours / 24:,.1f} "
                                    f"days: a deadline of {math.ceil(q.wall_hours / 24)} days, or more nodes")
@@ -686,9 +901,9 @@ class _Recommender:
                     break
             if out:
                 break
-        # 2. Cheaper methods and offload.
+        # 2. Cheaper methods and offload (LoRA changes what a fine-tune learns; a pretraining run needs every weight).
         variants: list[tuple[str, dict[str, Any]]] = []
-        if req.training.method in ("full", "pretrain"):
+        if req.training.method == "full":
             variants += [("LoRA", {"method": "lora"}), ("QLoRA", {"method": "qlora"})]
         if req.training.method == "lora":
             variants.append(("QLoRA", {"method": "qlora"}))
@@ -697,7 +912,7 @@ class _Recommender:
             variants.append(("CPU offload of the optimizer", {"parallel": {"zero_stage": 3, "offload": "optimizer"}}))
         for label, upd in variants:
             hit = self._smallest_fit(req, upd, gpus)
-            if hit:
+            if hit and hit[2] <= horizon_h:
                 g, n, h = hit
                 out.append(f"{label} would fit on {n}x {g.id} ({h:,.1f} h per run)")
         if self.dropped.get(DROP_BUDGET) and self.d.budget_usd:
@@ -734,6 +949,14 @@ class _Recommender:
                         best = (price, g, gpn, q.wall_hours)
                     break
         return (best[1], best[2], best[3]) if best else None
+
+
+def instance_ram_ok(inst: CloudInstance, host_ram_gib: float) -> bool:
+    """The one host-RAM rule for a rented instance: CPU offload's pinned buffers (per node) must fit
+    in the instance's published RAM, with 10 % left for the OS and the data loader."""
+    if host_ram_gib <= 0:
+        return True
+    return inst.ram_gb is not None and host_ram_gib * GB_PER_GIB <= 0.9 * inst.ram_gb
 
 
 def _reserved_wins(o: Any) -> bool:

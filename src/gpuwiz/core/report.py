@@ -150,12 +150,38 @@ def _build_lines(build: Build, md: bool, h2: str, title: str) -> list[str]:
         ("RAM", f"{build.ram_gb} GB per node"),
         ("Storage", "; ".join(build.storage)),
         ("Network", build.network),
-        ("Power", f"{build.power_w:,} W sustained, PSU {build.psu_w:,} W per node; {build.heat_kw:.1f} kW of heat"),
+        ("Power", f"{build.power_w:,} W sustained, PSU {build.psu_w or 0:,} W per node; "
+                  f"{build.heat_kw:.1f} kW of heat"),
         ("Site", build.site),
         ("Software", "; ".join(build.software)),
     ]
     out += [f"- **{k}**: {v}" for k, v in sysrows] if md else [f"  {k:<9}{v}" for k, v in sysrows]
     return [*out, ""]
+
+
+def _pareto_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
+    """The time / cost front against the pick: '2.1x faster for 13 % more'."""
+    b = rec.build
+    if b is None or len(rec.pareto) < 2 or rec.cost_per_run_usd is None:
+        return []
+    me = next((p for p in rec.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes), None)
+    base_h = me.wall_hours if me else (rec.estimate.time.wall_hours if rec.estimate else 0.0)
+    base_c = rec.cost_per_run_usd
+    rows = []
+    for p in rec.pareto:
+        here = p is me
+        speed = base_h / p.wall_hours if p.wall_hours > 0 else 1.0
+        dc = p.cost_per_run_usd / base_c - 1 if base_c > 0 else 0.0
+        if here:
+            what = "the pick"
+        elif speed >= 1:
+            what = f"{speed:.1f}x faster for {dc:+.0%}" if dc >= 0 else f"{speed:.1f}x faster and {-dc:.0%} cheaper"
+        else:
+            what = f"{1 / speed:.1f}x slower, {-dc:.0%} cheaper" if dc < 0 else f"{1 / speed:.1f}x slower"
+        rows.append([f"{p.count}x {p.gpu}" + (f" ({p.nodes} nodes)" if p.nodes > 1 else ""),
+                     "rent" if p.rented else "buy", fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what])
+    out = [f"{h2}Time vs cost (Pareto front)" if md else "Time vs cost (Pareto front):"]
+    return out + _table(["Build", "How", "Time/run", "Cost/run", "Against the pick"], rows, md) + [""]
 
 
 def _pitfall_lines(rec: Recommendation, md: bool) -> list[str]:
@@ -190,6 +216,9 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         if rec.dropped:
             out.append(f"Considered {rec.candidates_considered} candidate builds; dropped: "
                        + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + ".")
+        if rec.binding_constraint:
+            out += ["", f"Binding constraint ({rec.binding_constraint.kind}): {rec.binding_constraint.message}."]
+        out += [f"Assumed: {a}." for a in rec.assumptions]
         if rec.suggestions:
             out += ["", f"{h2}What would work" if md else "What would work:"]
             out += [f"- {s}" for s in rec.suggestions]
@@ -207,12 +236,31 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
             f"cost per run {fmt_usd(rec.cost_per_run_usd)}, memory {est.memory.per_gpu_gib:.1f} of "
             f"{est.memory.capacity_gib:.0f} GiB per GPU. Objective: {rec.objective}; "
             f"{rec.candidates_considered} builds considered.", ""]
+    if rec.binding_constraint:
+        out += [f"{'**' if md else ''}Binding constraint ({rec.binding_constraint.kind}):{'**' if md else ''} "
+                f"{rec.binding_constraint.message}.", ""]
+    if rec.assumptions:
+        out += [f"Assumed: {a}." for a in rec.assumptions] + [""]
+    out += _pareto_lines(rec, md, h2)
 
-    rented = cost is not None and cost.verdict == "rent" and build.capex_usd == 0 and not build.bom
+    rented = build.rented
     if rented:
         out += [f"{h2}Rent" if md else "Rent:"]
-        out += [f"- {build.site.removeprefix('cloud: ')}: {n_gpus}x {build.gpu_name}, "
-                f"{fmt_usd(rec.cost_per_run_usd)} per run"]
+        offer = cost.rent_offer if cost else None
+        shape = (f"{offer.instances} instance{'s' if offer.instances > 1 else ''} x {offer.gpus_per_instance} "
+                 f"GPU{'s' if offer.gpus_per_instance > 1 else ''}"
+                 if offer else f"{n_gpus} GPUs")
+        out += [f"- {build.site.removeprefix('cloud: ')}: {n_gpus}x {build.gpu_name} ({shape}), "
+                f"{fmt_usd(rec.cost_per_run_usd)} per run"
+                + (f" incl. {offer.overhead_hours:,.1f} h of provisioning, image pull and data staging and "
+                   f"{fmt_usd(offer.egress_usd)} egress" if offer else "")]
+        inst = build.instance
+        if inst is not None:
+            host = ", ".join(x for x in (f"{inst.vcpus} vCPUs" if inst.vcpus else "",
+                                         f"{inst.ram_gib:,.0f} GiB RAM" if inst.ram_gib else "",
+                                         f"{inst.local_nvme_tb:g} TB local NVMe" if inst.local_nvme_tb else "") if x)
+            unknown = "vCPUs, RAM and local disk not published by the provider: check before renting"
+            out += [f"- Host: {host or unknown}"]
         tb = build.storage_needed_tb
         need = f"{max(tb * 1000, 1):,.0f} GB" if tb < 1 else f"{tb:,.1f} TB"
         ckpt = f", checkpoints ~{build.checkpoint_gb:,.0f} GB each" if build.checkpoint_gb >= 1 else ""
@@ -236,11 +284,15 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         out += ["", f"{h2}Rent vs buy" if md else "Rent vs buy:"]
         if cost.cloud:
             noted = any(c.note for c in cost.cloud)
-            rows = [[c.provider, f"{c.instances}x {c.instance}", fmt_usd(c.usd_per_hour) + "/h",
+            # A reservation is billed 24/7: its per-run share only means something when it is
+            # cheaper than on-demand; otherwise say so rather than print a $30k "run".
+            rows = [[c.provider, f"{c.instances}x {c.instance}", f"{c.instances * c.gpus_per_instance}",
+                     fmt_usd(c.usd_per_hour) + "/h",
                      fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd),
-                     fmt_usd(c.cost_per_run_reserved_usd), fmt_usd(c.cost_per_year_usd)]
+                     fmt_usd(c.cost_per_run_reserved_usd) if (c.cost_per_run_reserved_usd or 0) < c.cost_per_run_usd
+                     else "not worth it", fmt_usd(c.cost_per_year_usd)]
                     + ([c.note] if noted else []) for c in cost.cloud]
-            out += _table(["Cloud", "Instances", "Price", "Run (on-demand)", "Run (spot)", "Run (reserved)",
+            out += _table(["Cloud", "Instances", "GPUs", "Price", "Run (on-demand)", "Run (spot)", "Run (reserved)",
                            "Per year"] + (["Note"] if noted else []), rows, md)
         if cost.onprem:
             o = cost.onprem

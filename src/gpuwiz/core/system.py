@@ -29,8 +29,7 @@ import math
 from dataclasses import dataclass
 
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
-from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import BomLine, Build, Estimate, Requirements
+from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
@@ -38,7 +37,6 @@ CHIP_TO_SERVER_HGX = 1.82
 TRAIN_LOAD_FRAC = 0.75  # Epoch server_TDP_fraction(): servers draw ~75 % of max while training
 PSU_MARGIN = 1.25  # PSU rating >= 1.25x worst-case load (Puget / thefpsreview 2020)
 PSU_MARGIN_TRANSIENT = 1.4  # 4090/5090-class cards spike far above TGP (clankerbuilder 2026 [weak])
-OFFICE_CIRCUIT_W = 1440.0  # 15 A x 120 V x 0.8 (NEC continuous-load rule); catalog may override
 STD_PSU_W = (850, 1000, 1200, 1300, 1600, 2000, 2400, 2800, 3200, 4000, 5000, 6000, 8000, 10000, 12000,
              16000, 20000)
 
@@ -91,13 +89,10 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
     family = est.model.family if est else (req.model.family or "decoder")
     modality = MODALITY.get(family, "text")
     sample_kb = req.data.sample_kb
-    if req.model.preset:
-        try:
-            preset = cat.model(req.model.preset)
-            modality = preset.modality if preset.modality != "text" else modality
-            sample_kb = sample_kb or preset.sample_kb
-        except GpuwizError:  # unknown preset: the estimator reports it; sizing uses defaults
-            pass
+    preset = next((m for m in cat.models if m.id == req.model.preset), None) if req.model.preset else None
+    if preset is not None:  # an unknown preset is the estimator's error to report
+        modality = preset.modality if preset.modality != "text" else modality
+        sample_kb = sample_kb or preset.sample_kb
     if req.data.dataset_gb:
         dataset_gb = float(req.data.dataset_gb)
     elif req.data.tokens:
@@ -130,10 +125,18 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
 # ---- rules ---------------------------------------------------------------------------------------
 
 
-def cores_needed(gpus_per_node: int, modality: str) -> int:
-    """ml-engineering compute/cpu: 1 core per training process + 1 per DataLoader worker + 4 for the OS."""
+# Data-centre nodes (HGX / 8-GPU servers, clusters) carry ~12-16 cores per GPU for data loading,
+# NCCL proxy threads, async checkpoint writes and monitoring: DGX A100 2 x 64 (16/GPU), DGX H100 /
+# B200 2 x 56 (14/GPU), AWS p5 96 cores (12/GPU) -- NVIDIA DGX user guides, AWS p5 instance page.
+DC_CORES_PER_GPU = 12
+
+
+def cores_needed(gpus_per_node: int, modality: str, datacenter: bool = False) -> int:
+    """ml-engineering compute/cpu: 1 core per training process + 1 per DataLoader worker + 4 for the OS;
+    data-centre nodes at least DC_CORES_PER_GPU per GPU (reference systems)."""
     workers = 2 if modality == "text" else 4
-    return gpus_per_node * (workers + 1) + 4
+    rule = gpus_per_node * (workers + 1) + 4
+    return max(rule, DC_CORES_PER_GPU * gpus_per_node) if datacenter else rule
 
 
 def lanes_per_gpu(gpu: GPU, gpus_per_node: int = 1) -> int:
@@ -166,37 +169,44 @@ def ram_target_gb(vram_gb: float, host_ram_gib: float, offload: str) -> tuple[fl
 # ---- part choice ---------------------------------------------------------------------------------
 
 
-def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str) -> list[Chassis]:
-    """Chassis that take the GPUs, best first (smallest box, then price)."""
-    first = pick_chassis(cat, gpu, gpus_per_node, site)
-    if first is None:
-        return []
-    order = {"desktop": 0, "workstation": 1, "server": 2, "hgx": 3}
-    rest = [c for c in cat.platforms.chassis if c is not first and c.gpu_form == first.gpu_form
-            and c.max_gpus >= gpus_per_node
-            and (c.gpu_form != "pcie" or c.max_slot_width >= min(gpu.slot_width, first.max_slot_width))
-            and not (site == "desk" and c.kind not in ("desktop", "workstation"))]
-    rest.sort(key=lambda c: (order[c.kind], c.price_usd))
-    return [first, *rest]
+CHASSIS_ORDER = {"desktop": 0, "workstation": 1, "server": 2, "hgx": 3}
+TOWER_KINDS = ("desktop", "workstation")
 
 
-def pick_chassis(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str) -> Chassis | None:
+def chassis_fits(ch: Chassis, gpu: GPU, gpus_per_node: int, site: str, slot_strict: bool = True) -> bool:
+    """The one rule for whether a chassis takes ``gpus_per_node`` of these GPUs at this site: the
+    form (NVL cards are PCIe), the count, the cooler (a tower cannot cool passive cards; they need a
+    server's front-to-back airflow), the baseboards sold for it (HGX B200 is an 8-GPU board only;
+    HGX H100/H200 come as 4- or 8-GPU boards: ``only_gpus`` and ``max_gpus``), the board a GPU is
+    sold on (an A16 is one board of 4), the slot width and the site (a desk takes towers only)."""
     form = {"nvl": "pcie"}.get(gpu.form_factor, gpu.form_factor)
-    fits = [
-        c for c in cat.platforms.chassis
-        if c.gpu_form == form and c.max_gpus >= gpus_per_node
-        and (form != "pcie" or c.max_slot_width >= gpu.slot_width)
-        and not (site == "desk" and c.kind not in ("desktop", "workstation"))
-    ]
-    if not fits and form == "pcie":
-        # No chassis takes cards this wide: the widest-slot box, which needs 2-slot (blower) variants.
-        fits = [c for c in cat.platforms.chassis if c.gpu_form == "pcie" and c.max_gpus >= gpus_per_node
-                and not (site == "desk" and c.kind not in ("desktop", "workstation"))]
-    if not fits:
-        return None
-    # Prefer the smallest box that takes the GPUs, then price.
-    order = {"desktop": 0, "workstation": 1, "server": 2, "hgx": 3}
-    return min(fits, key=lambda c: (order[c.kind] if gpus_per_node <= 2 else 0, c.price_usd, c.max_gpus))
+    if ch.gpu_form != form or ch.max_gpus < gpus_per_node or gpu.cooling not in ch.cools:
+        return False
+    if ch.only_gpus is not None and gpu.id not in ch.only_gpus:
+        return False
+    if ch.kind == "hgx" and gpus_per_node != ch.max_gpus:
+        return False  # baseboards are sold whole
+    if gpus_per_node % gpu.sold_as_board:
+        return False
+    if site == "desk" and ch.kind not in TOWER_KINDS:
+        return False
+    return not (slot_strict and form == "pcie" and ch.max_slot_width < gpu.slot_width)
+
+
+def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bool = False) -> list[Chassis]:
+    """Chassis that take the GPUs, best first: the smallest kind of box (for up to 2 GPUs; past that
+    any kind that takes them), then price. Lean chassis only on the lean tier. When no chassis takes
+    cards this wide, the boxes that take narrower (2-slot blower) variants of an open-air card."""
+    pool = [c for c in cat.platforms.chassis if lean or not c.lean]
+    fits = [c for c in pool if chassis_fits(c, gpu, gpus_per_node, site)]
+    if not fits and gpu.cooling == "open-air":  # 2-slot blower variants exist (RTX 3090 / 4090 "turbo")
+        fits = [c for c in pool if chassis_fits(c, gpu, gpus_per_node, site, slot_strict=False)]
+    return sorted(fits, key=lambda c: (CHASSIS_ORDER[c.kind] if gpus_per_node <= 2 else 0, c.price_usd, c.max_gpus))
+
+
+def pick_chassis(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bool = False) -> Chassis | None:
+    options = chassis_options(cat, gpu, gpus_per_node, site, lean)
+    return options[0] if options else None
 
 
 def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
@@ -242,6 +252,9 @@ def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
              or list(cat.platforms.memory))
     if not dimms:
         return None, 0
+    # DIMMs rated at least at the CPU's memory speed (they run at the CPU's speed, never above).
+    if cpu is not None:
+        dimms = [d for d in dimms if d.mts >= cpu.memory_mts] or dimms
     channels = (cpu.memory_channels if cpu else 8) * sockets
     cap = (cpu.max_memory_gb * sockets) if cpu else 1e9
     best: tuple[float, Dimm, int] | None = None
@@ -253,7 +266,8 @@ def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
             if total > cap:
                 continue
             cost = n * d.price_usd
-            if total >= target_gb and (best is None or cost < best[0]):
+            # DIMM sizes are binary: 256 GB for a 275 GB target is close enough (0.9x).
+            if total >= 0.9 * target_gb and (best is None or cost < best[0]):
                 best = (cost, d, n)
             if fallback is None or total > fallback[1].capacity_gb * fallback[2]:
                 fallback = (cost, d, n)
@@ -334,25 +348,36 @@ def _transient_heavy(gpu: GPU) -> bool:
     return gpu.segment == "consumer" and gpu.tdp_w >= 400
 
 
-def driver_stack(gpu: GPU) -> list[str]:
-    arch = gpu.architecture.lower()
+def driver_stack(cat: Catalog, gpu: GPU) -> list[str]:
+    """Driver, CUDA and PyTorch wheel that work together (the catalog's ``platforms.software``)."""
     if gpu.vendor == "amd":
         target = f" ({gpu.rocm_gfx_target})" if gpu.rocm_gfx_target else ""
         return [f"ROCm 6.x{target}", "PyTorch ROCm wheel (Linux only)"]
     if gpu.vendor == "intel":
         return ["Intel Gaudi software (SynapseAI)", "PyTorch with the Gaudi bridge"]
-    cuda = gpu.min_cuda or {"blackwell": "12.8", "hopper": "11.8", "ada": "11.8", "ampere": "11.0",
-                            "turing": "10.0", "volta": "9.0"}.get(arch, "12.0")
-    driver = {"blackwell": "R570+ (>= 570.133)", "hopper": "R550+" if gpu.memory_gib > 100 else "R525+",
-              "ada": "R525+", "ampere": "R470+"}.get(arch, "R535+")
-    torch = {"blackwell": "PyTorch >= 2.7 (cu128 wheel)", "hopper": "PyTorch >= 2.0 (cu118+; current cu126/cu128)",
-             "ada": "PyTorch >= 2.0 (cu118+)"}.get(arch, "PyTorch 2.x (cu126 wheel)")
-    return [f"NVIDIA driver {driver}", f"CUDA >= {cuda}", torch]
+    stacks = {s.id: s for s in cat.platforms.software}
+    s = stacks.get(gpu.architecture.lower())
+    if s is None:
+        return ["NVIDIA driver (see NVIDIA's CUDA compatibility table)", f"CUDA >= {gpu.min_cuda or '12.0'}",
+                "PyTorch 2.x"]
+    return [f"NVIDIA driver {s.driver}", f"CUDA {s.cuda}", s.torch]
 
 
-def software_stack(gpu: GPU, nodes: int, w: Workload) -> list[str]:
+def framework_line(w: Workload) -> str:
+    """The training framework the estimate's plan uses, as one line."""
+    fw = w.framework or "PyTorch DDP"
+    if w.offload != "none" and "DeepSpeed" not in fw:
+        fw = f"DeepSpeed ZeRO-{max(w.zero_stage, 2)} with CPU offload ({w.offload})"
+    if (w.tp > 1 or w.pp > 1) and "Megatron" not in fw:
+        fw = f"{fw} (Megatron-style TP={w.tp}, PP={w.pp})"
+    if w.method in ("lora", "qlora"):
+        fw += " + PEFT" + (" + bitsandbytes" if w.method == "qlora" else "")
+    return fw
+
+
+def software_stack(cat: Catalog, gpu: GPU, nodes: int, w: Workload) -> list[str]:
     out = ["Ubuntu 22.04/24.04 LTS"]
-    out += driver_stack(gpu)
+    out += driver_stack(cat, gpu)
     # Collectives and monitoring per vendor: NCCL + DCGM (NVIDIA), RCCL + AMD SMI/ROCm
     # validation suite (AMD ROCm docs), HCCL + hl-smi (Intel Gaudi software docs).
     collectives, monitor = {
@@ -361,19 +386,14 @@ def software_stack(gpu: GPU, nodes: int, w: Workload) -> list[str]:
         "intel": ("HCCL over the Gaudi on-chip RoCE ports", "hl-smi / Gaudi health checks"),
     }[gpu.vendor]
     if nodes > 1:
-        operator = "the GPU operator" if gpu.vendor == "nvidia" else "the vendor's device plugin"
-        out += [f"Slurm (or Kubernetes with {operator})", collectives, monitor]
+        operator = "the NVIDIA GPU operator" if gpu.vendor == "nvidia" else "the vendor's device plugin"
+        out += ["Slurm for training jobs", f"Kubernetes with {operator} for services", collectives, monitor]
         out.append("Enroot/Pyxis or Docker containers")
     else:
         out.append("Docker + NVIDIA Container Toolkit" if gpu.vendor == "nvidia" else "Docker")
         if gpu.vendor == "nvidia":
             out.append("nvidia-smi / DCGM exporter for monitoring")
-    fw = w.framework or "PyTorch DDP"
-    if w.tp > 1 or w.pp > 1:
-        fw = f"{fw} (Megatron-style TP={w.tp}, PP={w.pp})" if "Megatron" not in fw else fw
-    if w.method in ("lora", "qlora"):
-        fw += " + PEFT" + (" + bitsandbytes" if w.method == "qlora" else "")
-    out.append(fw)
+    out.append(framework_line(w))
     return out
 
 
@@ -385,17 +405,53 @@ def storage_needed_tb(w: Workload) -> float:
     return (w.dataset_gb * 2 + w.checkpoint_gb * KEEP_LOCAL_CKPTS + w.base_weights_gb) * FREE_SPACE / 1000
 
 
+NAS_MAX_NODES = 4  # up to this many nodes: local NVMe + a NAS; above, a parallel file system
+CKPT_WRITE_S = 300.0  # a full checkpoint lands on shared storage within ~5 min (ml-engineering fault-tolerance)
+FRONTEND_GBPS = 100.0  # storage / front-end Ethernet per node in a cluster (DGX H100: 2 x 200/400 GbE in-band)
+
+
+def fabric_ports(endpoints: int, radix: int) -> tuple[int, int, str]:
+    """(switch ports, switches, topology) of a non-blocking fat tree for ``endpoints`` NIC ports.
+    One switch when it has room; two tiers (leaves with half their ports up, spines) up to
+    radix^2 / 2 endpoints; three tiers beyond (NVIDIA DGX SuperPOD reference architecture)."""
+    if endpoints <= radix:
+        return endpoints, 1, "one switch"
+    if endpoints <= radix * radix // 2:
+        leaves = math.ceil(endpoints / (radix // 2))
+        spines = math.ceil(leaves * (radix // 2) / radix)
+        return 3 * endpoints, leaves + spines, f"2-tier fat tree ({leaves} leaf + {spines} spine switches)"
+    return 5 * endpoints, math.ceil(5 * endpoints / radix), "3-tier fat tree"
+
+
+def _nas_or_pfs(cat: Catalog, nodes: int, need_tb: float, need_gbps: float) -> tuple[StorageTier | None, int]:
+    """Shared storage for a cluster: the cheapest NAS (a few nodes) or parallel FS (more) that holds
+    ``need_tb`` and reads ``need_gbps``; units rounded up for whichever binds."""
+    kinds = ("nas",) if nodes <= NAS_MAX_NODES else ("parallel-fs",)
+    tiers = _tiers(cat, *kinds) or _tiers(cat, "parallel-fs", "nas")
+    best: tuple[float, StorageTier, int] | None = None
+    for t in tiers:
+        units = max(1, math.ceil(need_tb / (t.capacity_tb or need_tb)), math.ceil(need_gbps / t.read_gbps))
+        cost = units * (t.price_usd or 0.0)
+        if best is None or cost < best[0]:
+            best = (cost, t, units)
+    return (best[1], best[2]) if best else (None, 0)
+
+
 def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int,
-                w: Workload) -> Build:
+                w: Workload, lean: bool = False, used: bool | None = None) -> Build:
+    """The build to own. ``lean``: the small-budget tier (a lean chassis if one takes the GPUs, no
+    bulk HDD, no ingest NIC, host RAM at its floor). ``used``: price used GPUs (default: the
+    deployment's ``used_hardware``)."""
     site = req.deployment.site
-    used = req.deployment.used_hardware
-    options = chassis_options(cat, gpu, gpus_per_node, site)
+    used = req.deployment.used_hardware if used is None else used
+    if gpu.price_new_usd is None and gpu.price_used_usd:
+        used = True  # no longer sold new: the used market is the only way to buy it
+    options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
     chassis = options[0] if options else None
     hgx = bool(chassis and chassis.kind == "hgx") or gpu.form_factor in ("sxm", "oam")
     vram_gb = gpus_per_node * gpu.memory_gib * GB_PER_GIB
     bom: list[BomLine] = []
 
-    # Storage sizing (whole build), then per node.
     ckpt_gb = w.checkpoint_gb
     data_gb = w.dataset_gb
     fast_need_gb = (data_gb + ckpt_gb * KEEP_LOCAL_CKPTS + w.base_weights_gb) * FREE_SPACE
@@ -411,67 +467,57 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     else:
         read_need = 0.0
 
-    min_fast_tb = 2.0 if nodes == 1 else 4.0  # a 2 TB floor: OS, env, datasets, checkpoints
+    min_fast_tb = 1.0 if lean else 2.0 if nodes == 1 else 4.0  # OS, env, datasets, checkpoints
     fast_tb_target = max(min_fast_tb, fast_need_gb / 1000 if nodes == 1 else min(fast_need_gb / 1000, 30.0))
-    # The chassis may still step up below (when the CPU cannot feed the GPUs); the drive form follows it.
-    nvme, n_nvme = pick_nvme(cat, options[0] if options else None, fast_tb_target, read_need)
-    storage: list[str] = []
-    storage_at = len(bom)
-    storage.append("")  # the fast tier, filled in once the chassis is final
-    bulk_tb = 0.0
-    pfs_line = None
-    if nodes == 1:
-        hdd = sorted(_tiers(cat, "hdd"), key=lambda s: (s.capacity_tb or 0))
-        if hdd:
-            t = hdd[-1]
-            n = max(2, math.ceil(bulk_need_gb / 1000 / (t.capacity_tb or 1.0)))  # >= 2: a mirrored pair
-            bulk_tb = n * (t.capacity_tb or 1.0)
-            storage.append(f"{n}x {t.name} ({bulk_tb:g} TB HDD bulk: raw data, checkpoint history)")
-            bom.append(BomLine(item=t.name, qty=n, unit_usd=t.price_usd, total_usd=(t.price_usd or 0) * n,
-                               note="bulk: raw data + checkpoint history"))
-    else:
-        pfs = _tiers(cat, "parallel-fs") or _tiers(cat, "nas")
-        if pfs:
-            t = max(pfs, key=lambda s: s.read_gbps)
-            need_read = read_need * nodes
-            pfs_tb = max(bulk_need_gb / 1000, 10.0)
-            units = max(1, math.ceil(pfs_tb / (t.capacity_tb or pfs_tb)), math.ceil(need_read / t.read_gbps))
-            pfs_line = f"{t.name} ({units} unit(s), ~{units * t.read_gbps:.0f} GB/s, >= {pfs_tb:.0f} TB shared)"
-            bom.append(BomLine(item=t.name, qty=units, unit_usd=t.price_usd, total_usd=(t.price_usd or 0) * units,
-                               note="shared parallel file system (Lustre / GPFS / WEKA class)"))
-        else:
-            pfs_line = f"parallel file system (Lustre/GPFS class), >= {bulk_need_gb / 1000:.0f} TB shared"
-        storage.append(pfs_line)
-    storage.append(f"off-site copy of checkpoints (~{ckpt_gb:,.0f} GB each) in object storage")
 
-    # Network.
-    net, nics, target_gbps = pick_network(cat, gpu, nodes)
-    if nodes > 1:
-        nics = gpus_per_node if hgx else max(1, gpus_per_node // 2)
-    per_gpu_gbps = (net.gbps * nics / gpus_per_node) if (net and nodes > 1) else 0.0
+    # Network: the compute fabric (rails) and a separate storage / front-end network for clusters.
+    net, _, target_gbps = pick_network(cat, gpu, nodes)
+    nics = 0
+    per_gpu_gbps = 0.0
+    net_lines: list[BomLine] = []
     if nodes > 1 and net:
-        network = (f"{nics}x {net.name} per node ({net.gbps:g} Gb/s each, {per_gpu_gbps:g} Gb/s per GPU"
-                   f"{', RDMA / GPUDirect' if net.rdma else ''}) + 25/100 GbE for storage and management")
-        switch_ports = nics * nodes
-        bom.append(BomLine(item=f"{net.name} NIC", qty=nics * nodes, unit_usd=net.nic_price_usd,
-                           total_usd=net.nic_price_usd * nics * nodes, note="one per GPU" if hgx else ""))
+        nics = gpus_per_node if hgx else max(1, gpus_per_node // 2)
+        per_gpu_gbps = net.gbps * nics / gpus_per_node
+        ports, switches, topo = fabric_ports(nics * nodes, net.switch_radix)
+        rails = f"{nics} rails" if nics > 1 else "1 rail"
+        net_lines.append(BomLine(item=f"{net.name} NIC", qty=nics * nodes, unit_usd=net.nic_price_usd,
+                                 total_usd=net.nic_price_usd * nics * nodes,
+                                 note="compute fabric, one per GPU" if hgx else "compute fabric"))
         if net.switch_port_usd:
-            bom.append(BomLine(item=f"{net.name} switch ports + cables", qty=switch_ports,
-                               unit_usd=net.switch_port_usd, total_usd=net.switch_port_usd * switch_ports,
-                               note="non-blocking fat tree" if nodes > 2 else "2 nodes could link directly"))
+            net_lines.append(BomLine(item=f"{net.name} switch ports + cables", qty=ports, unit_usd=net.switch_port_usd,
+                                     total_usd=net.switch_port_usd * ports,
+                                     note=f"{topo}, {rails}, non-blocking "
+                                          f"({switches} x {net.switch_radix}-port switches)"))
+        fe = [n for n in cat.network if n.kind == "ethernet" and n.gbps >= FRONTEND_GBPS]
+        fe_net = min(fe, key=lambda n: (n.gbps, n.nic_price_usd)) if fe else None
+        fe_txt = ""
+        if fe_net:
+            fe_ports, _, _ = fabric_ports(nodes + 2, fe_net.switch_radix)  # + storage and login nodes
+            net_lines.append(BomLine(item=f"{fe_net.name} NIC", qty=nodes, unit_usd=fe_net.nic_price_usd,
+                                     total_usd=fe_net.nic_price_usd * nodes, note="storage / front-end network"))
+            net_lines.append(BomLine(item=f"{fe_net.name} switch ports + cables", qty=fe_ports,
+                                     unit_usd=fe_net.switch_port_usd,
+                                     total_usd=fe_net.switch_port_usd * fe_ports, note="storage / front-end network"))
+            fe_txt = f"; separate {fe_net.name} storage / front-end network"
+        network = (f"{nics}x {net.name} per node ({net.gbps:g} Gb/s each, {per_gpu_gbps:g} Gb/s per GPU"
+                   f"{', RDMA / GPUDirect' if net.rdma else ''}), {topo}, {rails}{fe_txt}")
     elif nodes > 1:
         network = f"InfiniBand / RoCE RDMA, >= {target_gbps:g} Gb/s per GPU (not in catalog)"
+    elif net and not lean:
+        network = f"{net.name} ({net.gbps:g} Gb/s) for data ingest"
+        net_lines.append(BomLine(item=f"{net.name} NIC", qty=1, unit_usd=net.nic_price_usd,
+                                 total_usd=net.nic_price_usd, note="data ingest"))
     else:
-        network = (f"{net.name} ({net.gbps:g} Gb/s) for data ingest" if net else "10 GbE for data ingest")
-        if net and net.nic_price_usd:
-            bom.append(BomLine(item=f"{net.name} NIC", qty=1, unit_usd=net.nic_price_usd,
-                               total_usd=net.nic_price_usd, note="data ingest"))
+        network = "on-board 1-2.5 GbE"
 
-    # CPU and lanes.
-    cores = cores_needed(gpus_per_node, w.modality)
-    lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics if nodes > 1 else 0, hgx)
+    # CPU and lanes: a box whose CPUs cannot feed the GPUs is the wrong box -- step up.
+    datacenter = hgx or nodes > 1 or (chassis is not None and chassis.cpu_segment == "server"
+                                      and gpu.segment == "datacenter")
+    cores = cores_needed(gpus_per_node, w.modality, datacenter)
+    nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
+    lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics, hgx)
     cpu, sockets = pick_cpu(cat, chassis, cores, lanes)
-    # A box whose CPUs cannot feed the GPUs is the wrong box: step up (desktop -> workstation -> server).
+    first = chassis
     for alt in options[1:]:
         if cpu is not None and _cpu_ok(cpu, sockets, cores, lanes):
             break
@@ -480,32 +526,67 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
             chassis, cpu, sockets = alt, c2, s2
             break
     desktop = bool(chassis and chassis.cpu_segment == "desktop")
-    nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
+    if chassis is not first:  # the drive form follows the chassis
+        nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
     fast_tb = n_nvme * (nvme.capacity_tb or 1.0) if nvme else fast_tb_target
     fast_read = n_nvme * (nvme.read_gbps if nvme else 3.0)
+    storage: list[str] = []
     if nvme:
         raid = " RAID-0" if n_nvme > 1 else ""
-        storage[0] = f"{n_nvme}x {nvme.name} ({fast_tb:g} TB NVMe{raid}, ~{fast_read:.0f} GB/s read)"
-        bom.insert(storage_at, BomLine(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
-                                       total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
-                                       note="data + last checkpoints" + (" (RAID-0 cache)" if n_nvme > 1 else "")))
+        storage.append(f"{n_nvme}x {nvme.name} ({fast_tb:g} TB NVMe{raid}, ~{fast_read:.0f} GB/s read)")
+        bom.append(BomLine(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
+                           total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
+                           note="data + last checkpoints" + (" (RAID-0 cache)" if n_nvme > 1 else "")))
     else:
-        storage[0] = f"{fast_tb:g} TB NVMe (data + last checkpoints)"
-    cpu_lanes = 0
+        storage.append(f"{fast_tb:g} TB NVMe (data + last checkpoints)")
+
+    bulk_tb = 0.0
+    if nodes == 1 and not lean:
+        hdd = sorted(_tiers(cat, "hdd"), key=lambda s: (s.capacity_tb or 0))
+        if hdd:
+            # The smallest drive that makes a mirrored pair big enough, else the largest in numbers.
+            fit = [t for t in hdd if 2 * (t.capacity_tb or 1.0) * 1000 >= bulk_need_gb]
+            t = fit[0] if fit else hdd[-1]
+            n = max(2, math.ceil(bulk_need_gb / 1000 / (t.capacity_tb or 1.0)))  # >= 2: a mirrored pair
+            bulk_tb = n * (t.capacity_tb or 1.0)
+            storage.append(f"{n}x {t.name} ({bulk_tb:g} TB HDD bulk: raw data, checkpoint history)")
+            bom.append(BomLine(item=t.name, qty=n, unit_usd=t.price_usd, total_usd=(t.price_usd or 0) * n,
+                               note="bulk: raw data + checkpoint history"))
+    elif nodes > 1:
+        shared_tb = max(bulk_need_gb / 1000, 10.0)
+        shared_gbps = max(read_need * nodes, ckpt_gb / CKPT_WRITE_S)
+        tier, units = _nas_or_pfs(cat, nodes, shared_tb, shared_gbps)
+        if tier is not None:
+            what = "NAS (NFS)" if tier.kind == "nas" else "parallel file system (Lustre / GPFS / WEKA class)"
+            storage.append(f"{tier.name} ({units} unit(s), ~{units * tier.read_gbps:.0f} GB/s, "
+                           f">= {shared_tb:.0f} TB shared)")
+            bom.append(BomLine(item=tier.name, qty=units, unit_usd=tier.price_usd,
+                               total_usd=(tier.price_usd or 0) * units,
+                               note=f"shared {what}: {shared_tb:,.0f} TB, {shared_gbps:,.1f} GB/s needed "
+                                    "(data + checkpoint writes)"))
+        else:
+            storage.append(f"shared storage, >= {shared_tb:.0f} TB (not in catalog)")
+    each = f"~{ckpt_gb:,.0f} GB" if ckpt_gb >= 1 else "< 1 GB"
+    storage.append(f"off-site copy of checkpoints ({each} each) in object storage")
+    bom += net_lines
+
+    cpu_lanes_have = 0
     if cpu:
-        cpu_lanes = cpu.pcie_lanes if sockets == 1 else int(cpu.pcie_lanes * 1.25)
+        cpu_lanes_have = cpu_lanes(cpu, sockets)
         bom.append(BomLine(item=cpu.name, qty=sockets * nodes, unit_usd=cpu.price_usd,
                            total_usd=cpu.price_usd * sockets * nodes,
-                           note=f"{cpu.cores * sockets} cores/node (need {cores}), {cpu_lanes} lanes (need {lanes})"))
+                           note=f"{cpu.cores * sockets} cores/node (need {cores}), "
+                                f"{cpu_lanes_have} lanes (need {lanes})"))
 
     # RAM.
-    _floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
-    dimm, n_dimm = pick_memory(cat, cpu, sockets, rec_gb, desktop)
+    floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
+    dimm, n_dimm = pick_memory(cat, cpu, sockets, max(floor_gb, 32.0) if lean else rec_gb, desktop)
     ram_gb = int(n_dimm * dimm.capacity_gb) if dimm else int(2 ** math.ceil(math.log2(max(rec_gb, 16))))
     if dimm:
         bom.append(BomLine(item=dimm.name, qty=n_dimm * nodes, unit_usd=dimm.price_usd,
                            total_usd=dimm.price_usd * n_dimm * nodes,
-                           note=f"{ram_gb} GB/node = {ram_gb / max(vram_gb, 1):.1f}x VRAM"))
+                           note=f"{ram_gb} GB/node = {ram_gb / max(vram_gb, 1):.1f}x VRAM"
+                           + (f"; runs at {min(dimm.mts, cpu.memory_mts)} MT/s on this CPU" if cpu else "")))
 
     # Power and heat.
     cpu_w = (cpu.tdp_w if cpu else 250.0) * sockets
@@ -518,46 +599,45 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         max_w = gpu_w + cpu_w + base
         # GPUs sit at their power limit while training (Puget 2020); CPUs ~60 %.
         sustained = gpu_w + 0.6 * cpu_w + base * 0.8
-    # HGX max power (1.82x GPU TDP) is already the system's worst case; PCIe builds add margin.
-    margin = 1.0 if hgx else PSU_MARGIN_TRANSIENT if _transient_heavy(gpu) else PSU_MARGIN
-    psu_need = max_w * margin
-    psu_w = _round_psu(psu_need)
-    if chassis and chassis.psu_w >= psu_need:
-        psu_w = int(chassis.psu_w)
+    psu_need = psu_needed_w(gpu, max_w, hgx)
     heat_kw = sustained * nodes / 1000.0
-    circuit = cat.fac("office_circuit_w") if "office_circuit_w" in cat.facility else OFFICE_CIRCUIT_W
-    where = place(site, sustained, nodes, chassis, circuit)
+    where = place(site, sustained, nodes, chassis, cat.fac("office_circuit_w"))
 
-    # Chassis / board / PSUs.
+    # Chassis / board / PSUs. A chassis whose PSU is too small gets the extra PSU capacity in the BOM.
     gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.price_new_usd)
     gpu_total = (gpu_unit or 0.0) * gpus_per_node * nodes
+    psu_w: int
     if chassis:
         chassis_usd = chassis.price_usd
         chassis_note = (f"{chassis.kind}, {chassis.psu_w:g} W PSU"
                         + (f", {chassis.rack_units}U" if chassis.rack_units else ", tower"))
         if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
             chassis_note += f"; needs {chassis.max_slot_width}-slot (blower) variants of the card"
-        if chassis.psu_w < psu_need:
-            if chassis.kind in ("desktop", "workstation"):
-                # ATX PSUs stop at ~1,600 W on 120 V: a second PSU, or a power cap, covers the transients.
-                chassis_note += (f"; {psu_need:,.0f} W of PSU for GPU transients: add a second PSU or cap "
-                                 "GPU power (nvidia-smi -pl)")
-            else:
-                chassis_note += f"; upgrade PSU to >= {psu_w} W"
         bom.insert(0, BomLine(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
                               note=chassis_note))
+        psu_w = int(chassis.psu_w)
+        if chassis.psu_w < psu_need:
+            extra = _round_psu(psu_need - chassis.psu_w)
+            unit = extra * cat.fac("psu_usd_per_w")
+            how = ("a second ATX PSU (add2psu adapter), one per GPU pair" if chassis.kind in TOWER_KINDS
+                   else "higher-rated PSU modules")
+            bom.insert(1, BomLine(item=f"PSU capacity +{extra:,} W", qty=nodes, unit_usd=round(unit, 2),
+                                  total_usd=round(unit * nodes, 2),
+                                  note=f"{how}: {psu_need:,.0f} W needed for {max_w:,.0f} W peak"))
+            psu_w = int(chassis.psu_w) + extra
     else:
         # No catalog chassis takes these GPUs: price the platform as a share of the GPU cost
         # (Epoch: server price ~1.64x GPU price).
-        share = cat.fac("server_overhead_frac") if "server_overhead_frac" in cat.facility else 0.39
-        share = min(max(share, 0.0), 0.9)  # non-GPU share of a GPU server's price (Epoch: ~39 %)
+        share = min(max(cat.fac("server_overhead_frac"), 0.0), 0.9)  # non-GPU share (Epoch: ~39 %)
         chassis_usd = (gpu_unit or 0.0) * gpus_per_node * share / (1 - share)
         bom.insert(0, BomLine(item=f"{gpus_per_node}-GPU server platform (generic)", qty=nodes,
                               unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
                               note="no catalog chassis fits; priced as a share of GPU cost (Epoch)"))
+        psu_w = _round_psu(psu_need)
+    board = f" ({gpus_per_node // gpu.sold_as_board} board(s) of {gpu.sold_as_board})" if gpu.sold_as_board > 1 else ""
     bom.insert(0, BomLine(item=gpu.name + (" (used)" if used and gpu.price_used_usd else ""),
                           qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
-                          note="price unknown" if gpu_unit is None else ""))
+                          note=("price unknown" if gpu_unit is None else "") + board))
     capex = sum(b.total_usd or 0.0 for b in bom)
 
     return Build(
@@ -568,7 +648,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         cpu=cpu.name if cpu else "server CPU (not in catalog)",
         cpu_count=sockets,
         cpu_cores=(cpu.cores * sockets) if cpu else 0,
-        pcie_lanes=cpu_lanes,
+        pcie_lanes=cpu_lanes_have,
         ram_gb=ram_gb,
         storage=storage,
         network=network,
@@ -576,10 +656,12 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         power_w=round(sustained),
         heat_kw=round(heat_kw, 2),
         site=where,
-        software=software_stack(gpu, nodes, w),
+        software=software_stack(cat, gpu, nodes, w),
         bom=bom,
         capex_usd=round(capex, 2),
-        chassis=chassis.name if chassis else "",
+        chassis=chassis.name if chassis else None,
+        chassis_kind=chassis.kind if chassis else None,
+        tier=("lean" if lean else "standard") + ("-used" if used and gpu.price_used_usd else ""),
         cpu_cores_needed=cores,
         pcie_lanes_needed=lanes,
         vram_gb=round(vram_gb, 1),
@@ -591,7 +673,27 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         network_gbps_per_gpu=round(per_gpu_gbps, 1),
         rdma=bool(net and net.rdma and nodes > 1),
         max_power_w=round(max_w),
+        psu_needed_w=round(psu_need),
     )
+
+
+def psu_needed_w(gpu: GPU, max_w: float, hgx: bool) -> float:
+    """The one PSU-margin rule: HGX max power (1.82x GPU TDP) is already the system's worst case;
+    PCIe builds add PSU_MARGIN, or PSU_MARGIN_TRANSIENT for 450-600 W consumer cards."""
+    margin = 1.0 if hgx else PSU_MARGIN_TRANSIENT if _transient_heavy(gpu) else PSU_MARGIN
+    return max_w * margin
+
+
+def rented_build(build: Build, vcpus: int | None, ram_gib: float | None, local_nvme_tb: float | None,
+                 site: str) -> Build:
+    """The same plan as a rented instance: no chassis, PSU or BOM; the instance's host resources."""
+    return build.model_copy(update={
+        "rented": True, "chassis": None, "chassis_kind": None, "psu_w": None, "psu_needed_w": None, "bom": [],
+        "capex_usd": 0.0, "site": site,
+        "cpu": f"{vcpus} vCPUs per instance" if vcpus else "instance vCPUs (not published)",
+        "cpu_count": 0, "cpu_cores": 0, "pcie_lanes": 0, "ram_gb": round(ram_gib * GB_PER_GIB) if ram_gib else 0,
+        "instance": RentedInstance(vcpus=vcpus, ram_gib=ram_gib, local_nvme_tb=local_nvme_tb),
+    })
 
 
 def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit_w: float) -> str:

@@ -119,7 +119,7 @@ def _build_block(b: Build, title: str) -> list[RenderableType]:
     if b.network:
         add_row(spec, "Network", b.network)
     if b.power_w:
-        add_row(spec, "Power", f"{b.power_w:,} W sustained per node (PSU {b.psu_w:,} W); heat {b.heat_kw:.1f} kW")
+        add_row(spec, "Power", f"{b.power_w:,} W sustained per node (PSU {b.psu_w or 0:,} W); heat {b.heat_kw:.1f} kW")
     if b.site:
         add_row(spec, "Site", b.site)
     if b.software:

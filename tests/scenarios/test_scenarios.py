@@ -1,0 +1,200 @@
+"""Expert scenario suite (issue 12): every scenario in scenarios.yaml must give an answer an
+ML-infrastructure engineer would sign -- its own expected properties, and the ones every answer has:
+one coherent build and price, rented picks described as instances, cooling the chassis can handle,
+slack against the deadline, sane suggestions, and a binding constraint when nothing fits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core.config_io import load_config
+from gpuwiz.core.models import Recommendation, Requirements
+from gpuwiz.core.recommend import SLACK_FRAC, _deadline_hours, recommend
+from gpuwiz.core.units import HOURS_PER_YEAR
+
+HERE = Path(__file__).resolve().parent
+CAT: Catalog = load_catalog()
+SCENARIOS: list[dict[str, Any]] = yaml.safe_load((HERE / "scenarios.yaml").read_text())["scenarios"]
+SECTIONS = {"m": "model", "t": "training", "d": "data", "s": "schedule", "dep": "deployment", "hw": "hardware"}
+
+
+def requirements(sc: dict[str, Any]) -> Requirements:
+    if "file" in sc:
+        return load_config(HERE / sc["file"])
+    return Requirements.model_validate({SECTIONS[k]: v for k, v in sc.items() if k in SECTIONS})
+
+
+def check_universal(req: Requirements, r: Recommendation) -> None:
+    pinned = bool(req.hardware and req.hardware.gpu)
+    if not r.found:
+        assert r.binding_constraint is not None, "nothing fits: the answer names the binding constraint"
+    else:
+        b, est, cost = r.build, r.estimate, r.cost
+        assert b is not None and est is not None and cost is not None
+        gpu = CAT.gpu(b.gpu)
+        # Rented picks are instances: no chassis, PSU or BOM; the instance's host resources instead.
+        if b.rented:
+            assert b.chassis is None and b.psu_w is None and b.bom == [] and b.instance is not None
+            assert cost.verdict == "rent" and cost.rent_offer is not None
+            assert cost.rent_offer.instances >= 1 and cost.rent_offer.gpus_per_instance >= 1
+            top = cost.cloud[0] if cost.cloud else None
+            reserved = top is not None and (top.cost_per_run_reserved_usd or 1e18) < top.cost_per_run_usd
+            if cost.rent_usd_total and r.cost_per_run_usd and not reserved and req.deployment.utilization is None:
+                runs = req.schedule.runs_per_month * 12 * req.deployment.horizon_years
+                assert cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * runs, rel=0.01)  # one price
+            if est.memory.host_ram_gib > 0:  # offload on a host whose RAM is unknown / too small is flagged
+                ram = b.instance.ram_gib
+                assert (ram is not None and ram >= est.memory.host_ram_gib) or any(
+                    p.id == "host-ram-offload" for p in r.pitfalls)
+        else:
+            assert b.bom and b.capex_usd > 0
+            assert b.capex_usd == pytest.approx(sum(x.total_usd or 0 for x in b.bom), rel=1e-6)
+            # The build never carries a part the tool itself flags.
+            assert not any(p.id == "psu-undersized" for p in r.pitfalls)
+            chassis = next((c for c in CAT.platforms.chassis if c.name == b.chassis), None)
+            if chassis is not None:
+                assert gpu.cooling in chassis.cools, f"{gpu.cooling} {gpu.name} in {chassis.name}"
+                if chassis.kind == "hgx":
+                    assert b.gpus_per_node == chassis.max_gpus  # baseboards are sold whole
+            assert b.gpus_per_node % gpu.sold_as_board == 0
+            if req.deployment.site == "desk":
+                assert chassis is None or chassis.kind in ("desktop", "workstation")
+            if b.nodes > 1:
+                assert b.cpu_cores >= 12 * b.gpus_per_node  # DGX-class CPUs for loading, NCCL, checkpoints
+                shared = " ".join(b.storage)
+                pfs = "parallel file system" in shared or "Storage Scale" in shared
+                assert pfs if b.nodes > 4 else "NAS" in shared
+                assert "storage / front-end" in b.network
+            if cost.verdict == "buy" and req.deployment.budget_usd is not None:
+                assert b.capex_usd <= req.deployment.budget_usd
+        if not pinned:
+            assert b.gpu not in {e.id for e in CAT.platforms.training_excluded}
+        # One coherent answer: the pick on the Pareto front carries the price the answer quotes.
+        me = [p for p in r.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes and p.nodes == b.nodes]
+        if me and r.cost_per_run_usd is not None:
+            assert me[0].cost_per_run_usd == pytest.approx(r.cost_per_run_usd, rel=1e-6)
+        for a, c in zip(r.pareto, r.pareto[1:], strict=False):
+            assert a.wall_hours <= c.wall_hours and a.cost_per_run_usd > c.cost_per_run_usd  # non-dominated
+        # Verdict, payback and total agree.
+        late = cost.payback_months is not None and cost.payback_months > req.deployment.horizon_years * 12
+        if cost.verdict == "buy" and late and cost.rent_usd_total and cost.onprem \
+                and cost.onprem.total_usd < cost.rent_usd_total:
+            assert cost.buy_wins_only_by_resale and "resale" in cost.verdict_reason
+        # Slack: a run ends by 85 % of its deadline, or the answer says it could not.
+        tight = est.time.wall_hours > SLACK_FRAC * _deadline_hours(req) * 1.02
+        if r.objective != "fastest" and not pinned and est.feasible and tight:
+            assert r.binding_constraint is not None and r.binding_constraint.kind == "deadline"
+        # The stack printed is the one the estimate used.
+        sw = " ".join(b.software)
+        if est.plan.offload != "none":
+            assert "DeepSpeed" in sw or "offload" in sw
+        if req.training.method == "qlora":
+            assert "bitsandbytes" in sw and "Megatron" not in sw
+        if gpu.architecture in ("ampere", "volta", "turing"):
+            assert "R470+" not in sw and "R535+" in sw
+    # Only sane suggestions.
+    horizon_h = req.deployment.horizon_years * HOURS_PER_YEAR
+    for s in r.suggestions:
+        if req.training.method == "pretrain":
+            assert "LoRA" not in s, s
+        if " h per run" in s:
+            hours = float(s.rsplit("(", 1)[1].split(" h")[0].replace(",", ""))
+            assert hours <= horizon_h, s
+
+
+def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) -> None:
+    if "found" in exp:
+        assert r.found == exp["found"], (r.binding_constraint, r.suggestions)
+    if "binding_in" in exp:
+        assert r.binding_constraint is not None and r.binding_constraint.kind in exp["binding_in"], r.binding_constraint
+    for s in exp.get("suggestions_not", []):
+        assert not any(s in x for x in r.suggestions), r.suggestions
+    if not r.found:
+        return
+    b, est, cost = r.build, r.estimate, r.cost
+    assert b is not None and est is not None and cost is not None
+    if "gpu_in" in exp:
+        assert b.gpu in exp["gpu_in"], b.gpu
+    if "gpu_not_in" in exp:
+        assert b.gpu not in exp["gpu_not_in"], b.gpu
+    if "gpus_per_node_in" in exp:
+        assert b.gpus_per_node in exp["gpus_per_node_in"], b.gpus_per_node
+    if "nodes" in exp:
+        lo, hi = exp["nodes"]
+        assert lo <= b.nodes <= hi, b.nodes
+    if "rented" in exp:
+        assert b.rented == exp["rented"], (b.rented, cost.verdict_reason)
+    if "verdict_in" in exp:
+        assert cost.verdict in exp["verdict_in"]
+    if "max_capex" in exp and not b.rented:
+        assert b.capex_usd <= exp["max_capex"], b.capex_usd
+    if "cpu_in" in exp:
+        assert any(c in b.cpu for c in exp["cpu_in"]), b.cpu
+    if "ram_gb" in exp:
+        lo, hi = exp["ram_gb"]
+        assert lo <= b.ram_gb <= hi, b.ram_gb
+    if "min_cores_per_node" in exp:
+        assert b.cpu_cores >= exp["min_cores_per_node"], b.cpu
+    if "sockets" in exp:
+        assert b.cpu_count == exp["sockets"]
+    for key, field in (("storage_has", " ".join(b.storage)), ("network_has", b.network),
+                       ("software_has", " ".join(b.software))):
+        for s in exp.get(key, []):
+            assert s in field, (s, field)
+    for s in exp.get("software_not", []):
+        assert s not in " ".join(b.software), b.software
+    if "min_fast_tb" in exp:
+        nvme = [x for x in b.bom if "NVMe" in x.item]
+        tb = sum(x.qty * (next(s.capacity_tb for s in CAT.storage if s.name == x.item) or 0) for x in nvme)
+        assert tb >= exp["min_fast_tb"]
+    if "min_bulk_tb" in exp:
+        assert b.storage_tb >= exp["min_bulk_tb"]
+    if "min_gbps_per_gpu" in exp and b.nodes > 1:
+        assert b.network_gbps_per_gpu >= exp["min_gbps_per_gpu"]
+    if "chassis_kind_in" in exp and not b.rented:
+        assert b.chassis_kind in exp["chassis_kind_in"], b.chassis
+    if "cooling_in" in exp:
+        assert CAT.gpu(b.gpu).cooling in exp["cooling_in"]
+    ids = {p.id for p in r.pitfalls}
+    for pid in exp.get("pitfalls_has", []):
+        assert pid in ids, ids
+    for pid in exp.get("pitfalls_not", []):
+        assert pid not in ids, ids
+    if "assumption" in exp:
+        assert any(exp["assumption"] in a for a in r.assumptions), r.assumptions
+    if "max_wall_hours" in exp:
+        assert est.time.wall_hours <= exp["max_wall_hours"]
+    if exp.get("board_note"):
+        assert "board(s) of 4" in b.bom[0].note
+    if exp.get("no_b200_board_below_8"):
+        if b.gpu == "b200" and not b.rented:
+            assert b.gpus_per_node == 8
+        if r.buy_build is not None and r.buy_build.gpu == "b200":
+            assert r.buy_build.gpus_per_node == 8
+    if "better_than" in exp and b.gpu != exp["better_than"]:
+        other = [a for a in r.alternatives if a.gpu == exp["better_than"]]
+        assert other and other[0].cost_per_run_usd > (r.cost_per_run_usd or 0), "a different GPU needs its reason"
+    if exp.get("deadline_independent"):
+        data = req.model_dump()
+        data["schedule"] = {**data["schedule"], "deadline_days": (req.schedule.deadline_days or 30) * 3}
+        r2 = recommend(Requirements.model_validate(data), CAT)
+        assert r2.build is not None
+        assert (r2.build.gpu, r2.build.gpus_per_node, r2.build.nodes) == (b.gpu, b.gpus_per_node, b.nodes)
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=[s["id"] for s in SCENARIOS])
+def test_expert_scenario(sc: dict[str, Any]) -> None:
+    req = requirements(sc)
+    r = recommend(req, CAT)
+    check_universal(req, r)
+    check_expected(req, r, sc.get("expect", {}))
+
+
+def test_suite_is_big_enough() -> None:
+    assert len(SCENARIOS) >= 40
+    assert len({s["id"] for s in SCENARIOS}) == len(SCENARIOS)
