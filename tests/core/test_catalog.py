@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwiz.core.catalog import FACILITY_KEYS, Catalog, load_catalog
+from gpuwiz.core.catalog import FACILITY_KEYS, Catalog, CloudInstance, load_catalog
 from gpuwiz.core.errors import GpuwizError
 
 REQUIRED_GPUS = {
@@ -64,7 +64,9 @@ def _all_entries(cat: Catalog) -> list:
 def test_every_entry_has_source_and_as_of(cat: Catalog) -> None:
     for e in _all_entries(cat):
         assert e.source.strip(), e.id
-        assert len(e.as_of) >= 4 and e.as_of[:4].isdigit(), (e.id, e.as_of)
+        # cloud offers split the date: when the price was true (observed) and when it was read
+        date = e.observed if isinstance(e, CloudInstance) else e.as_of
+        assert len(date) >= 4 and date[:4].isdigit(), (e.id, date)
     for key, fv in cat.facility.items():
         assert fv.source.strip() and fv.unit.strip(), key
         assert fv.as_of[:4].isdigit(), key
@@ -290,6 +292,7 @@ def test_overlay_overrides_price_and_adds_gpu(tmp_path: Path) -> None:
         "  release_year: 2025\n"
         "  segment: datacenter\n"
         "  form_factor: pcie\n"
+        "  cooling: passive\n"
         "  memory_gib: 64\n"
         "  memory_bandwidth_gbps: 2000\n"
         "  fp32_tflops: 50\n"
@@ -353,6 +356,8 @@ def test_overlay_cloud_instance_must_reference_known_gpu(tmp_path: Path) -> None
         "  instance_type: big\n"
         "  gpu: h100sxm\n"
         "  gpu_count: 8\n"
+        "  country: US\n"
+        "  tier: neocloud\n"
         "  price_usd_per_hour: 10\n"
         "  source: quote\n"
         "  as_of: '2026'\n",

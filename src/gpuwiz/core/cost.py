@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwiz.core import market
 from gpuwiz.core.catalog import Catalog, CloudInstance
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import HOURS_PER_MONTH, HOURS_PER_YEAR
@@ -110,7 +111,7 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     st_rate = _fac(cat, "cloud_storage_usd_per_tb_month", 23.0)
     out: list[CloudOption] = []
     for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id:
+        if inst.gpu != gpu_id or not market.eligible(req, inst):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         slow = 1.0
@@ -146,6 +147,9 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
             cost_per_run_reserved_usd=round(res_per_run, 2),
             cost_per_year_usd=round(per_run * rpy, 2), source=inst.source, note=note,
+            country=inst.country, tier=inst.tier, currency=inst.currency,
+            price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
+            tradeoff=market.tradeoff(req, inst) or "",
         ))
     out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
     # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
@@ -156,11 +160,15 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
 
 
 def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
-                  countries: set[str] | None = None) -> tuple[float, CloudInstance, int] | None:
-    """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path)."""
+                  countries: set[str] | None = None,
+                  req: Requirements | None = None) -> tuple[float, CloudInstance, int] | None:
+    """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path);
+    with ``req``, only offers its data policy allows (market.eligible)."""
     best: tuple[float, CloudInstance, int] | None = None
     for inst in cat.cloud_instances:
         if inst.gpu != gpu_id or (countries is not None and inst.country.upper() not in countries):
+            continue
+        if req is not None and not market.eligible(req, inst):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         if n is None:
@@ -206,20 +214,21 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build, capex: float | N
     colo = d.site == "colo" or (d.site in ("any", "cloud") and not build.site.startswith(("desk", "office")))
     if d.site in ("desk", "office", "server-room"):
         colo = False
-    pue = d.pue or (_fac(cat, "pue", 1.25) if colo else _fac(cat, "pue_office", 1.6))
-    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else _fac(cat, "electricity_usd_per_kwh", 0.08)
+    econ = market.economics(cat, d.country)  # the country's electricity, PUE, colocation, staff
+    pue = d.pue or (econ.pue if colo else _fac(cat, "pue_office", 1.6))
+    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else econ.electricity_usd_per_kwh
     max_kw = build.max_power_w / 1000.0
     sustained_kw = build.power_w / 1000.0
     idle_kw = IDLE_FRAC * max_kw
     power_idle = build.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
     power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(build.gpus_per_node, 1) * pue * kwh
     if colo:
-        rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else _fac(cat, "colo_usd_per_kw_month", 184.0)
+        rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else econ.colo_usd_per_kw_month
         space = build.nodes * max_kw * rate * 12
     else:
         space = gpus * _fac(cat, "office_space_usd_per_gpu_year", 200.0)
     maint = _fac(cat, "maintenance_frac_per_year", 0.1) * capex
-    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else _fac(cat, "staff_usd_per_year", 150_000.0)
+    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else econ.staff_usd_per_year
     # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
     # cluster needs a real part-time admin (ml-engineering ai-battlefield; 0.25-0.5 FTE per 4-GPU
     # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.

@@ -118,6 +118,9 @@ class DeploymentSpec(_Strict):
     electricity_usd_per_kwh: HumanFloat | None = Field(None, ge=0, le=10)
     country: str = Field("US", min_length=2, max_length=2, pattern=r"^[A-Za-z]{2}$")
     data_sensitivity: Sensitivity = "internal"
+    # Optional: rent only in these ISO 3166 countries or provider region ids (e.g. [DE, eu-central-1]).
+    regions: list[str] | None = Field(None, min_length=1, max_length=100)
+    currency: str | None = Field(None, pattern=r"^[A-Za-z]{3}$")  # ISO 4217 shown to the user; default: the country's
     site: Site = "any"
     headroom: HumanFloat = Field(0.2, ge=0, le=0.9)  # keep this fraction of GPU memory free
     # TCO overrides (defaults come from the catalog's facility section, with sources)
@@ -366,6 +369,12 @@ class CloudOption(BaseModel):
     cost_per_year_usd: float
     source: str = ""
     note: str = ""  # how the instances hold the job (idle GPUs in a bigger box, a split over the network)
+    country: str = ""  # ISO 3166 alpha-2 of the offer's data centre
+    tier: str = ""  # hyperscaler | neocloud | marketplace-secure | marketplace-community
+    currency: str = "USD"  # the offer's own currency (its price_local)
+    price_per_hour_local: float | None = None  # all instances, on demand, in ``currency``
+    observed: str = ""  # when the price was true (ISO date / month / year)
+    tradeoff: str = ""  # what renting it accepts for internal/public data (community host, data abroad)
 
 
 class OnPremTCO(BaseModel):
@@ -419,3 +428,34 @@ class Recommendation(BaseModel):
     candidates_considered: int = 0
     dropped: dict[str, int] = Field(default_factory=dict)  # reason -> count
     suggestions: list[str] = Field(default_factory=list)  # what would make it work
+    market: MarketStatus | None = None  # which offers the data policy allowed, and the export rules that apply
+
+
+class ExportFact(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    rule: str  # catalog export_rules id
+    kind: Literal["hardware-purchase", "remote-access"]
+    effect: Literal["prohibited", "license-required", "not-controlled"]
+    summary: str
+    source: str
+    observed: str
+
+
+class MarketStatus(BaseModel):
+    """Offer eligibility for the chosen GPU class under the user's data policy (core/market.py)."""
+
+    model_config = ConfigDict(frozen=True)
+    data_sensitivity: Sensitivity
+    jurisdiction: str  # "EU", "CN", "GB", ... where regulated data may go
+    regions: list[str] = Field(default_factory=list)
+    gpu: str = ""  # the GPU class checked (the recommendation's)
+    gpus: int = 0
+    offers_for_gpu: int = 0  # catalog offers of this GPU type that hold the job
+    compliant_for_gpu: int = 0
+    excluded: dict[str, int] = Field(default_factory=dict)  # rule -> offers of this GPU it excluded
+    no_compliant_offer: bool = False  # offers exist for this GPU but none the policy allows
+    closest_compliant: str = ""  # "8x NVIDIA H20 on Alibaba Cloud (cn-beijing)", or "" if none
+    closest_compliant_id: str = ""  # its catalog id
+    export: list[ExportFact] = Field(default_factory=list)  # rules that apply to this user and GPU
+
+Recommendation.model_rebuild()

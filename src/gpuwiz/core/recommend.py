@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwiz.core import cost as costmod
+from gpuwiz.core import market
 from gpuwiz.core import pitfalls as pitmod
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog
@@ -178,7 +179,7 @@ class _Recommender:
         self.considered = 0
         self.cap_cache: dict[tuple[str, int, int], float] = {}
         self.ram_cap: dict[tuple[str, int], float] = {}
-        self.restricted = self.d.country.upper() in {c.upper() for c in cat.export_controlled_countries}
+        self.restricted = market.purchase_restricted_country(cat, self.d.country)
         self.y = costmod.years(req)
         self.rpy = costmod.runs_per_year(req)
         self.storage_usd_per_hour = 0.0  # cloud volume for the data and checkpoints (set in run)
@@ -205,7 +206,9 @@ class _Recommender:
 
     def excluded(self, gpu: GPU) -> str | None:
         """Why the user cannot have this GPU at all (export controls, CUDA-only), or None."""
-        if self.restricted and gpu.export_restricted:
+        # Buying is one export rule, renting abroad another (market.purchase_rule / remote_rule).
+        if self.restricted and market.purchase_blocked(self.cat, self.d.country, gpu) and (
+                self.d.mode == "buy" or market.remote_blocked(self.cat, self.d.country, gpu)):
             return DROP_EXPORT
         if self.d.require_cuda and gpu.vendor != "nvidia":
             return DROP_CUDA
@@ -311,7 +314,7 @@ class _Recommender:
 
     # -- pricing --
     def price_rough(self, c: Cand, w: sysmod.Workload) -> None:
-        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn)
+        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
@@ -329,7 +332,8 @@ class _Recommender:
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
         unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        if unit and (self._buyable(c) or pinned):  # a pinned build is priced as asked
+        no_export = self.restricted and market.purchase_blocked(self.cat, self.d.country, c.gpu)
+        if unit and not no_export and (self._buyable(c) or pinned):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
             share = min(max(costmod._fac(self.cat, "server_overhead_frac", 0.39), 0.0), 0.9)
             c.capex = unit * c.count / (1 - share)
@@ -347,7 +351,8 @@ class _Recommender:
         assert c.capex is not None
         resid = costmod._fac(self.cat, "residual_value_frac", 0.2) ** (self.y / costmod._fac(self.cat, "depreciation_years", 5.0))
         maint = costmod._fac(self.cat, "maintenance_frac_per_year", 0.1)
-        kwh = self.d.electricity_usd_per_kwh if self.d.electricity_usd_per_kwh is not None else costmod._fac(self.cat, "electricity_usd_per_kwh", 0.08)
+        kwh = (self.d.electricity_usd_per_kwh if self.d.electricity_usd_per_kwh is not None
+               else market.economics(self.cat, self.d.country).electricity_usd_per_kwh)
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
         power = (0.25 * c.count * HOURS_PER_YEAR + 0.75 * busy) * c.gpu.tdp_w / 1000 * 1.4 * kwh
         return c.capex * (1 - resid) + self.y * (maint * c.capex + power)
@@ -552,6 +557,7 @@ class _Recommender:
             alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=self.considered,
             dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
             suggestions=self.suggestions(scan) if not est.feasible else [],
+            market=market.assess(self.req, self.cat, win.gpu, win.count, win.gpn),
         )
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
@@ -629,7 +635,7 @@ class _Recommender:
         sugg = self.suggestions(scan)
         pits = pitmod.check_nothing_fits(self.req, self.cat, sugg)
         return Recommendation(objective=self.obj, found=False, pitfalls=pits,  # type: ignore[arg-type]
-                              candidates_considered=self.considered,
+                              candidates_considered=self.considered, market=market.assess(self.req, self.cat),
                               dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg)
 
     def suggestions(self, scan: _Scanner) -> list[str]:
