@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuwiz.core.catalog import GPU, Catalog, CloudInstance, CountryEconomics, ExportRule
-from gpuwiz.core.models import ExportFact, MarketStatus, Requirements
+from gpuwiz.core.models import CurrencyInfo, ExportFact, MarketStatus, Requirements
 
 # EU member states + EEA (Iceland, Liechtenstein, Norway): one area for GDPR transfers.
 EU_EEA = frozenset({
@@ -265,3 +265,23 @@ def assess(req: Requirements, cat: Catalog, gpu: GPU | None = None, gpus: int = 
         no_compliant_offer=total > 0 and ok == 0,
         closest_compliant=_label(closest) if closest else "", closest_compliant_id=closest.id if closest else "",
         export=facts)
+
+
+def currency_info(cat: Catalog, req: Requirements) -> CurrencyInfo:
+    """The user's currency (``deployment.currency``, else the country's) at the catalog's rate;
+    USD when the catalog has no rate for it."""
+    d = req.deployment
+    code = (getattr(d, "currency", None) or default_currency(cat, d.country)).upper()
+    fx = cat.fx.get(code)
+    if code == "USD" or fx is None:
+        return CurrencyInfo(code="USD", usd_rate=1.0, observed=cat.as_of, source="")
+    return CurrencyInfo(code=code, usd_rate=fx.usd_per_unit, observed=fx.observed, source=fx.source)
+
+
+STALE_MONTHS = 12  # a price older than this is flagged
+
+
+def offer_age_months(cat: Catalog, observed: str) -> int:
+    """Age of a price relative to the catalog's own date (``as_of``): deterministic, and the CLI
+    can say how old the catalog itself is."""
+    return age_months(observed, cat.as_of)

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuwiz.core.money import MoneyUSD
 from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
 
 CONFIG_VERSION = 1
@@ -113,9 +114,9 @@ class ScheduleSpec(_Strict):
 class DeploymentSpec(_Strict):
     mode: DeployMode = "either"
     objective: Objective = "cheapest"
-    budget_usd: HumanFloat | None = Field(None, gt=0, le=MAX_BUDGET_USD)
+    budget_usd: MoneyUSD | None = Field(None, gt=0, le=MAX_BUDGET_USD)  # "$250,000", "¥1,800,000" (converted)
     horizon_years: HumanFloat = Field(3.0, gt=0, le=15)
-    electricity_usd_per_kwh: HumanFloat | None = Field(None, ge=0, le=10)
+    electricity_usd_per_kwh: MoneyUSD | None = Field(None, ge=0, le=10)
     country: str = Field("US", min_length=2, max_length=2, pattern=r"^[A-Za-z]{2}$")
     data_sensitivity: Sensitivity = "internal"
     # Optional: rent only in these ISO 3166 countries or provider region ids (e.g. [DE, eu-central-1]).
@@ -125,8 +126,8 @@ class DeploymentSpec(_Strict):
     headroom: HumanFloat = Field(0.2, ge=0, le=0.9)  # keep this fraction of GPU memory free
     # TCO overrides (defaults come from the catalog's facility section, with sources)
     pue: HumanFloat | None = Field(None, ge=1.0, le=3.0)
-    colo_usd_per_kw_month: HumanFloat | None = Field(None, ge=0, le=10_000)
-    staff_usd_per_year: HumanFloat | None = Field(None, ge=0, le=1e8)
+    colo_usd_per_kw_month: MoneyUSD | None = Field(None, ge=0, le=10_000)
+    staff_usd_per_year: MoneyUSD | None = Field(None, ge=0, le=1e8)
     utilization: HumanFloat | None = Field(None, gt=0, le=1.0)
     used_hardware: bool = False
     require_cuda: bool = False  # the training code needs CUDA (custom kernels): NVIDIA GPUs only
@@ -429,6 +430,17 @@ class Recommendation(BaseModel):
     dropped: dict[str, int] = Field(default_factory=dict)  # reason -> count
     suggestions: list[str] = Field(default_factory=list)  # what would make it work
     market: MarketStatus | None = None  # which offers the data policy allowed, and the export rules that apply
+    currency: CurrencyInfo | None = None  # the user's currency; every *_usd field stays in USD
+
+
+class CurrencyInfo(BaseModel):
+    """The currency money is shown in: ``usd_rate`` USD per unit (catalog fx), as of ``observed``."""
+
+    model_config = ConfigDict(frozen=True)
+    code: str
+    usd_rate: float
+    observed: str
+    source: str = ""
 
 
 class ExportFact(BaseModel):

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ValidationInfo
 
 from gpuwiz.core.units import parse_number
 
@@ -82,3 +84,23 @@ def format_money(amount: float | None, currency: str = "USD", decimals: int | No
     num = f"{abs(amount):,.{decimals}f}"
     sign = "-" if amount < 0 else ""
     return f"{sign}{sym}{num}" if sym else f"{sign}{num} {code}"
+
+
+def _to_usd(value: Any, info: ValidationInfo) -> Any:
+    """Config money field (USD): accept ``$250,000``, ``250k USD``, ``¥1,800,000`` (converted at the
+    FX rates the config loader passes in the validation context as ``{"fx": {code: usd_per_unit}}``)."""
+    from gpuwiz.core.units import _finite
+
+    got = parse_money(value)
+    if isinstance(got, Money):
+        if got.currency == "USD":
+            return got.amount
+        fx = (info.context or {}).get("fx") if info.context else None
+        if not fx or got.currency not in fx:
+            known = ", ".join(sorted({"USD", *(fx or {})}))
+            raise ValueError(f"no exchange rate for {got.currency} here (known: {known}); write the amount in USD")
+        return got.amount * float(fx[got.currency])
+    return _finite(got)
+
+
+MoneyUSD = Annotated[float, BeforeValidator(_to_usd)]

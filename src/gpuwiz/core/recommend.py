@@ -558,6 +558,7 @@ class _Recommender:
             dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
             suggestions=self.suggestions(scan) if not est.feasible else [],
             market=market.assess(self.req, self.cat, win.gpu, win.count, win.gpn),
+            currency=market.currency_info(self.cat, self.req),
         )
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
@@ -636,6 +637,7 @@ class _Recommender:
         pits = pitmod.check_nothing_fits(self.req, self.cat, sugg)
         return Recommendation(objective=self.obj, found=False, pitfalls=pits,  # type: ignore[arg-type]
                               candidates_considered=self.considered, market=market.assess(self.req, self.cat),
+                              currency=market.currency_info(self.cat, self.req),
                               dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg)
 
     def suggestions(self, scan: _Scanner) -> list[str]:

@@ -58,11 +58,10 @@ def _slug(text: str) -> str:
 
 
 def _num(raw: str) -> float | None:
-    raw = raw.strip()
     if not raw:
         return None
-    v = float(raw)  # ValueError -> the caller reports the row
-    if not math.isfinite(v):
+    v = float(raw)  # ValueError -> the caller reports the row; float() ignores surrounding blanks
+    if v != v or v in (math.inf, -math.inf):
         raise ValueError("not a finite number")
     return v
 
@@ -79,12 +78,14 @@ class _Cloud:
     community: re.Pattern[str] | None
     region_is_country: bool
     country_field: int | None
+    _facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def facts(self, itype: str) -> dict[str, Any]:
-        for pat, facts in self.instances:
-            if pat.search(itype):
-                return facts
-        return {}
+        got = self._facts.get(itype)
+        if got is None:
+            got = next((facts for pat, facts in self.instances if pat.search(itype)), {})
+            self._facts[itype] = got
+        return got
 
     def country(self, region: str) -> str | None:
         if self.country_field is not None:
@@ -180,6 +181,20 @@ def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, ret
             else:
                 res.skipped_no_accelerator += 1
             continue
+        key = (itype, region)
+        seen = offers.get(key)
+        if seen is not None:  # another zone of a known offer: only its price and spot matter
+            try:
+                price = _num(row[i_price])
+                spot = _num(row[i_spot]) if i_spot is not None else None
+            except ValueError as exc:
+                bad(line, "Price", f"not a number ({exc})")
+                continue
+            if price is None or price <= 0:
+                bad(line, "Price", "empty (no on-demand price for this row)" if price is None else f"must be > 0 (got {price:g})")
+            elif spot is not None and spot > 0 and spot < spots.get(key, math.inf):
+                spots[key] = spot
+            continue
         try:
             count_f = _num(row[i_cnt])
             price = _num(row[i_price])
@@ -191,12 +206,12 @@ def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, ret
             continue
         if not itype:  # GCP accelerator row: price per accelerator in a region
             if price is not None and price > 0 and count_f:
-                key = (acc, region)
+                akey = (acc, region)
                 per = price / count_f
                 sp = spot / count_f if spot else None
-                old = accel_rows.get(key)
+                old = accel_rows.get(akey)
                 if old is None or per < old[0]:
-                    accel_rows[key] = (per, sp)
+                    accel_rows[akey] = (per, sp)
             if acc not in c.accel:
                 res.unmapped[acc] = res.unmapped.get(acc, 0) + 1
             continue
@@ -218,11 +233,8 @@ def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, ret
         if country is None:
             bad(line, "Region", f"{region!r}: country unknown (add it to skypilot_map.yaml regions)")
             continue
-        key = (itype, region)
         if spot is not None and spot > 0:
-            spots[key] = min(spots.get(key, spot), spot)
-        if key in offers:
-            continue
+            spots[key] = spot
         offers[key] = _offer(c, itype, region, country, gpu, int(count_f), price, cpu, mem, fact,
                              src, observed, retrieved, line)
 
