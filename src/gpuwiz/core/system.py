@@ -336,6 +336,8 @@ def driver_stack(gpu: GPU) -> list[str]:
         return [f"ROCm 6.x{target}", "PyTorch ROCm wheel (Linux only)"]
     if gpu.vendor == "intel":
         return ["Intel Gaudi software (SynapseAI)", "PyTorch with the Gaudi bridge"]
+    if gpu.vendor == "huawei":  # Ascend: CANN toolkit, torch_npu adapter, MindSpeed (Megatron-style) training
+        return ["Ascend NPU driver + firmware", "CANN 8.x", "PyTorch + torch_npu", "MindSpeed for large-model training"]
     cuda = gpu.min_cuda or {"blackwell": "12.8", "hopper": "11.8", "ada": "11.8", "ampere": "11.0",
                             "turing": "10.0", "volta": "9.0"}.get(arch, "12.0")
     driver = {"blackwell": "R570+ (>= 570.133)", "hopper": "R550+" if gpu.memory_gib > 100 else "R525+",
@@ -354,6 +356,7 @@ def software_stack(gpu: GPU, nodes: int, w: Workload) -> list[str]:
         "nvidia": ("NCCL with GPUDirect RDMA", "DCGM monitoring + health checks"),
         "amd": ("RCCL with GPUDirect-style RDMA (ROCm)", "AMD SMI / ROCm Validation Suite health checks"),
         "intel": ("HCCL over the Gaudi on-chip RoCE ports", "hl-smi / Gaudi health checks"),
+        "huawei": ("HCCL (Huawei Collective Communication Library) over RoCE", "npu-smi health checks"),
     }[gpu.vendor]
     if nodes > 1:
         operator = "the GPU operator" if gpu.vendor == "nvidia" else "the vendor's device plugin"
