@@ -13,7 +13,7 @@ from gpuwiz.core import skypilot
 from gpuwiz.core.catalog import load_catalog
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "skypilot"
-CLOUDS = ("aws", "gcp", "azure", "lambda", "runpod", "vast")
+CLOUDS = ("aws", "gcp", "azure", "lambda", "runpod", "vast", "tencentcloud")
 GPU_IDS = {g.id for g in load_catalog().gpus}
 
 

@@ -49,7 +49,9 @@ LOCAL_TWINS: dict[tuple[str, ...], tuple[str, ...]] = {
 
 
 def _local_name(key: str) -> str:
-    return key.replace("_usd", "_local", 1) if "_usd" in key else key + "_local"
+    """``rent_usd_total`` -> ``rent_total_local``, ``usd_per_gpu_hour`` -> ``per_gpu_hour_local``."""
+    base = key.replace("_usd", "").replace("usd_", "")
+    return base + "_local"
 
 
 def recommendation_data(rec: Recommendation) -> dict[str, Any]:
