@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import io
+import os
 import statistics
 import sys
 import tempfile

@@ -10,7 +10,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from gpuwiz import __version__
 
@@ -198,7 +199,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]) + "\n"
 
 
@@ -227,8 +228,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                  _num(m.seq_len, "d")] for m in catalog.models]
         text = _table(["id", "name", "family", "params", "layers", "hidden", "seq_len"], rows)
     else:
-        from gpuwiz.core.money import format_money
         from gpuwiz.core.market import age_months
+        from gpuwiz.core.money import format_money
 
         today = _today()
         rows = []
@@ -261,7 +262,7 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     path = Path(args.path)
     cloud = (args.cloud or path.resolve().parent.name).lower()
     try:
-        observed = args.observed or dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc).date().isoformat()
+        observed = args.observed or dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).date().isoformat()
     except OSError:
         observed = ""
     if args.observed and not __import__("re").fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", args.observed):
@@ -339,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
-    except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
+    except Exception as exc:
         from gpuwiz.core.errors import GpuwizError, printable
 
         if isinstance(exc, GpuwizError):

@@ -27,9 +27,9 @@ def req(**deployment: Any) -> Requirements:
 
 
 def offer(**kw: Any) -> CloudInstance:
-    base: dict[str, Any] = dict(id="x", provider="P", instance_type="t", gpu="h100-sxm", gpu_count=8,
-                                country="US", region="us-east-1", tier="hyperscaler", currency="USD",
-                                price_per_hour=10.0, source="test", observed="2026-11", retrieved="2026-11")
+    base: dict[str, Any] = {"id": "x", "provider": "P", "instance_type": "t", "gpu": "h100-sxm", "gpu_count": 8,
+                                "country": "US", "region": "us-east-1", "tier": "hyperscaler", "currency": "USD",
+                                "price_per_hour": 10.0, "source": "test", "observed": "2026-11", "retrieved": "2026-11"}
     return CloudInstance.model_validate({**base, **kw})
 
 
@@ -244,3 +244,12 @@ def test_age_months() -> None:
     assert market.age_months("2025", "2026-12-01") == 23
     assert market.age_months("2026-11-30", "2026-12-01") == 1
     assert market.age_months("2027-01", "2026-12-01") == 0
+
+
+def test_china_market_parts_are_bought_only_in_china() -> None:
+    d = CAT.gpu("rtx-4090d")
+    assert d.markets == ["CN"]
+    assert market.can_buy(CAT, "CN", d) and not market.can_buy(CAT, "US", d)
+    assert market.can_buy(CAT, "US", CAT.gpu("rtx-4090")) and not market.can_buy(CAT, "CN", CAT.gpu("h100-sxm"))
+    r = recommend(req(country="US", mode="buy"), CAT)
+    assert r.build is not None and CAT.gpu(r.build.gpu).markets is None

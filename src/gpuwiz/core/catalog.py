@@ -59,6 +59,7 @@ class GPU(_Entry):
     price_new_usd: float | None = Field(None, gt=0)
     price_used_usd: float | None = Field(None, gt=0)
     export_restricted: bool = False  # US export controls: not sold into CN/HK/MO
+    markets: list[str] | None = Field(None, min_length=1)  # ISO countries where sold new; None = worldwide
     mining_era: bool = False  # consumer card sold 2017-2022 (used units may be ex-mining)
     datacenter_licence_ok: bool = True  # GeForce EULA forbids data-centre deployment
 

@@ -22,7 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuwiz.core.catalog import GPU, Catalog, CloudInstance, CountryEconomics, ExportRule
+from gpuwiz.core.catalog import (
+    GPU,
+    Catalog,
+    CloudInstance,
+    CountryEconomics,
+    ExportRule,
+)
 from gpuwiz.core.models import CurrencyInfo, ExportFact, MarketStatus, Requirements
 
 # EU member states + EEA (Iceland, Liechtenstein, Norway): one area for GDPR transfers.
@@ -109,6 +115,14 @@ def purchase_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
 def purchase_blocked(cat: Catalog, country: str, gpu: GPU) -> bool:
     r = purchase_rule(cat, country, gpu)
     return r is not None and r.effect in ("prohibited", "license-required")
+
+
+def can_buy(cat: Catalog, country: str, gpu: GPU) -> bool:
+    """Whether a site in ``country`` can buy this GPU new: no purchase rule blocks it and it is sold
+    there (China-market parts such as the RTX 4090 D or L20 list ``markets: [CN]``)."""
+    if purchase_blocked(cat, country, gpu):
+        return False
+    return gpu.markets is None or country.upper() in {m.upper() for m in gpu.markets}
 
 
 def remote_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:

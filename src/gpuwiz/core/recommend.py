@@ -47,6 +47,7 @@ N_ALTERNATIVES = 4
 DROP_FIT = "does not fit in GPU memory"
 DROP_DEADLINE = "misses the deadline"
 DROP_BUDGET = "over budget"
+DROP_MARKET = "not sold new in this country"
 DROP_EXPORT = "export-restricted for your country"
 DROP_CUDA = "not CUDA (deployment.require_cuda)"
 DROP_SITE = "does not suit the site"
@@ -210,6 +211,8 @@ class _Recommender:
         if self.restricted and market.purchase_blocked(self.cat, self.d.country, gpu) and (
                 self.d.mode == "buy" or market.remote_blocked(self.cat, self.d.country, gpu)):
             return DROP_EXPORT
+        if self.d.mode == "buy" and not market.can_buy(self.cat, self.d.country, gpu):
+            return DROP_MARKET
         if self.d.require_cuda and gpu.vendor != "nvidia":
             return DROP_CUDA
         return None
@@ -332,7 +335,7 @@ class _Recommender:
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
         unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        no_export = self.restricted and market.purchase_blocked(self.cat, self.d.country, c.gpu)
+        no_export = not market.can_buy(self.cat, self.d.country, c.gpu)  # export rule, or not sold there
         if unit and not no_export and (self._buyable(c) or pinned):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
             share = min(max(costmod._fac(self.cat, "server_overhead_frac", 0.39), 0.0), 0.9)

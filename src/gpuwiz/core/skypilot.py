@@ -61,7 +61,7 @@ def _num(raw: str) -> float | None:
     if not raw:
         return None
     v = float(raw)  # ValueError -> the caller reports the row; float() ignores surrounding blanks
-    if v != v or v in (math.inf, -math.inf):
+    if not math.isfinite(v):
         raise ValueError("not a finite number")
     return v
 
@@ -239,16 +239,16 @@ def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, ret
                              src, observed, retrieved, line)
 
     for line, itype, region, _, host_price, host_spot, cpu, mem in hosts:
-        acc, n = _bundle(c, itype)
-        if acc is None:
+        bacc, n = _bundle(c, itype)
+        if bacc is None:
             continue
-        gpu = c.accel.get(acc)
-        if gpu is None or (gpu_ids is not None and gpu not in gpu_ids):
-            res.unmapped[acc] = res.unmapped.get(acc, 0) + 1
+        host_gpu = c.accel.get(bacc)
+        if host_gpu is None or (gpu_ids is not None and host_gpu not in gpu_ids):
+            res.unmapped[bacc] = res.unmapped.get(bacc, 0) + 1
             continue
-        got = accel_rows.get((acc, region))
+        got = accel_rows.get((bacc, region))
         if got is None:
-            bad(line, "AcceleratorName", f"{itype} in {region}: no {acc} accelerator price row for the region")
+            bad(line, "AcceleratorName", f"{itype} in {region}: no {bacc} accelerator price row for the region")
             continue
         country = c.country(region)
         if country is None:
@@ -258,7 +258,7 @@ def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, ret
         if key in offers:
             continue
         per, per_spot = got
-        offers[key] = _offer(c, itype, region, country, gpu, n, host_price + per * n, cpu, mem, c.facts(itype),
+        offers[key] = _offer(c, itype, region, country, host_gpu, n, host_price + per * n, cpu, mem, c.facts(itype),
                              src, observed, retrieved, line)
         if host_spot and per_spot:
             spots[key] = host_spot + per_spot * n
@@ -293,7 +293,7 @@ def _offer(c: _Cloud, itype: str, region: str, country: str, gpu: str, count: in
         "source": f"{src} (line {line})", "observed": observed, "retrieved": retrieved,
     }
     if cpu:
-        o["vcpus"] = max(1, int(round(cpu)))
+        o["vcpus"] = max(1, round(cpu))
     if mem:
         o["ram_gb"] = round(mem * 1.073741824, 1)  # SkyPilot MemoryGiB -> GB
     for k in ("interconnect", "network_gbps", "rdma", "local_nvme_tb"):
