@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from functools import partial
 
-from gpuwiz.core.catalog import load_catalog
+from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.estimate import estimate, prepare, quick
 from gpuwiz.core.models import Requirements
 
@@ -25,6 +26,12 @@ def _median(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+def _sweep(req: Requirements, cat: Catalog, cands: list[tuple[str, int]]) -> None:
+    c = prepare(req, cat)
+    for g, n in cands:
+        quick(c, g, n)
+
+
 def main() -> None:
     cat = load_catalog()
     cands = [(g.id, n) for g in cat.gpus for n in COUNTS]
@@ -33,17 +40,12 @@ def main() -> None:
     est_all, q_all, sweep_all = [], [], []
     for m in cat.models:
         req = Requirements.model_validate({"model": {"preset": m.id}, "data": {"tokens": 1e10, "samples": 1e6}})
-        est = _median(lambda: estimate(req, cat, "h100-sxm", 8), 200)
-        prep = _median(lambda: prepare(req, cat), 200)
+        # partial binds this iteration's req / ctx (a closure over the loop variables would not)
+        est = _median(partial(estimate, req, cat, "h100-sxm", 8), 200)
+        prep = _median(partial(prepare, req, cat), 200)
         ctx = prepare(req, cat)
-        q = _median(lambda: quick(ctx, "h100-sxm", 64), 500)
-
-        def sweep() -> None:
-            c = prepare(req, cat)
-            for g, n in cands:
-                quick(c, g, n)
-
-        sw = _median(sweep, 20)
+        q = _median(partial(quick, ctx, "h100-sxm", 64), 500)
+        sw = _median(partial(_sweep, req, cat, cands), 20)
         est_all.append(est)
         q_all.append(q)
         sweep_all.append(sw / len(cands) * 1000)

@@ -3,8 +3,8 @@
     .venv/bin/python bench/bench_tui.py [--runs 7] [--keys 40]
 
 1. Time to first frame: wall time from spawning a fresh interpreter until ``on_ready`` (DOM built,
-   first frame drawn, headless 80×24; shutdown not counted), for a minimal Textual app (Header + Static + Footer) and for gpuwiz's
-   start screen; median of N runs after one warm-up each. Target: gpuwiz ≤ 1.5× the minimal app.
+   first frame drawn, headless 80×24; shutdown not counted), for a minimal Textual app (Header + Static + Footer)
+   and for gpuwiz's start screen; median of N runs after one warm-up each. Target: gpuwiz ≤ 1.5× the minimal app.
 2. Key press → updated live panel: in-process (Pilot), on the Data step with a config open, press a
    key (posted as the terminal driver would) in the Epochs field and wait until the live panel's
    text has changed ("updated"), and until the compositor has asked the panel for its new lines

@@ -80,7 +80,7 @@ def main() -> int:
         tail = rest.split(END + "\n", 1)[1]
         new = head + block + tail
     else:
-        marker = "\n# ------------------------------------------------------------------------------------------------\n# Server parts."
+        marker = "\n# " + "-" * 96 + "\n# Server parts."
         i = text.index(marker)
         new = text[:i].rstrip("\n") + "\n" + block + text[i:]
     if a.check:

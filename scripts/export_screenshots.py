@@ -43,7 +43,7 @@ SHOTS: list[tuple[str, list[str] | None]] = [
 ]
 
 
-async def shoot(name: str, keys: list[str] | None | str, config: Path, size: tuple[int, int], theme: str | None,
+async def shoot(name: str, keys: list[str] | str | None, config: Path, size: tuple[int, int], theme: str | None,
                 state: Path) -> Path:
     app = create_app(None if keys is None or keys == "small" else config, state_dir=state, theme=theme,
                      handle_signals=False, offer_restore=False)

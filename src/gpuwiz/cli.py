@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from gpuwiz import __version__
 
@@ -32,7 +32,7 @@ training their model, and why.
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         from gpuwiz.core.errors import printable
 
         self.exit(EXIT_USAGE, printable(f"gpuwiz: {' '.join(message.split())} (see `{self.prog} --help`)") + "\n")
@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(section="gpus")
     csub = p.add_subparsers(dest="section", metavar="SECTION", parser_class=_Parser)
-    for name, what in (("gpus", "GPUs"), ("models", "model presets"), ("clouds", "cloud offers, with the age of each price")):
+    listings = (("gpus", "GPUs"), ("models", "model presets"), ("clouds", "cloud offers, with the age of each price"))
+    for name, what in listings:
         cp = csub.add_parser(name, help=f"list {what}")
         cp.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS)
         cp.add_argument("--catalog", metavar="FILE", default=argparse.SUPPRESS,
@@ -84,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     cp = csub.add_parser("import", help="write a catalog overlay from a price list (SkyPilot vms.csv)")
     cp.add_argument("source", choices=("skypilot",), help="the price list's format")
     cp.add_argument("path", metavar="PATH/vms.csv")
-    cp.add_argument("-o", "--output", metavar="OVERLAY.yaml", required=True, help="overlay to write (use with --catalog)")
+    cp.add_argument("-o", "--output", metavar="OVERLAY.yaml", required=True,
+                    help="overlay to write (use with --catalog)")
     cp.add_argument("--cloud", help="aws, gcp, azure, lambda, runpod, vast (default: the CSV's folder name)")
     cp.add_argument("--observed", metavar="YYYY-MM-DD", help="when the prices were true (default: the file's date)")
     cp.add_argument("--force", action="store_true", help="overwrite OVERLAY.yaml if it exists")
@@ -199,7 +201,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]) + "\n"
 
 
@@ -214,7 +218,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     if args.section == "import":
         return cmd_catalog_import(args)
     catalog = load_catalog(getattr(args, "catalog", None))
-    items: list[Any] = {"gpus": catalog.gpus, "models": catalog.models, "clouds": catalog.cloud_instances}[args.section]
+    sections: dict[str, list[Any]] = {"gpus": catalog.gpus, "models": catalog.models, "clouds": catalog.cloud_instances}
+    items = sections[args.section]
     if args.format == "json":
         sys.stdout.write(json.dumps([e.model_dump(mode="json") for e in items], indent=2) + "\n")
         return 0
@@ -279,7 +284,8 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     if len(res.problems) > skypilot.MAX_PROBLEMS_LISTED:
         sys.stderr.write(f"{path}: ... and {len(res.problems) - skypilot.MAX_PROBLEMS_LISTED} more bad rows\n")
     for acc, n in sorted(res.unmapped.items()):
-        sys.stderr.write(f"{path}: accelerator {acc!r} ({n} row{'s' if n != 1 else ''}): no catalog GPU for it, not imported\n")
+        rows = f"{n} row{'s' if n != 1 else ''}"
+        sys.stderr.write(f"{path}: accelerator {acc!r} ({rows}): no catalog GPU for it, not imported\n")
     if not res.offers:
         raise GpuwizError(f"{path}: no accelerator offer could be imported ({res.rows} rows read)")
     header = (f"gpuwiz catalog import skypilot {path.name} (cloud {cloud}); observed {observed}, retrieved {_today()}\n"
@@ -340,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
-    except Exception as exc:
+    except Exception as exc:  # the outermost boundary: every error becomes an exit code (re-raised under GPUWIZ_DEBUG)
         from gpuwiz.core.errors import GpuwizError, printable
 
         if isinstance(exc, GpuwizError):

@@ -60,7 +60,8 @@ def test_hf_llama_family_param_counts(tmp_path, cat, shape, published):
 
 
 def test_explicit_fields_match_published_counts(cat):
-    m = resolve_model(ModelSpec(**{k: v for k, v in LLAMA2_7B.items() if k not in ("mlp", "norm")}, family="decoder"), cat)
+    m = resolve_model(ModelSpec(**{k: v for k, v in LLAMA2_7B.items() if k not in ("mlp", "norm")}, family="decoder"),
+                      cat)
     # explicit fields without mlp default to a GELU MLP: 2·h·ffn instead of 3·h·ffn
     assert m.params_total < 6.74e9
 
@@ -144,7 +145,7 @@ def test_missing_information_names_the_field(cat):
 
 
 def test_bad_hf_files_name_the_file(tmp_path, cat):
-    with pytest.raises(GpuwizError, match="model.hf_config: cannot read"):
+    with pytest.raises(GpuwizError, match=r"model\.hf_config: cannot read"):
         resolve_model(ModelSpec(hf_config=str(tmp_path / "nope.json")), cat)
     bad = tmp_path / "bad.json"
     bad.write_text('{"hidden_size": 4096,,}')

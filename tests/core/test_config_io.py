@@ -104,7 +104,8 @@ def test_errors_name_file_line_and_field_one_per_line():
 
 
 def test_unknown_preset_and_gpu_get_did_you_mean(catalog):
-    with pytest.raises(GpuwizError, match=r"c.yaml:3: model.preset: unknown preset 'llama-2-7' \(did you mean llama-2-7b"):
+    with pytest.raises(GpuwizError, match=r"c.yaml:3: model.preset: unknown preset 'llama-2-7' \(did you mean "
+                                          r"llama-2-7b"):
         loads_config("version: 1\nmodel:\n  preset: llama-2-7\n", "c.yaml", catalog=catalog)
     with pytest.raises(GpuwizError, match=r"c.yaml:3: hardware.gpu: unknown GPU 'h100' \(did you mean .*h100-sxm"):
         loads_config("version: 1\nhardware:\n  gpu: h100\n", "c.yaml", catalog=catalog)
@@ -237,7 +238,8 @@ def test_interrupted_save_keeps_previous_file(tmp_path, monkeypatch, where):
         monkeypatch.setattr(yamlio.os, "fsync", boom)
     else:
         monkeypatch.setattr(yamlio.os, "replace", boom)
-    with pytest.raises(GpuwizError, match=r"keep.yaml: cannot save: No space left on device \(previous file left unchanged\)"):
+    with pytest.raises(GpuwizError, match=r"keep.yaml: cannot save: No space left on device \(previous file left "
+                                          r"unchanged\)"):
         save_config(Requirements(), path)
     assert path.read_text() == "version: 1\n# precious\n"
     assert [p.name for p in tmp_path.iterdir()] == ["keep.yaml"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -50,14 +51,16 @@ def test_spot_includes_restart_overhead_and_reserved_is_paid_all_year() -> None:
     inst = next(i for i in CAT.cloud_instances if i.gpu == "l40s" and i.spot_usd_per_hour and i.gpu_count == 1
                 and i.provider == "RunPod")
     o = next(x for x in opts if x.instance == inst.instance_type)
-    assert o.cost_per_run_spot_usd == pytest.approx(inst.spot_usd_per_hour * 5 * (1 + CAT.fac("spot_overhead_frac")), abs=0.01)  # type: ignore[operator]
+    assert o.cost_per_run_spot_usd == pytest.approx(
+        inst.spot_usd_per_hour * 5 * (1 + CAT.fac("spot_overhead_frac")), abs=0.01)  # type: ignore[operator]
     # 12 runs of 5 h a year: a 1-year reservation is billed for 8,760 h, spread over 12 runs.
     res_rate = inst.price_usd_per_hour * (1 - CAT.fac("reserved_1y_discount"))
     assert o.cost_per_run_reserved_usd == pytest.approx(res_rate * HOURS_PER_YEAR / 12, abs=0.01)
 
 
 def test_onprem_tco_components() -> None:
-    r = req(electricity_usd_per_kwh=0.10, pue=1.25, colo_usd_per_kw_month=184.0, staff_usd_per_year=150_000, site="colo")
+    r = req(electricity_usd_per_kwh=0.10, pue=1.25, colo_usd_per_kw_month=184.0, staff_usd_per_year=150_000,
+            site="colo")
     b = h100_node()
     parts = costmod.onprem_parts(r, CAT, b)
     assert parts.colo
@@ -145,7 +148,7 @@ def test_monthly_series_is_cumulative_over_the_horizon() -> None:
     a = costmod.analyse(r, CAT, h100_node(), 100.0, [], rent_ref(500.0))
     assert len(a.monthly) == 25 and a.monthly[0].month == 0
     assert a.monthly[0].rent_usd == 0 and a.monthly[0].buy_usd == pytest.approx(300_000)
-    assert all(x.rent_usd <= y.rent_usd and x.buy_usd <= y.buy_usd for x, y in zip(a.monthly, a.monthly[1:]))
+    assert all(x.rent_usd <= y.rent_usd and x.buy_usd <= y.buy_usd for x, y in pairwise(a.monthly))
     assert a.monthly[12].rent_usd == pytest.approx(500.0 * 4 * 12)
 
 
@@ -159,7 +162,7 @@ def test_no_cloud_offer_means_buy_and_no_price_means_rent() -> None:
 def test_cheapest_rate_respects_countries() -> None:
     hit = costmod.cheapest_rate(CAT, "a100-40gb-sxm", 8, 8)
     assert hit is not None
-    rate, inst, n = hit
+    rate, _inst, _n = hit
     us = costmod.cheapest_rate(CAT, "a100-40gb-sxm", 8, 8, countries={"US"})
     assert us is not None and us[1].country == "US" and us[0] >= rate
 
@@ -191,8 +194,8 @@ def test_small_ddp_job_may_split_over_single_gpu_instances() -> None:
     assert r.cost is not None and r.cost.cloud and r.estimate is not None
     top = r.cost.cloud[0]
     assert top.gpus_per_instance == 1 and top.instances == 2 and "no RDMA" in top.note
-    whole = costmod.cloud_options(Requirements.model_validate({"model": {"preset": "llama-2-7b"}, "data": {"tokens": 1e8}}),
-                                  CAT, "h100-sxm", 2, 2, r.estimate.time.wall_hours)
+    small = Requirements.model_validate({"model": {"preset": "llama-2-7b"}, "data": {"tokens": 1e8}})
+    whole = costmod.cloud_options(small, CAT, "h100-sxm", 2, 2, r.estimate.time.wall_hours)
     assert whole and all("idle" in o.note for o in whole)  # without the split: only 8-GPU boxes
     assert top.cost_per_run_usd < min(o.cost_per_run_usd for o in whole) / 2
     # ... which the answer no longer lists: they cost more than the exact fit.

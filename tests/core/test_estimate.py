@@ -115,7 +115,8 @@ def test_calibration_mfu_and_memory_win(cat):
     assert e.throughput.mfu == pytest.approx(0.3)
     r = req(**base, hardware={"gpu": "h100-sxm", "count": 8}, calibration={"peak_memory_gib": 70})
     e = estimate(r, cat)
-    assert e.memory.per_gpu_gib == pytest.approx(70, rel=0.02) or e.plan != estimate(req(**base), cat, "h100-sxm", 8).plan
+    assert (e.memory.per_gpu_gib == pytest.approx(70, rel=0.02)
+            or e.plan != estimate(req(**base), cat, "h100-sxm", 8).plan)
     assert any("measured peak" in a for a in e.assumptions)
 
 

@@ -72,7 +72,8 @@ def test_more_params_never_less_memory(cat):
     last = 0.0
     for p in (0.5, 1, 3, 7, 13, 30):
         m = _per_gpu(cat, model={"params_b": p, "seq_len": 2048},
-                     training={"micro_batch": 1, "activation_checkpointing": "full", "parallel": {"zero_stage": 3, "offload": "none"}})
+                     training={"micro_batch": 1, "activation_checkpointing": "full",
+                               "parallel": {"zero_stage": 3, "offload": "none"}})
         assert m >= last
         last = m
 
@@ -81,7 +82,8 @@ def test_zero3_more_gpus_never_more_memory_per_gpu(cat):
     last = float("inf")
     for n in (1, 2, 4, 8, 16, 32, 64):
         m = _per_gpu(cat, count=n, model={"preset": "llama-2-13b"},
-                     training={"micro_batch": 1, "activation_checkpointing": "full", "parallel": {"zero_stage": 3, "offload": "none"}})
+                     training={"micro_batch": 1, "activation_checkpointing": "full",
+                               "parallel": {"zero_stage": 3, "offload": "none"}})
         assert m <= last + 1e-9
         last = m
 
@@ -109,7 +111,8 @@ def test_breakdown_sums_to_total(cat):
 
 def test_offload_moves_states_to_host(cat):
     r = req(model={"preset": "llama-2-7b"},
-            training={"micro_batch": 1, "activation_checkpointing": "full", "parallel": {"zero_stage": 3, "offload": "optimizer"}})
+            training={"micro_batch": 1, "activation_checkpointing": "full",
+                      "parallel": {"zero_stage": 3, "offload": "optimizer"}})
     ctx = prepare(r, cat)
     m = plan_memory(ctx.mc, 8, 8, 1, 1, 3, "optimizer", 1, "full")
     assert m.optimizer == 0 and m.gradients == 0 and m.host_per_gpu > 0

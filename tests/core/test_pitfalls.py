@@ -90,7 +90,8 @@ def slow(hours: float) -> Callable[[Estimate], Estimate]:
     return upd
 
 
-def buy_cost(utilization: float, breakeven: float | None, payback: float | None = 12.0) -> Callable[[pit.Context], pit.Context]:
+def buy_cost(utilization: float, breakeven: float | None,
+             payback: float | None = 12.0) -> Callable[[pit.Context], pit.Context]:
     def upd(c: pit.Context) -> pit.Context:
         assert c.cost and c.cost.onprem
         onprem = c.cost.onprem.model_copy(update={"utilization": utilization})

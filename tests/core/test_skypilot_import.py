@@ -122,7 +122,8 @@ def test_cli_import_writes_overlay_and_never_overwrites(tmp_path: Path, capsys: 
 
 def test_a_whole_cloud_fits_the_overlay_limits(tmp_path: Path) -> None:
     # A SkyPilot GPU catalog of one cloud: ~80 GPU instance types x ~30 regions (AWS has fewer).
-    lines = ["InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone"]
+    lines = ["InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,"
+             "AvailabilityZone"]
     regions = list(skypilot.builtin_map()["clouds"]["aws"]["regions"])
     for t in range(80):
         for r in regions:

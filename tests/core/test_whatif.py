@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from gpuwiz.core import whatif
 from gpuwiz.core.models import (
-    Build, CostAnalysis, Estimate, Memory, MemoryBreakdown, ModelInfo, Pitfall, Plan, Recommendation,
-    Requirements, Throughput, Time,
+    Build,
+    CostAnalysis,
+    Estimate,
+    Memory,
+    MemoryBreakdown,
+    ModelInfo,
+    Pitfall,
+    Plan,
+    Recommendation,
+    Requirements,
+    Throughput,
+    Time,
 )
 
 

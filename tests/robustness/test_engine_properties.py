@@ -31,7 +31,8 @@ from gpuwiz.core.recommend import NON_CUDA_HANDICAP, SIMPLICITY_TOLERANCE, recom
 
 CAT = load_catalog()
 GPU_IDS = [g.id for g in CAT.gpus]
-TOKEN_PRESETS = [m.id for m in CAT.models if m.modality == "text" and m.family not in ("cnn", "vit", "diffusion", "speech")]
+TOKEN_PRESETS = [m.id for m in CAT.models
+                 if m.modality == "text" and m.family not in ("cnn", "vit", "diffusion", "speech")]
 SAMPLE_PRESETS = [m.id for m in CAT.models if m.id not in TOKEN_PRESETS]
 
 FAST = settings(max_examples=40, deadline=None, derandomize=True,
@@ -362,8 +363,10 @@ def test_longer_deadline_never_makes_the_build_more_expensive(preset, tokens, d,
         note(f"tight: {tight.build and tight.build.gpu} x{tight.estimate and tight.estimate.plan.gpus} "
              f"${tight.cost_per_run_usd}; loose: {loose.build and loose.build.gpu} "
              f"x{loose.estimate and loose.estimate.plan.gpus} ${loose.cost_per_run_usd}")
-        assert effective_per_run(loose, mode) <= effective_per_run(tight, mode) * (1 + SIMPLICITY_TOLERANCE) * (1 + 1e-6), (
-            f"deadline {d:.1f} d -> ${tight.cost_per_run_usd:,.2f}/run; {d * k:.1f} d -> ${loose.cost_per_run_usd:,.2f}/run")
+        bound = effective_per_run(tight, mode) * (1 + SIMPLICITY_TOLERANCE) * (1 + 1e-6)
+        assert effective_per_run(loose, mode) <= bound, (
+            f"deadline {d:.1f} d -> ${tight.cost_per_run_usd:,.2f}/run; {d * k:.1f} d -> "
+            f"${loose.cost_per_run_usd:,.2f}/run")
 
 
 # ---- regression tests for engine bugs the properties above found (fixed in core/recommend.py) -----

@@ -122,10 +122,13 @@ def test_recommend_output_writes_the_report_atomically(setup, capsys):
 
 
 @pytest.mark.parametrize("where,err,text,msg", [
-    ("fsync", errno.ENOSPC, "No space left on device", r"cannot save: No space left on device \(previous file left unchanged\)"),
+    ("fsync", errno.ENOSPC, "No space left on device",
+     r"cannot save: No space left on device \(previous file left unchanged\)"),
     ("replace", errno.EIO, "Input/output error", r"cannot save: Input/output error \(previous file left unchanged\)"),
-    ("mkstemp", errno.EROFS, "Read-only file system", r"cannot save: Read-only file system \(previous file left unchanged\)"),
-    ("mkstemp_perm", errno.EACCES, "Permission denied", r"cannot save: permission denied \(previous file left unchanged\)"),
+    ("mkstemp", errno.EROFS, "Read-only file system",
+     r"cannot save: Read-only file system \(previous file left unchanged\)"),
+    ("mkstemp_perm", errno.EACCES, "Permission denied",
+     r"cannot save: permission denied \(previous file left unchanged\)"),
     ("replace_quota", errno.EDQUOT, "Disk quota exceeded", r"cannot save: Disk quota exceeded"),
 ])
 def test_recommend_output_failure_keeps_previous_file(setup, capsys, monkeypatch, where, err, text, msg):

@@ -27,6 +27,10 @@ from gpuwiz.core.models import Requirements
 from gpuwiz.tui import drafts
 from gpuwiz.tui.app import create_app
 
+# Real-time tests (a program in a pseudo-terminal, key bursts against the event loop): one xdist worker
+# runs them one after another (``--dist loadgroup``), so they never compete with each other for the CPU.
+pytestmark = pytest.mark.xdist_group("tui-realtime")
+
 ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[\]P_^].*?(?:\x07|\x1b\\)|\x1b.", re.S)
 
 
@@ -114,8 +118,11 @@ async def test_signal_keeps_the_draft_and_the_next_start_restores_it(tmp_path, s
     try:
         wiz.wait_for("New config")
         wiz.keys(ENTER)  # "New config" -> the Model step
+        wiz.wait_for("What do you train")  # keys sent before the step is up would go nowhere
         for k in keys:
             wiz.keys(k)
+            if k == CTRL_N:
+                wiz.wait_for("How much data")
         assert _wait_until(lambda: _draft_req(state) == want), f"draft never matched: {_draft_req(state)}"
         mark = len(wiz.buf)
         wiz.proc.send_signal(sig)
@@ -171,8 +178,10 @@ async def test_declining_the_restore_discards_the_draft(tmp_path):
     assert drafts.read_draft(state) is None
 
 
-@pytest.mark.parametrize("content", [b"", b"{not json", b'{"gpuwiz_draft": 1, "requirements": {"model": {"params_b": -5}}}',
-                                     b"\x00\xff" * 100, json.dumps({"requirements": {"training": {"method": "x"}}}).encode()])
+@pytest.mark.parametrize("content", [b"", b"{not json",
+                                     b'{"gpuwiz_draft": 1, "requirements": {"model": {"params_b": -5}}}',
+                                     b"\x00\xff" * 100,
+                                     json.dumps({"requirements": {"training": {"method": "x"}}}).encode()])
 async def test_a_corrupt_draft_never_blocks_the_start(tmp_path, content):
     state = tmp_path / "state"
     state.mkdir()
@@ -245,9 +254,9 @@ async def test_opening_a_bad_file_in_the_wizard_shows_one_line_and_changes_nothi
 # ---- the monkey ------------------------------------------------------------------------------------
 
 MONKEY_KEYS = (
-    list("abcxyz0123456789.-eTBMK ") + ["backspace", "delete", "home", "end", "tab", "shift+tab", "enter",
-                                         "up", "down", "left", "right", "pageup", "pagedown", "space",
-                                         "ctrl+n", "ctrl+b", "ctrl+a", "ctrl+e", "ctrl+k", "ctrl+u", "ctrl+w"]
+    [*list("abcxyz0123456789.-eTBMK "), "backspace", "delete", "home", "end", "tab", "shift+tab", "enter",
+     "up", "down", "left", "right", "pageup", "pagedown", "space",
+     "ctrl+n", "ctrl+b", "ctrl+a", "ctrl+e", "ctrl+k", "ctrl+u", "ctrl+w"]
 )
 # Keys that open a dialog or the palette are rarer, and escape common enough to leave them again.
 RARE_KEYS = ["ctrl+s", "ctrl+o", "f1", "f2", "ctrl+p"]

@@ -415,7 +415,6 @@ async def test_the_strip_shows_the_capex_of_the_build_to_own_when_renting_wins(m
     """When the verdict is rent, Recommendation.buy_build is the build one would own: its capex is the
     "Capex (buy)" number (it used to show "—"). At 80 columns a change too long for its cell drops its
     percentage instead of being cut."""
-    from textual.widgets import Static
 
     app = make_app(config_file)
     async with app.run_test(size=(80, 24)) as pilot:

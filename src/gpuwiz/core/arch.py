@@ -14,12 +14,12 @@ model says so in ``notes``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from gpuwiz.core.catalog import Catalog, did_you_mean
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.hf import read_hf_config
-from gpuwiz.core.models import ModelSpec, ResolvedModel
+from gpuwiz.core.models import Family, ModelSpec, ResolvedModel
 
 TOKEN_FAMILIES = ("decoder", "encoder", "encoder-decoder", "moe")
 IMAGE_FAMILIES = ("cnn", "vit", "diffusion")
@@ -183,7 +183,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             "or model.layers and model.hidden)"
         )
 
-    family = f.get("family")
+    family: Family | None = f.get("family")
     if family is None:
         family = "moe" if (f.get("experts") or 1) > 1 else "decoder"
     published_b = explicit_params_b if explicit_params_b is not None else f.get("preset_params_b")
@@ -215,17 +215,17 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     shape_derived = False
     if not (layers and hidden):
         if not published_b:
-            missing = "model.hidden" if layers else "model.layers"
-            raise GpuwizError(f"{missing}: needed to size the model (or give model.params_b or a preset)")
+            absent = "model.hidden" if layers else "model.layers"
+            raise GpuwizError(f"{absent}: needed to size the model (or give model.params_b or a preset)")
         # P ≈ 12·L·h² with h = 128·L  →  L = (P / (12·128²))^(1/3)  (Kaplan et al. 2020 §2.1 count)
         p = published_b * 1e9
         if layers and not hidden:
-            hidden = max(HEAD_DIM, int(round(math.sqrt(p / (12 * layers)) / HEAD_DIM)) * HEAD_DIM)
+            hidden = max(HEAD_DIM, round(math.sqrt(p / (12 * layers)) / HEAD_DIM) * HEAD_DIM)
         elif hidden and not layers:
-            layers = max(1, int(round(p / (12 * hidden * hidden))))
+            layers = max(1, round(p / (12 * hidden * hidden)))
         else:
-            layers = max(2, int(round((p / (12 * ASPECT * ASPECT)) ** (1 / 3))))
-            hidden = max(HEAD_DIM, int(round(ASPECT * layers / HEAD_DIM)) * HEAD_DIM)
+            layers = max(2, round((p / (12 * ASPECT * ASPECT)) ** (1 / 3)))
+            hidden = max(HEAD_DIM, round(ASPECT * layers / HEAD_DIM) * HEAD_DIM)
         shape_derived = True
         notes.append(f"shape derived from {published_b:g}B parameters: {layers} layers, hidden {hidden} "
                      f"(P ≈ 12·L·h², h = 128·L); parameters taken as given")
@@ -234,10 +234,10 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         heads = max(1, hidden // HEAD_DIM) if hidden >= HEAD_DIM else max(1, hidden // 64)
         if not shape_derived:
             notes.append(f"model.heads not given: assumed {heads} (head size 128)")
-    mlp = f.get("mlp") or "gelu"
+    mlp: Literal["swiglu", "gelu"] = f.get("mlp") or "gelu"
     ffn = f.get("ffn")
     if not ffn:
-        ffn = 4 * hidden if mlp == "gelu" else int(round(8 * hidden / 3 / 256)) * 256 or 4 * hidden
+        ffn = 4 * hidden if mlp == "gelu" else round(8 * hidden / 3 / 256) * 256 or 4 * hidden
         if not shape_derived:
             notes.append(f"model.ffn not given: assumed {ffn} ({'4h' if mlp == 'gelu' else '8h/3'})")
     vocab = f.get("vocab")
@@ -279,11 +279,13 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     total, active, emb = count_params(base)
     if shape_derived or explicit_params_b is not None:
         # The user's (or published) figure wins; keep the MoE active share from the architecture.
+        assert published_b is not None  # shape_derived needs it; an explicit params_b is it
         given = published_b * 1e9
         active = active * given / total if total else given
         total = given
         if not shape_derived:
-            notes.append(f"parameters: {published_b:g}B as given (architecture alone gives {count_params(base)[0] / 1e9:.2f}B)")
+            notes.append(f"parameters: {published_b:g}B as given (architecture alone gives "
+                         f"{count_params(base)[0] / 1e9:.2f}B)")
     elif published_b and not arch_overridden and abs(total / (published_b * 1e9) - 1) > 0.15:
         notes.append(
             f"parameters: published {published_b:g}B used; the architecture fields give {total / 1e9:.2f}B"

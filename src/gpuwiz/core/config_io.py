@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from gpuwiz.core.catalog import Catalog, did_you_mean
 from gpuwiz.core.errors import GpuwizError, format_problem
@@ -32,13 +33,13 @@ def _short(value: Any) -> str:
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """The pydantic model class that owns the mapping at ``loc`` (for did-you-mean on keys)."""
-    cls: Any = Requirements
+    cls: type[BaseModel] = Requirements
     for part in loc:
         field = cls.model_fields.get(part) if isinstance(part, str) else None
         if field is None:
             return None
         ann = field.annotation
-        nxt = None
+        nxt: type[BaseModel] | None = None
         for cand in getattr(ann, "__args__", (ann,)):
             if isinstance(cand, type) and issubclass(cand, BaseModel):
                 nxt = cand
@@ -48,14 +49,14 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return cls
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
     if kind == "extra_forbidden":
         owner = _model_at(loc[:-1])
         hint = did_you_mean(str(loc[-1]), list(owner.model_fields)) if owner else ""
         return f"unknown key{hint}"
-    msg = err["msg"]
+    msg: str = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     if kind not in ("missing",) and "input" in err and not isinstance(err["input"], (dict, list)):
@@ -72,7 +73,7 @@ def _from_validation(exc: ValidationError, name: str, lines: LineMap) -> GpuwizE
         kept: tuple[Any, ...] = ()
         for p in loc:
             if (isinstance(p, str) and ("[" in p or p in ("float", "int", "str", "bool", "none"))
-                    and not lines.has(kept + (p,))):
+                    and not lines.has((*kept, p))):
                 continue
             kept += (p,)
         loc = kept
@@ -89,10 +90,10 @@ def _check_numbers(data: Any, path: tuple[Any, ...], name: str, lines: LineMap) 
     """NaN / inf from YAML (.nan, .inf) are never meaningful in a config."""
     if isinstance(data, dict):
         for k, v in data.items():
-            _check_numbers(v, path + (k,), name, lines)
+            _check_numbers(v, (*path, k), name, lines)
     elif isinstance(data, list):
         for i, v in enumerate(data):
-            _check_numbers(v, path + (i,), name, lines)
+            _check_numbers(v, (*path, i), name, lines)
     elif isinstance(data, float) and not math.isfinite(data):
         raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
                                          "must be a finite number (not NaN or infinity)"))
@@ -100,7 +101,7 @@ def _check_numbers(data: Any, path: tuple[Any, ...], name: str, lines: LineMap) 
         # ESC / BEL / bidi overrides in a value would be echoed to terminals and reports
         bad = next(ch for ch in data if not ch.isprintable())
         raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
-                                         f"contains the control character {ascii(bad)}; remove it"))
+                                         f"contains the control character {bad!a}; remove it"))
 
 
 def requirements_from_data(data: Any, name: str = "<config>", lines: LineMap | None = None,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from gpuwiz.core import market
 from gpuwiz.core.catalog import Catalog, CloudInstance
@@ -121,7 +121,8 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             if f is None:
                 continue
             n, slow = math.ceil(gpus_total / inst.gpu_count), f
-            net = f"{inst.network_gbps:g} Gb/s" if inst.network_gbps else f"the network (assumed {DEFAULT_VM_GBPS:g} Gb/s)"
+            net = (f"{inst.network_gbps:g} Gb/s" if inst.network_gbps
+                   else f"the network (assumed {DEFAULT_VM_GBPS:g} Gb/s)")
             note = (f"{n} instances, data parallel over {net}, no RDMA: the gradient all-reduce adds "
                     f"~{f - 1:.0%} time; same region")
         if n is None:
@@ -200,7 +201,8 @@ class OnPremParts:
         return (self.capex - self.residual) / y + self.power_idle_per_year + self.space + self.maintenance + self.staff
 
     def opex_per_year(self, busy_gpu_hours: float) -> float:
-        return self.power_idle_per_year + self.power_per_gpu_hour * busy_gpu_hours + self.space + self.maintenance + self.staff
+        return (self.power_idle_per_year + self.power_per_gpu_hour * busy_gpu_hours + self.space + self.maintenance
+                + self.staff)
 
     def total(self, y: float, busy_gpu_hours_per_year: float) -> float:
         return self.capex - self.residual + y * self.opex_per_year(busy_gpu_hours_per_year)
@@ -310,7 +312,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     reason it overrides the plain comparison; the verdict then follows it, saying why."""
     y = years(req)
     mode = req.deployment.mode
-    months = max(1, int(math.ceil(y * 12)))
+    months = max(1, math.ceil(y * 12))
     if build is None or not gpu_priced:
         if rent is None:
             return CostAnalysis(verdict="rent", verdict_reason="no priced hardware or cloud offer in the catalog")
@@ -320,11 +322,13 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
             verdict_reason=f"{no_buy_reason}; rent {rent.label} at ${rent.usd_per_run:,.0f} per run",
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
-            monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0) for m in range(months + 1)],
+            monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0)
+                     for m in range(months + 1)],
         )
     gpus = build.gpus_per_node * build.nodes
     buy_label = f"{build.nodes}x " if build.nodes > 1 else ""
-    buy_label += f"{build.gpus_per_node}x {build.gpu_name}" + (f" ({build.chassis})" if build.chassis else "") + f", ${build.capex_usd:,.0f}"
+    buy_label += (f"{build.gpus_per_node}x {build.gpu_name}" + (f" ({build.chassis})" if build.chassis else "")
+                  + f", ${build.capex_usd:,.0f}")
     parts = onprem_parts(req, cat, build)
     busy = busy_hours(req, gpu_hours_per_run, gpus)
     tco = onprem_tco(req, parts, busy)
@@ -335,7 +339,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         series = [MonthPoint(month=m, rent_usd=0.0, buy_usd=round(parts.capex + opex_year / 12 * m, 2))
                   for m in range(months + 1)]
         return CostAnalysis(cloud=cloud, onprem=tco, verdict="buy",
-                            verdict_reason="no cloud offer in the catalog can run this workload; buying is the only option priced",
+                            verdict_reason="no cloud offer in the catalog can run this workload; buying is the only "
+                                           "option priced",
                             monthly=series, buy_option=buy_label)
 
     rent_year = rent_per_year(req, rent, gpu_hours_per_run, busy)
@@ -364,10 +369,13 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
 
     u = tco.utilization
     be_txt = f"{breakeven:.0%}" if breakeven is not None and breakeven <= 1 else "above 100%, never reached"
+    verdict: Literal["rent", "buy", "hybrid"]
     if mode == "rent":
-        verdict, reason = "rent", f"you asked to rent; over {y:g} years renting costs ${rent_total:,.0f} vs ${buy_total:,.0f} to own"
+        verdict, reason = "rent", (f"you asked to rent; over {y:g} years renting costs ${rent_total:,.0f} "
+                                   f"vs ${buy_total:,.0f} to own")
     elif mode == "buy":
-        verdict, reason = "buy", f"you asked to buy; owning costs ${buy_total:,.0f} over {y:g} years vs ${rent_total:,.0f} renting"
+        verdict, reason = "buy", (f"you asked to buy; owning costs ${buy_total:,.0f} over {y:g} years "
+                                  f"vs ${rent_total:,.0f} renting")
     elif hybrid_total is not None:
         verdict = "hybrid"
         what = "nodes" if build.nodes > 1 else "GPUs"
@@ -393,9 +401,11 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
                       f"{1 - BUY_MARGIN:.0%} that justifies tying up ${parts.capex:,.0f} of capex")
         else:
             reason = (f"an owned {gpus}x {build.gpu_name} would be busy only {u:.0%} of the time (break-even "
-                      f"{be_txt}); renting {rent.label} costs ${rent_total:,.0f} over {y:g} years vs ${buy_total:,.0f} to own")
+                      f"{be_txt}); renting {rent.label} costs ${rent_total:,.0f} over {y:g} years vs ${buy_total:,.0f} "
+                      "to own")
 
-    flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus, p_equiv)
+    flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus,
+                        p_equiv)
     series = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2),
                          buy_usd=round(parts.capex + opex_year / 12 * m, 2)) for m in range(months + 1)]
     return CostAnalysis(
@@ -429,14 +439,16 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         p_flip = p_equiv * buy_total / rent_total
         side = "buying" if not buying else "renting"
         ratio = buy_total / rent_total
-        what = f"{ratio:.1f}x today's" if ratio >= 1.05 else f"{1 - ratio:.0%} below today's" if ratio <= 0.95 else "about today's"
-        out.append(f"cloud prices {'above' if not buying else 'below'} {what} (${p_flip:,.2f} instead of ${p_equiv:,.2f} "
-                   f"for the work one owned GPU does in an hour) would favour {side}")
+        what = (f"{ratio:.1f}x today's" if ratio >= 1.05 else f"{1 - ratio:.0%} below today's" if ratio <= 0.95
+                else "about today's")
+        out.append(f"cloud prices {'above' if not buying else 'below'} {what} (${p_flip:,.2f} instead of "
+                   f"${p_equiv:,.2f} for the work one owned GPU does in an hour) would favour {side}")
     # Horizon.
     for h in (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10):
         if h == y:
             continue
-        resid = parts.capex * (parts.residual / parts.capex) ** (h / y) if parts.capex > 0 and parts.residual > 0 else 0.0
+        resid = (parts.capex * (parts.residual / parts.capex) ** (h / y) if parts.capex > 0 and parts.residual > 0
+                 else 0.0)
         b = parts.capex - resid + h * parts.opex_per_year(busy)
         r = rent_total / y * h
         if (b < r) != buying and ((h > y) if not buying else (h < y)):
@@ -449,8 +461,9 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         energy_cost_y = (parts.power_idle_per_year + parts.power_per_gpu_hour * busy) * y
         if energy_cost_y > 0:
             factor = 1 + gap / energy_cost_y
-            now = kwh_now if kwh_now is not None else None
-            out.append(f"electricity at {factor:.1f}x today's price{f' (${now * factor:.2f}/kWh)' if now else ''} would favour renting")
+            out.append(f"electricity at {factor:.1f}x today's price"
+                       f"{f' (${kwh_now * factor:.2f}/kWh)' if kwh_now else ''} "
+                       "would favour renting")
     if rent.spot_usd_per_run is not None and verdict != "rent":
         spot_total = rent.spot_usd_per_run * runs_per_year(req) * y
         if spot_total < buy_total:

@@ -15,7 +15,7 @@ class GpuwizError(Exception):
         super().__init__("\n".join(self.problems))
 
     @classmethod
-    def at(cls, file: str | None, line: int | None, field: str | None, what: str) -> "GpuwizError":
+    def at(cls, file: str | None, line: int | None, field: str | None, what: str) -> GpuwizError:
         return cls(format_problem(file, line, field, what))
 
 

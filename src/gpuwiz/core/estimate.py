@@ -25,7 +25,7 @@ user's own hardware (``hardware:``) and scale the model's values for other candi
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -56,6 +56,7 @@ from gpuwiz.core.memory import (
     states,
 )
 from gpuwiz.core.models import (
+    Checkpointing,
     Estimate,
     Memory,
     MemoryBreakdown,
@@ -102,7 +103,7 @@ class QuickResult(NamedTuple):
     nodes: int
     gpus_per_node: int
     host_ram_gib: float  # per node (CPU offload)
-    detail: "_Detail"
+    detail: _Detail
 
 
 @dataclass(slots=True)
@@ -122,6 +123,10 @@ class _Detail:
     notes: list[str]
 
 
+# gpu_factor()'s (core efficiency, peak TFLOPS, note) + intra- and inter-node bandwidth (bytes/s)
+GpuFactors = tuple[float, float, str, float, float]
+
+
 @dataclass(slots=True)
 class Context:
     """Everything that depends only on the requirements (built once by ``prepare``)."""
@@ -132,7 +137,7 @@ class Context:
     mc: MemoryConsts
     cc: ComputeConsts
     pinned: Pinned
-    ckpts: tuple[str, ...]
+    ckpts: tuple[Checkpointing, ...]
     seq: int
     global_batch: int
     global_batch_defaulted: bool
@@ -150,10 +155,13 @@ class Context:
     calib_notes: list[str] = field(default_factory=list)
     _shape_cache: dict[tuple[int, ...], tuple[list[Shape], list[Row]]] = field(default_factory=dict)
     _host_cache: dict[tuple[str, int], float] = field(default_factory=dict)
-    _mem_cache: dict[tuple, tuple[MemParts, str]] = field(default_factory=dict)
-    _row_cache: dict[tuple, Row] = field(default_factory=dict)
-    _gpu_cache: dict[tuple[str, int], tuple] = field(default_factory=dict)
-    _mb_cap_fn: object = None
+    _mem_cache: dict[tuple[int, Shape, str, int, bool], tuple[MemParts, str]] = field(default_factory=dict)
+    _row_cache: dict[tuple[int, Shape], Row] = field(default_factory=dict)
+    _gpu_cache: dict[tuple[str, int], GpuFactors] = field(default_factory=dict)
+    _mb_cap_fn: Callable[[int], int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._mb_cap_fn = lambda dp: _mb_cap(self, dp)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -250,7 +258,6 @@ def prepare(
         p_trainable=p_tr, goodput=good, headroom=float(req.deployment.headroom), eff=eff, notes=notes,
         gpus=catalog.gpu_map(),
     )
-    ctx._mb_cap_fn = lambda dp: _mb_cap(ctx, dp)
     _calibrate(ctx)
     return ctx
 
@@ -296,7 +303,8 @@ def _calibrate(ctx: Context) -> None:
     if ref is not None:
         raw_units = ref.detail.units_per_s_per_gpu
         if units is None:  # MFU given
-            target = cal.mfu  # type: ignore[assignment]
+            target = cal.mfu
+            assert target is not None  # a label and neither rate: the MFU
             raw_mfu = ref.mfu
             ctx.thr_scale = target / raw_mfu if raw_mfu > 0 else 1.0
         else:
@@ -306,6 +314,7 @@ def _calibrate(ctx: Context) -> None:
             f"(other GPUs and counts scaled by the same factor)")
     else:
         if units is None:
+            assert cal.mfu is not None  # a label and neither rate: the MFU
             ctx.thr_direct = -float(cal.mfu)  # negative marks "MFU given": converted per GPU in quick()
         else:
             ctx.thr_direct = units
@@ -360,7 +369,7 @@ LARGE_SCALE_GPUS = 256  # at this scale and model size the planner prefers Megat
 LARGE_SCALE_PARAMS = 100e9  # a model-parallel plan must be this much faster to replace the simpler ZeRO-3 plan
 
 
-def _step_units_per_s(ctx: Context, g: GPU, gf: tuple, ch: Choice, count: int, gpn: int, nodes: int) -> float:
+def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: int, gpn: int, nodes: int) -> float:
     core_gpu, peak, _, intra, inter = gf
     s = ch.shape
     ga = max(1, -(-ctx.global_batch // (ch.mb * ch.dp)))
@@ -369,7 +378,7 @@ def _step_units_per_s(ctx: Context, g: GPU, gf: tuple, ch: Choice, count: int, g
     return ch.mb * ga * ch.dp / st.step_s if st.step_s > 0 else 0.0
 
 
-def _fastest(ctx: Context, g: GPU, gf: tuple, table: list[Row], first: Choice, budget: float, count: int, gpn: int,
+def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choice, budget: float, count: int, gpn: int,
              nodes: int, host_budget: float, prefer_mp: bool = False) -> Choice:
     """At multi-node scale the simplest plan that fits (ZeRO-3 / FSDP) is often not what practitioners run:
     Megatron TP within the node + PP across nodes reaches ~45 % MFU on GPT-3 175B / 1024 A100 where FSDP's
@@ -547,7 +556,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     """Build the full ``Estimate`` from a prepared context (same arithmetic as ``quick``)."""
     q = quick(ctx, gpu, count, gpus_per_node)
     d = q.detail
-    g, ch, s, st, model, tr = d.gpu, d.choice, d.choice.shape, d.st, ctx.model, ctx.req.training
+    g, ch, s, model = d.gpu, d.choice, d.choice.shape, ctx.model
     scale = d.mem_scale
     m = d.mem
     bd = MemoryBreakdown(
@@ -596,7 +605,8 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
         base = ("NF4 ≈ 4.13 bits/param (QLoRA)" if tr.method == "qlora"
                 else f"{ctx.mc.frozen_bytes:g} B/param")
         out.append(f"{tr.method.upper() if tr.method == 'qlora' else 'LoRA'} r={tr.lora_rank} on all linear layers: "
-                   f"{fmt_params(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base {base}")
+                   f"{fmt_params(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base "
+                   f"{base}")
         out.append(f"adapters: {tr.precision} + {opt_name}, {w + gb + o:g} B per trainable param")
     else:
         regime = "pure 16-bit, no fp32 master copy " if pure else ("mixed precision " if w == 2 else "")

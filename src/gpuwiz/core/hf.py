@@ -46,7 +46,7 @@ def read_hf_config(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=64)
-def _read_cached(path: str, mtime: int) -> dict[str, Any]:  # noqa: ARG001 - mtime is the cache key
+def _read_cached(path: str, mtime: int) -> dict[str, Any]:  # mtime: only the cache key (a changed file reloads)
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()

@@ -107,7 +107,8 @@ def purchase_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
             c.upper() for c in cat.export_controlled_countries}:
         return ExportRule(id="export-controlled-countries", kind="hardware-purchase", authority="catalog",
                           destinations=list(cat.export_controlled_countries), applies_to="export-restricted-gpus",
-                          effect="license-required", summary="export_controlled_countries (no export_rules in the catalog)",
+                          effect="license-required",
+                          summary="export_controlled_countries (no export_rules in the catalog)",
                           source="catalog export_controlled_countries", observed=cat.as_of)
     return None
 

@@ -18,7 +18,6 @@ Sources (research note ``sizing_formulas_and_peers.md``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING
 
 from gpuwiz.core.units import GIB
@@ -315,7 +314,7 @@ def max_micro_batch(
 
 
 def memory_consts(
-    model: "ResolvedModel",
+    model: ResolvedModel,
     method: str,
     precision: str,
     optimizer: str,

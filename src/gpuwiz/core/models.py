@@ -7,14 +7,14 @@ JSON the CLI prints and the TUI renders.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuwiz.core.money import MoneyUSD
 from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
 
-CONFIG_VERSION = 1
+CONFIG_VERSION: Final = 1
 
 # Limits the engine accepts (documented in README "Limits"); past them a clear error.
 MAX_PARAMS_B = 100_000.0  # 100 T parameters

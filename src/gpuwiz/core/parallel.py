@@ -18,9 +18,11 @@ The search is closed-form per layout (memory is linear in the micro-batch), so i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuwiz.core.memory import MemoryConsts, max_micro_batch, states
+from gpuwiz.core.models import Checkpointing, Offload
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +30,12 @@ class Shape:
     zero: int
     tp: int
     pp: int
-    offload: str
+    offload: Offload
 
     def framework(self, count: int) -> str:
         if self.tp > 1 or self.pp > 1:
-            deg = " ".join(x for x in (f"TP={self.tp}" if self.tp > 1 else "", f"PP={self.pp}" if self.pp > 1 else "") if x)
+            deg = " ".join(x for x in (f"TP={self.tp}" if self.tp > 1 else "", f"PP={self.pp}" if self.pp > 1 else "")
+                           if x)
             z = f" + ZeRO-{self.zero}" if self.zero else ""
             off = f" + CPU offload ({self.offload})" if self.offload != "none" else ""
             return f"Megatron-LM {deg}{z}{off}"
@@ -50,9 +53,9 @@ class Pinned:
     zero: int | None = None
     tp: int | None = None
     pp: int | None = None
-    offload: str | None = None
+    offload: Offload | None = None
     micro_batch: int | None = None
-    ckpt: str | None = None
+    ckpt: Checkpointing | None = None
 
     @property
     def any_layout(self) -> bool:
@@ -118,14 +121,14 @@ class Choice:
     shape: Shape
     dp: int
     mb: int
-    ckpt: str
+    ckpt: Checkpointing
     fits: bool
     need_bytes: float  # total at the chosen micro-batch (unscaled)
     shapes_tried: int
     host_ok: bool = True  # CPU offload: pinned host memory within the platform's limit
 
 
-def ckpt_options(mc: MemoryConsts, pinned: Pinned) -> tuple[str, ...]:
+def ckpt_options(mc: MemoryConsts, pinned: Pinned) -> tuple[Checkpointing, ...]:
     if pinned.ckpt is not None:
         return (pinned.ckpt,)
     if mc.is_token and mc.act_layer["selective"] >= mc.act_layer["none"]:
@@ -133,11 +136,13 @@ def ckpt_options(mc: MemoryConsts, pinned: Pinned) -> tuple[str, ...]:
     return ("none", "selective", "full")
 
 
-Row = tuple[Shape, int, float, tuple[tuple[str, float, float], ...]]  # shape, dp, host bytes, (ckpt, fixed, per)
+# shape, dp, host bytes, (ckpt, fixed, per)
+Row = tuple[Shape, int, float, tuple[tuple[Checkpointing, float, float], ...]]
 
 
 def memory_table(
-    mc: MemoryConsts, shapes: list[Shape], count: int, ckpts: tuple[str, ...], cache: dict | None = None
+    mc: MemoryConsts, shapes: list[Shape], count: int, ckpts: tuple[Checkpointing, ...],
+    cache: dict[tuple[int, Shape], Row] | None = None,
 ) -> list[Row]:
     """Per layout: data-parallel degree, host bytes per GPU (offload) and, per checkpointing mode, the
     (fixed, per-sample) bytes of ``memory.max_micro_batch``. Independent of the GPU type, so the
@@ -163,7 +168,8 @@ def memory_table(
 
 
 def choose_from_table(
-    rows: list[Row], budget_bytes: float, mb_cap_fn, want: int | None, host_budget_per_gpu: float = float("inf"),
+    rows: list[Row], budget_bytes: float, mb_cap_fn: Callable[[int], int], want: int | None,
+    host_budget_per_gpu: float = float("inf"),
 ) -> Choice:
     """First (layout, checkpointing) that fits with micro-batch ≥ 1; else the least-memory one.
 
@@ -200,8 +206,8 @@ def choose_from_table(
 
 
 def choose(
-    mc: MemoryConsts, shapes: list[Shape], budget_bytes: float, count: int, mb_cap_fn, pinned: Pinned,
-    ckpts: tuple[str, ...], host_budget_per_gpu: float = float("inf"),
+    mc: MemoryConsts, shapes: list[Shape], budget_bytes: float, count: int, mb_cap_fn: Callable[[int], int],
+    pinned: Pinned, ckpts: tuple[Checkpointing, ...], host_budget_per_gpu: float = float("inf"),
 ) -> Choice:
     """``choose_from_table`` over a freshly built ``memory_table``."""
     return choose_from_table(memory_table(mc, shapes, count, ckpts), budget_bytes, mb_cap_fn, pinned.micro_batch,

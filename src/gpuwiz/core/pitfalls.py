@@ -17,7 +17,6 @@ from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pi
 from gpuwiz.core.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 
-
 @dataclass(frozen=True)
 class Context:
     req: Requirements
@@ -69,19 +68,22 @@ class Context:
         return inferred in kinds
 
 
+RuleFn = Callable[[Context], tuple[Severity, str] | str | None]
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
     severity: Severity  # the usual severity; a rule may escalate or lower it
     source: str
-    fn: Callable[[Context], tuple[Severity, str] | str | None] = field(repr=False)
+    fn: RuleFn = field(repr=False)
 
 
 RULES: list[Rule] = []
 
 
-def rule(rid: str, severity: Severity, source: str) -> Callable[[Callable[[Context], tuple[Severity, str] | str | None]], Callable[[Context], tuple[Severity, str] | str | None]]:
-    def deco(fn: Callable[[Context], tuple[Severity, str] | str | None]) -> Callable[[Context], tuple[Severity, str] | str | None]:
+def rule(rid: str, severity: Severity, source: str) -> Callable[[RuleFn], RuleFn]:
+    def deco(fn: RuleFn) -> RuleFn:
         RULES.append(Rule(rid, severity, source, fn))
         return fn
     return deco
@@ -116,18 +118,21 @@ def _vram_headroom(c: Context) -> tuple[Severity, str] | None:  # P01
     if free >= 0.35:
         return None
     sev: Severity = "high" if free < 0.20 else "medium"
-    return sev, (f"Estimated {m.per_gpu_gib:.1f} GiB per GPU on a {m.capacity_gib:.0f} GiB card leaves {free:.0%} free. "
-                 "CUDA context (0.3-1 GB per process), allocator fragmentation and activation spikes often take 20 %+; "
-                 "if you estimate 40 GB, get the 80 GB card, or plan activation checkpointing / a smaller micro-batch.")
+    return sev, (f"Estimated {m.per_gpu_gib:.1f} GiB per GPU on a {m.capacity_gib:.0f} GiB card leaves {free:.0%} "
+                 "free. CUDA context (0.3-1 GB per process), allocator fragmentation and activation spikes often take "
+                 "20 %+; if you estimate 40 GB, get the 80 GB card, or plan activation checkpointing / a smaller "
+                 "micro-batch.")
 
 
-@rule("does-not-fit", "block", "ZeRO (Rajbhandari et al. 2019, 16 B/param); ml-engineering training/performance (18 B/param)")
+@rule("does-not-fit", "block",
+      "ZeRO (Rajbhandari et al. 2019, 16 B/param); ml-engineering training/performance (18 B/param)")
 def _does_not_fit(c: Context) -> str | None:  # P02
     if c.est is None or c.est.feasible:
         return None
     m = c.est.memory
     why = "; ".join(c.est.problems[:2])
-    return (f"Needs {m.per_gpu_gib:.1f} GiB per GPU but {c.est.plan.gpus} x {c.est.gpu_name} give {m.usable_gib:.1f} GiB usable each"
+    return (f"Needs {m.per_gpu_gib:.1f} GiB per GPU but {c.est.plan.gpus} x {c.est.gpu_name} give {m.usable_gib:.1f} "
+            "GiB usable each"
             + (f" ({why})" if why else "")
             + ". Add GPUs, shard with ZeRO-3/FSDP, offload, or fine-tune with LoRA/QLoRA.")
 
@@ -142,7 +147,8 @@ def _legacy(c: Context) -> str | None:  # P03
     small = g.memory_gib < 12 and params_b >= 1
     if not (old or small):
         return None
-    what = f"{g.architecture.title()} has no tensor cores" if old else f"{g.memory_gib:g} GiB is too little for a {params_b:.1f}B model"
+    what = (f"{g.architecture.title()} has no tensor cores" if old
+            else f"{g.memory_gib:g} GiB is too little for a {params_b:.1f}B model")
     return f"{g.name}: {what}; modern training on it is impractical."
 
 
@@ -173,7 +179,8 @@ def _deadline_tight(c: Context) -> str | None:
             "a slower-than-estimated pipeline; plan ~20 % margin.")
 
 
-@rule("overprovisioned", "high", "tco_and_pitfalls §C3 (break-even); Uptime Institute 'Sweat dedicated GPU clusters' (2024)")
+@rule("overprovisioned", "high",
+      "tco_and_pitfalls §C3 (break-even); Uptime Institute 'Sweat dedicated GPU clusters' (2024)")
 def _over(c: Context) -> str | None:  # P04
     if not c.buying or not c.cost or not c.cost.onprem:
         return None
@@ -190,8 +197,9 @@ def _over(c: Context) -> str | None:  # P04
     be_txt = (f"below the {be:.0%} break-even" if be is not None and be <= 1
               else "and no utilisation breaks even at this cloud price")
     many = "s" if gpus != 1 else ""
-    return (f"You need ~{need:,.0f} GPU-h/yr; {gpus} owned GPU{many} offer{'' if many else 's'} {gpus * HOURS_PER_YEAR:,.0f}. "
-            f"At {u:.0%} utilisation ({be_txt}) the hardware would sit idle {1 - u:.0%} of the year.{rent}")
+    return (f"You need ~{need:,.0f} GPU-h/yr; {gpus} owned GPU{many} offer{'' if many else 's'} "
+            f"{gpus * HOURS_PER_YEAR:,.0f}. At {u:.0%} utilisation ({be_txt}) the hardware would sit idle {1 - u:.0%} "
+            f"of the year.{rent}")
 
 
 @rule("short-horizon", "high", "tco_and_pitfalls §C3 (payback)")
@@ -207,10 +215,12 @@ def _short_horizon(c: Context) -> str | None:  # P05
     if pb is None:
         return (f"Buying never pays back: renting is cheaper every month of the {months:.0f}-month horizon. "
                 "Rent or lease instead of buying.")
-    return f"Payback takes {pb:.0f} months, longer than the {months:.0f}-month horizon: rent or lease instead of buying."
+    return (f"Payback takes {pb:.0f} months, longer than the {months:.0f}-month horizon: "
+            "rent or lease instead of buying.")
 
 
-@rule("reserved-vs-buy", "info", "tco_and_pitfalls §A3 (reserved capacity is paid 24/7); GCP/AWS/Azure commitment tables")
+@rule("reserved-vs-buy", "info",
+      "tco_and_pitfalls §A3 (reserved capacity is paid 24/7); GCP/AWS/Azure commitment tables")
 def _reserved(c: Context) -> str | None:  # P06
     if not c.cost or not c.cost.onprem or not c.cost.cloud or not c.build:
         return None
@@ -227,8 +237,9 @@ def _reserved(c: Context) -> str | None:  # P06
     res_rate = best.usd_per_hour * (1 - r1) / (best.gpus_per_instance * best.instances)
     if owned_full >= res_rate:
         return None
-    return (f"A 24/7 reservation ({best.provider} {best.instance}, ~${res_rate:.2f}/GPU-h) costs more than owning at full "
-            f"utilisation (~${owned_full:.2f}/GPU-h): if you would reserve anyway and can host it, buying is cheaper.")
+    return (f"A 24/7 reservation ({best.provider} {best.instance}, ~${res_rate:.2f}/GPU-h) costs more than owning at "
+            f"full utilisation (~${owned_full:.2f}/GPU-h): if you would reserve anyway and can host it, buying is "
+            "cheaper.")
 
 
 # ---- used and consumer hardware ------------------------------------------------------------------
@@ -242,8 +253,8 @@ def _mining(c: Context) -> str | None:  # P07
         return None
     return (f"A used {g.name} from the 2017-2022 mining era is likely ex-mining (the Ethereum Merge of 2022-09-15 "
             "dumped ~20 M cards). Check fans, PCB/memory discoloration, an unmodified BIOS (not flashed or spoofed), "
-            "run a VRAM burn-in for hours watching memory-junction temperature and Xid errors, and whether the warranty "
-            "survives mining use and transfers.")
+            "run a VRAM burn-in for hours watching memory-junction temperature and Xid errors, and whether the "
+            "warranty survives mining use and transfers.")
 
 
 @rule("gddr6x-thermals", "medium", "svethardware.cz 2021 (3090 FE 110 C); reviews4000 2020 [weak]; Micron GDDR6X 95 C")
@@ -256,8 +267,8 @@ def _gddr6x(c: Context) -> str | None:  # P08
             "104-110 C. Monitor memory-junction temperature and re-pad cards that run above 100 C.")
 
 
-@rule("consumer-no-p2p", "medium", "TweakTown 2022 (no NVLink on Ada); NVIDIA/nccl#1127; nccl-tests#117; "
-      "tinygrad/open-gpu-kernel-modules#45")
+@rule("consumer-no-p2p", "medium",
+      "TweakTown 2022 (no NVLink on Ada); NVIDIA/nccl#1127; nccl-tests#117; tinygrad/open-gpu-kernel-modules#45")
 def _p2p(c: Context) -> tuple[Severity, str] | None:  # P09
     g = c.gpu
     if not g or g.segment != "consumer" or g.p2p or g.nvlink_gbps > 0 or c.gpus_per_node < 2:
@@ -266,9 +277,9 @@ def _p2p(c: Context) -> tuple[Severity, str] | None:  # P09
     heavy = bool(plan and (plan.tp > 1 or plan.pp > 1 or plan.zero_stage >= 3))
     sev: Severity = "high" if heavy else "medium"
     what = f" and the plan uses {plan.framework} (TP={plan.tp}, ZeRO-{plan.zero_stage})" if heavy and plan else ""
-    return sev, (f"{c.gpus_per_node} x {g.name}: no NVLink and no supported peer-to-peer{what}; all-reduce goes through host "
-                 "memory and NCCL can hang (set NCCL_P2P_DISABLE=1). Prefer data-parallel with small gradients, or "
-                 "workstation / data-centre GPUs.")
+    return sev, (f"{c.gpus_per_node} x {g.name}: no NVLink and no supported peer-to-peer{what}; all-reduce goes "
+                 "through host memory and NCCL can hang (set NCCL_P2P_DISABLE=1). Prefer data-parallel with small "
+                 "gradients, or workstation / data-centre GPUs.")
 
 
 @rule("consumer-density", "high", "Puget Systems ML hardware recommendations (via sipoch) [weak]")
@@ -294,8 +305,9 @@ def _connector(c: Context) -> str | None:  # P12
     g = c.gpu
     if not g or g.segment != "consumer" or g.tdp_w < 400:
         return None
-    return (f"{g.name} ({g.tdp_w:.0f} W) runs its 12VHPWR/12V-2x6 connector near the 600 W limit: seat it fully, no bend "
-            "within 35 mm of the plug, use a native ATX 3.x cable, and consider a ~80 % power limit (~95 % of the speed).")
+    return (f"{g.name} ({g.tdp_w:.0f} W) runs its 12VHPWR/12V-2x6 connector near the 600 W limit: seat it fully, no "
+            "bend within 35 mm of the plug, use a native ATX 3.x cable, and consider a ~80 % power limit (~95 % of the "
+            "speed).")
 
 
 # ---- platform ------------------------------------------------------------------------------------
@@ -306,8 +318,9 @@ def _lanes(c: Context) -> str | None:  # P13
     b = c.build
     if not c.owns_hardware or not b or not b.pcie_lanes or b.pcie_lanes >= b.pcie_lanes_needed:
         return None
-    return (f"{b.pcie_lanes_needed} PCIe lanes needed ({b.gpus_per_node} GPUs + NVMe + NIC) but {b.cpu} gives {b.pcie_lanes}: "
-            "GPUs will run at x4/x8 or behind the chipset. Use Threadripper PRO / Xeon W / EPYC (up to 128 lanes).")
+    return (f"{b.pcie_lanes_needed} PCIe lanes needed ({b.gpus_per_node} GPUs + NVMe + NIC) but {b.cpu} gives "
+            f"{b.pcie_lanes}: GPUs will run at x4/x8 or behind the chipset. Use Threadripper PRO / Xeon W / EPYC (up "
+            "to 128 lanes).")
 
 
 @rule("wall-circuit", "block", "NEC 80 % continuous-load rule; Puget Systems 2020 (4x3090 at 1,717 W at the wall)")
@@ -319,8 +332,9 @@ def _circuit(c: Context) -> tuple[Severity, str] | None:  # P14
     if b.power_w <= circuit:
         return None
     if c.req.deployment.site in ("desk", "office"):
-        return "block", (f"Sustained draw of ~{b.power_w:,} W exceeds the {circuit:,.0f} W continuous limit of a 15 A/120 V "
-                         "office circuit. Add a dedicated 20 A/240 V circuit or power-limit the GPUs (~95 % speed at ~80 % power).")
+        return "block", (f"Sustained draw of ~{b.power_w:,} W exceeds the {circuit:,.0f} W continuous limit of a 15 "
+                         "A/120 V office circuit. Add a dedicated 20 A/240 V circuit or power-limit the GPUs (~95 % "
+                         "speed at ~80 % power).")
     if c.on_site("office", "desk") or b.site.startswith("office"):
         return "medium", (f"~{b.power_w:,} W sustained is more than one 15 A/120 V circuit carries ({circuit:,.0f} W): "
                           "it needs a dedicated 20 A/240 V circuit.")
@@ -339,11 +353,12 @@ def _psu(c: Context) -> str | None:  # P15
     need = b.max_power_w * margin
     if ch.psu_w >= need:
         return None
-    return (f"The {ch.name} PSU ({ch.psu_w:,.0f} W) is too small for ~{b.max_power_w:,} W peak x {margin:g} for transients "
-            f"= {need:,.0f} W; fit >= {b.psu_w:,} W (4x3090 at 300 W peaked at 1,717 W at the wall).")
+    return (f"The {ch.name} PSU ({ch.psu_w:,.0f} W) is too small for ~{b.max_power_w:,} W peak x {margin:g} for "
+            f"transients = {need:,.0f} W; fit >= {b.psu_w:,} W (4x3090 at 300 W peaked at 1,717 W at the wall).")
 
 
-@rule("office-heat-noise", "medium", "Epoch (DGX H100 10.2 kW); Upsite 2017 (noise vs inlet temperature); zaro.info [weak]")
+@rule("office-heat-noise", "medium",
+      "Epoch (DGX H100 10.2 kW); Upsite 2017 (noise vs inlet temperature); zaro.info [weak]")
 def _heat(c: Context) -> str | None:  # P16
     b = c.build
     if not c.owns_hardware or not b or not c.on_site("desk", "office"):
@@ -366,17 +381,19 @@ def _rack(c: Context) -> str | None:  # P17
     kw = b.max_power_w / 1000.0  # racks are provisioned for the node's maximum draw
     if kw <= 10 or not (c.on_site("colo", "server-room") or b.nodes > 1):
         return None
-    return (f"~{kw:.1f} kW per node exceeds a typical colocation cabinet (~12 kW average; most operators have nothing above "
-            f"20 kW): budget for high-density space or {max(1, int(20 // kw))} node(s) per rack.")
+    return (f"~{kw:.1f} kW per node exceeds a typical colocation cabinet (~12 kW average; most operators have nothing "
+            f"above 20 kW): budget for high-density space or {max(1, int(20 // kw))} node(s) per rack.")
 
 
-@rule("cpu-dataloader", "medium", "ml-engineering compute/cpu (cores = GPUs x (workers+1) + 4); mlsysim (5,300 vs 850 img/s)")
+@rule("cpu-dataloader", "medium",
+      "ml-engineering compute/cpu (cores = GPUs x (workers+1) + 4); mlsysim (5,300 vs 850 img/s)")
 def _cpu(c: Context) -> str | None:  # P18
     b = c.build
     if not c.owns_hardware or not b or not b.cpu_cores or b.cpu_cores >= b.cpu_cores_needed:
         return None
     return (f"Need >= {b.cpu_cores_needed} CPU cores to feed {b.gpus_per_node} GPUs but {b.cpu} has {b.cpu_cores}; "
-            "JPEG decode and augmentation can starve the GPUs (an A100 trains ~5,300 img/s, a CPU pipeline decodes ~850).")
+            "JPEG decode and augmentation can starve the GPUs (an A100 trains ~5,300 img/s, a CPU pipeline decodes "
+            "~850).")
 
 
 @rule("host-ram", "high", "ml-engineering compute/cpu-memory; DGX-1 (2x), AWS p4d (3.6x), p5 (3.2x) reference systems")
@@ -390,13 +407,15 @@ def _ram(c: Context) -> tuple[Severity, str] | None:  # P19
     if ratio >= want:
         return None
     if ratio < 1.0:
-        return "high", (f"{b.ram_gb} GB host RAM for {b.vram_gb:,.0f} GB of VRAM ({ratio:.1f}x): below the 1x floor for "
-                        "data loaders, checkpoint assembly" + (" and CPU offload" if offload else "") + ".")
-    return "info", (f"{b.ram_gb} GB host RAM is {ratio:.1f}x the {b.vram_gb:,.0f} GB of VRAM; reference systems ship 2-3.6x"
+        return "high", (f"{b.ram_gb} GB host RAM for {b.vram_gb:,.0f} GB of VRAM ({ratio:.1f}x): below the 1x floor "
+                        "for data loaders, checkpoint assembly" + (" and CPU offload" if offload else "") + ".")
+    return "info", (f"{b.ram_gb} GB host RAM is {ratio:.1f}x the {b.vram_gb:,.0f} GB of VRAM; reference systems ship "
+                    "2-3.6x"
                     + (" and CPU offload wants ~3x" if offload else "") + ".")
 
 
-@rule("storage-io", "medium", "ml-engineering storage/README (16 KiB files ~1.0 GB/s vs 2.7 GB/s); NVIDIA DGX best practices")
+@rule("storage-io", "medium",
+      "ml-engineering storage/README (16 KiB files ~1.0 GB/s vs 2.7 GB/s); NVIDIA DGX best practices")
 def _io(c: Context) -> tuple[Severity, str] | None:  # P20
     b = c.build
     if not b:
@@ -404,14 +423,16 @@ def _io(c: Context) -> tuple[Severity, str] | None:  # P20
     kb = c.req.data.sample_kb
     if b.read_gbps and b.read_gbps_needed > b.read_gbps:
         return "medium", (f"The data pipeline needs ~{b.read_gbps_needed:.1f} GB/s per node; local storage gives "
-                          f"~{b.read_gbps:.1f} GB/s. Pack samples into shards, use a RAID-0 NVMe cache, avoid streaming from object storage.")
+                          f"~{b.read_gbps:.1f} GB/s. Pack samples into shards, use a RAID-0 NVMe cache, avoid "
+                          "streaming from object storage.")
     if kb is not None and kb < 64:
-        return "info", (f"Samples average {kb:g} KB: small files read ~2.7x slower and can exhaust inodes; pack them into "
-                        "WebDataset/TFRecord-style shards.")
+        return "info", (f"Samples average {kb:g} KB: small files read ~2.7x slower and can exhaust inodes; pack them "
+                        "into WebDataset/TFRecord-style shards.")
     return None
 
 
-@rule("multinode-network", "high", "ml-engineering network/README; Cheah 2024 (8 x 400 Gb/s per H100 node); Lambda TCO blog")
+@rule("multinode-network", "high",
+      "ml-engineering network/README; Cheah 2024 (8 x 400 Gb/s per H100 node); Lambda TCO blog")
 def _mnet(c: Context) -> str | None:  # P21
     b = c.build
     if not b or b.nodes <= 1:
@@ -433,8 +454,8 @@ def _ckpt(c: Context) -> tuple[Severity, str] | None:  # P26
         return "medium", (f"Each full checkpoint is ~{b.checkpoint_gb:,.0f} GB; keeping 2 plus one being written needs "
                           f"{need_tb:,.1f} TB but local storage is {b.storage_tb:g} TB.")
     if b.checkpoint_gb >= 100 and c.buying:
-        return "info", (f"Each full checkpoint is ~{b.checkpoint_gb:,.0f} GB: keep the 2 latest locally (the last may be "
-                        "corrupt), copy every few hours off-site, and checkpoint at least every 1-3 h.")
+        return "info", (f"Each full checkpoint is ~{b.checkpoint_gb:,.0f} GB: keep the 2 latest locally (the last may "
+                        "be corrupt), copy every few hours off-site, and checkpoint at least every 1-3 h.")
     return None
 
 
@@ -449,11 +470,11 @@ def _cuda(c: Context) -> tuple[Severity, str] | None:  # P22
         return None
     arch = g.architecture.lower()
     if arch == "blackwell":
-        return "medium", (f"{g.name} (Blackwell) needs CUDA >= 12.8, PyTorch >= 2.7 (cu128 wheels) and driver R570+; older "
-                          "containers fail with 'no kernel image is available for execution'. Pin your images.")
+        return "medium", (f"{g.name} (Blackwell) needs CUDA >= 12.8, PyTorch >= 2.7 (cu128 wheels) and driver R570+; "
+                          "older containers fail with 'no kernel image is available for execution'. Pin your images.")
     if arch == "hopper":
-        return "info", (f"{g.name} (Hopper, sm_90) needs CUDA >= 11.8 and PyTorch >= 2.0; images built for older CUDA warn "
-                        "'sm_90 is not compatible' and fall back or fail.")
+        return "info", (f"{g.name} (Hopper, sm_90) needs CUDA >= 11.8 and PyTorch >= 2.0; images built for older CUDA "
+                        "warn 'sm_90 is not compatible' and fall back or fail.")
     return None
 
 
@@ -463,11 +484,12 @@ def _rocm(c: Context) -> tuple[Severity, str] | None:  # P23
     if not g or g.vendor == "nvidia":
         return None
     if g.vendor == "intel":
-        return "medium", (f"{g.name} uses the Gaudi software stack, not CUDA: check that your training code and kernels "
-                          "(FlashAttention, bitsandbytes) have Gaudi ports before buying.")
+        return "medium", (f"{g.name} uses the Gaudi software stack, not CUDA: check that your training code and "
+                          "kernels (FlashAttention, bitsandbytes) have Gaudi ports before buying.")
     if g.segment == "consumer":
-        return "high", (f"{g.name}: PyTorch ROCm wheels are Linux-only and consumer Radeon support is partial (overrides, "
-                        "missing libraries, no bitsandbytes on some versions). Budget porting time or choose NVIDIA.")
+        return "high", (f"{g.name}: PyTorch ROCm wheels are Linux-only and consumer Radeon support is partial "
+                        "(overrides, missing libraries, no bitsandbytes on some versions). Budget porting time or "
+                        "choose NVIDIA.")
     return "info", (f"{g.name} runs PyTorch on ROCm (Linux): most training code works, but check custom CUDA kernels "
                     "and libraries (FlashAttention, bitsandbytes, DeepSpeed ops) for ROCm builds.")
 
@@ -479,7 +501,8 @@ def _precision(c: Context) -> str | None:
     if not g or p in ("fp32",) or g.supports(p):
         return None
     fb = "bf16/fp16" if p == "fp8" else "fp16 (with loss scaling) or fp32"
-    return f"{g.name} has no native {p} tensor-core support; training falls back to {fb}, slower than estimated for {p}."
+    return (f"{g.name} has no native {p} tensor-core support; training falls back to {fb}, "
+            f"slower than estimated for {p}.")
 
 
 # ---- rent / buy / cloud --------------------------------------------------------------------------
@@ -489,11 +512,12 @@ def _precision(c: Context) -> str | None:
 def _start_cloud(c: Context) -> str | None:  # seeds: start in the cloud when the workload is uncertain
     if not c.buying or c.req.calibration is not None:
         return None
-    return ("The estimate is a model, not a measurement: rent the same GPU for a day first, measure tokens/s (or samples/s) "
-            "and peak memory, put them in the config's calibration section, then buy.")
+    return ("The estimate is a model, not a measurement: rent the same GPU for a day first, measure tokens/s (or "
+            "samples/s) and peak memory, put them in the config's calibration section, then buy.")
 
 
-@rule("spot-checkpointing", "high", "AWS Spot (2-min notice), GCP Spot (30 s); AWS Spot Advisor 2026-02 (H100 15-20 %); Llama 3 paper")
+@rule("spot-checkpointing", "high",
+      "AWS Spot (2-min notice), GCP Spot (30 s); AWS Spot Advisor 2026-02 (H100 15-20 %); Llama 3 paper")
 def _spot(c: Context) -> tuple[Severity, str] | None:  # P27
     if not c.renting or not c.cost or not c.cost.cloud:
         return None
@@ -507,12 +531,14 @@ def _spot(c: Context) -> tuple[Severity, str] | None:  # P27
     multi = opt.instances > 1
     sev: Severity = "high" if multi else "medium"
     return sev, (f"Spot on {opt.provider} {opt.instance} would cut a run from ${opt.cost_per_run_usd:,.0f} to "
-                 f"${opt.cost_per_run_spot_usd:,.0f}, but instances are reclaimed with 30 s-2 min notice: checkpoint every "
-                 "10-30 min and make jobs resumable"
-                 + (f"; {opt.instances} synchronous instances on spot stop whenever any one is reclaimed" if multi else "") + ".")
+                 f"${opt.cost_per_run_spot_usd:,.0f}, but instances are reclaimed with 30 s-2 min notice: checkpoint "
+                 "every 10-30 min and make jobs resumable"
+                 + (f"; {opt.instances} synchronous instances on spot stop whenever any one is "
+                    "reclaimed" if multi else "") + ".")
 
 
-@rule("data-residency", "high", "Uptime Institute survey 2023 (security is the top cloud blocker); PIPL / GDPR transfer rules [weak summaries]")
+@rule("data-residency", "high",
+      "Uptime Institute survey 2023 (security is the top cloud blocker); PIPL / GDPR transfer rules [weak summaries]")
 def _residency(c: Context) -> tuple[Severity, str] | None:  # P28
     sens = c.req.deployment.data_sensitivity
     if sens not in ("confidential", "regulated") or not c.renting:
@@ -524,13 +550,16 @@ def _residency(c: Context) -> tuple[Severity, str] | None:  # P28
     else:
         countries = set()
     abroad = sorted(x for x in countries if x != country)
-    sev: Severity = "block" if (sens == "regulated" and country == "CN" and abroad) else ("high" if sens == "regulated" else "medium")
+    sev: Severity = ("block" if (sens == "regulated" and country == "CN" and abroad)
+                     else ("high" if sens == "regulated" else "medium"))
     where = f" (offers found in {', '.join(abroad)})" if abroad else ""
-    return sev, (f"{sens.title()} data in the cloud{where}: moving it needs a legal transfer path (GDPR / PIPL; in CN a CAC "
-                 "assessment above 1 M people). Use an in-country region with a data-processing agreement, or train on-prem.")
+    return sev, (f"{sens.title()} data in the cloud{where}: moving it needs a legal transfer path (GDPR / PIPL; in CN "
+                 "a CAC assessment above 1 M people). Use an in-country region with a data-processing agreement, or "
+                 "train on-prem.")
 
 
-@rule("export-control", "block", "US BIS rules 2022-10-07, 2023-10-17, 2025-04; CSET explainer; Tom's Hardware 2025-04-15")
+@rule("export-control", "block",
+      "US BIS rules 2022-10-07, 2023-10-17, 2025-04; CSET explainer; Tom's Hardware 2025-04-15")
 def _export(c: Context) -> tuple[Severity, str] | str | None:  # P25
     g = c.gpu
     country = c.req.deployment.country.upper()
@@ -541,7 +570,8 @@ def _export(c: Context) -> tuple[Severity, str] | str | None:  # P25
     if not c.buying and remote is not None and not market.remote_blocked(c.cat, country, g):
         return "info", (f"Renting {g.name} outside {country} falls under the remote-access rule, not the export "
                         f"licence for buying one: {remote.summary} ({remote.source}, {remote.observed})")
-    alts = [x.name for x in c.cat.gpus if not x.export_restricted and x.vendor == "nvidia" and x.release_year >= 2022][:4]
+    alts = [x.name for x in c.cat.gpus
+            if not x.export_restricted and x.vendor == "nvidia" and x.release_year >= 2022][:4]
     alt = f" In-market options: {', '.join(alts)}, or an in-country cloud." if alts else " Use an in-country cloud."
     return (f"{g.name} needs a US export licence for {country}; grey-market units carry no warranty or support.{alt}")
 
@@ -558,10 +588,12 @@ def _stale_price(c: Context) -> str | None:
         return None
     return (f"The rent price used ({o.provider} {o.instance}) was observed {o.observed}, {age} months before this "
             f"catalog ({c.cat.as_of}); cloud prices move: check the current "
-            "price or refresh it with `gpuwiz catalog import skypilot vms.csv -o prices.yaml` and --catalog prices.yaml.")
+            "price or refresh it with `gpuwiz catalog import skypilot vms.csv -o prices.yaml` and "
+            "--catalog prices.yaml.")
 
 
-@rule("obsolescence", "info", "CNBC / Computex 2024-06-02 (yearly NVIDIA cadence); ml-engineering when-to-upgrade-gpus; Epoch (value x0.72/yr)")
+@rule("obsolescence", "info",
+      "CNBC / Computex 2024-06-02 (yearly NVIDIA cadence); ml-engineering when-to-upgrade-gpus; Epoch (value x0.72/yr)")
 def _obsolete(c: Context) -> tuple[Severity, str] | None:  # P29
     if not c.buying or c.gpu is None:
         return None
@@ -570,11 +602,13 @@ def _obsolete(c: Context) -> tuple[Severity, str] | None:  # P29
     if y <= 3 and age < 3:
         return None
     sev: Severity = "medium" if (y > 3 and c.req.training.method == "pretrain") or age >= 4 else "info"
-    return sev, (f"A {y:g}-year horizon on {c.gpu.name} (released {c.gpu.release_year}): NVIDIA now ships a data-centre "
-                 "generation roughly yearly (B200 ~2.2-2.4x H200); resale value falls ~28 %/year. Plan a 3-year economic life.")
+    return sev, (f"A {y:g}-year horizon on {c.gpu.name} (released {c.gpu.release_year}): NVIDIA now ships a "
+                 "data-centre generation roughly yearly (B200 ~2.2-2.4x H200); resale value falls ~28 %/year. Plan a "
+                 "3-year economic life.")
 
 
-@rule("reliability-spares", "info", "ml-engineering fault-tolerance (up to 10 % early failures); Meta Llama 3 paper (GPU fault per ~86k GPU-h)")
+@rule("reliability-spares", "info",
+      "ml-engineering fault-tolerance (up to 10 % early failures); Meta Llama 3 paper (GPU fault per ~86k GPU-h)")
 def _spares(c: Context) -> str | None:  # P30
     if not c.buying or not c.build:
         return None
@@ -582,8 +616,8 @@ def _spares(c: Context) -> str | None:  # P30
         return None
     gpus = c.build.nodes * c.build.gpus_per_node
     per_year = gpus * HOURS_PER_YEAR / 86_000
-    return (f"{gpus} GPUs running all year see ~{per_year:.1f} GPU faults/year (Llama 3: one per ~86k GPU-h) plus early-life "
-            "failures: keep spares or an RMA SLA, and check that warranties transfer on used parts.")
+    return (f"{gpus} GPUs running all year see ~{per_year:.1f} GPU faults/year (Llama 3: one per ~86k GPU-h) plus "
+            "early-life failures: keep spares or an RMA SLA, and check that warranties transfer on used parts.")
 
 
 @rule("failures-per-run", "medium", "Meta Llama 3 paper (419 interruptions in 54 days on 16k H100s)")
@@ -604,14 +638,17 @@ def _energy(c: Context) -> str | None:  # seeds: energy efficiency
         return None
     t = c.cost.onprem
     y = c.req.deployment.horizon_years
-    yearly = (t.capex_usd - t.residual_value_usd) / y + t.power_usd_per_year + t.space_usd_per_year + t.maintenance_usd_per_year + t.staff_usd_per_year
+    yearly = ((t.capex_usd - t.residual_value_usd) / y + t.power_usd_per_year + t.space_usd_per_year
+              + t.maintenance_usd_per_year + t.staff_usd_per_year)
     share = t.power_usd_per_year / yearly if yearly else 0.0
     if share < 0.10:
         return None
     g = c.gpu
-    ppw = f" {g.name} gives {g.peak_tflops(c.req.training.precision) / g.tdp_w * 1000:.0f} GFLOPS/W at {c.req.training.precision}." if g else ""
-    return (f"Power is {share:.0%} of the yearly cost (${t.power_usd_per_year:,.0f}/yr).{ppw} A more efficient GPU, a power "
-            "limit (~95 % speed at ~80 % power) or cheaper electricity matter here; try --objective perf-per-watt.")
+    prec = c.req.training.precision
+    ppw = f" {g.name} gives {g.peak_tflops(prec) / g.tdp_w * 1000:.0f} GFLOPS/W at {prec}." if g else ""
+    return (f"Power is {share:.0%} of the yearly cost (${t.power_usd_per_year:,.0f}/yr).{ppw} A more efficient GPU, a "
+            "power limit (~95 % speed at ~80 % power) or cheaper electricity matter here; try --objective "
+            "perf-per-watt.")
 
 
 def check_nothing_fits(req: Requirements, cat: Catalog, suggestions: list[str]) -> list[Pitfall]:

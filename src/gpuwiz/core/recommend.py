@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
 from gpuwiz.core import market
@@ -32,6 +32,10 @@ from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Alternative, Build, Estimate, Recommendation, Requirements
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+
+# What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
+# divisor, a log/sqrt domain error) or a result that fails its own model's validation (ValueError).
+_NUMERIC_ERRORS = (ArithmeticError, ValueError)
 
 NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the cheapest objective
 # Cheapest objective: among builds within this fraction of the lowest (effective) horizon cost, the
@@ -85,7 +89,7 @@ class _Scanner:
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
-            r = self.mod.quick(self.ctx, gpu, count, gpn)  # type: ignore[attr-defined]
+            r = self.mod.quick(self.ctx, gpu, count, gpn)
             detail = _get(r, "detail")
             blocked = bool(detail is not None and getattr(detail, "problems", None))
             return Quick(
@@ -102,8 +106,8 @@ class _Scanner:
 
     def full(self, gpu: GPU, count: int, gpn: int) -> Estimate:
         if self.fast and hasattr(self.mod, "estimate_from"):
-            return self.mod.estimate_from(self.ctx, gpu, count, gpn)  # type: ignore[attr-defined,no-any-return]
-        return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)  # type: ignore[no-any-return]
+            return self.mod.estimate_from(self.ctx, gpu, count, gpn)
+        return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)
 
 
 def _get(obj: Any, *names: str) -> Any:
@@ -116,6 +120,13 @@ def _get(obj: Any, *names: str) -> Any:
 
 
 # ---- candidates ----------------------------------------------------------------------------------
+
+
+class _Decided(TypedDict, total=False):
+    """cost.analyse's ``decided`` / ``decided_why`` keywords."""
+
+    decided: str
+    decided_why: str
 
 
 @dataclass
@@ -266,7 +277,8 @@ class _Recommender:
                     if c.q.wall_hours <= self.stop_h and (met_once or self.obj == "cheapest"):
                         break
                     met_once = met_once or c.q.wall_hours <= self.stop_h
-                elif q is not None and prev is not None and q.fits and prev.fits and q.wall_hours > 0.9 * prev.wall_hours:
+                elif (q is not None and prev is not None and q.fits and prev.fits
+                      and q.wall_hours > 0.9 * prev.wall_hours):
                     break  # doubling no longer helps
                 prev = q
                 nodes *= 2
@@ -278,7 +290,7 @@ class _Recommender:
             q = scan.quick(gpu, gpn * nodes, gpn)
         except GpuwizError:
             raise
-        except Exception:  # an estimator bug for one candidate must not sink the search
+        except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
             self.drop(DROP_ERROR)
             return None
         c = Cand(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
@@ -290,7 +302,8 @@ class _Recommender:
             return None
         if q.fits and q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
             q = Quick(fits=False, wall_hours=q.wall_hours, gpu_hours=q.gpu_hours, per_gpu_gib=q.per_gpu_gib,
-                      problems=("CPU offload needs more host RAM than the platform takes",), host_ram_gib=q.host_ram_gib)
+                      problems=("CPU offload needs more host RAM than the platform takes",),
+                      host_ram_gib=q.host_ram_gib)
             c.q = q
         if not q.fits:
             if count_drops:
@@ -322,11 +335,13 @@ class _Recommender:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
             c.rent_run = rate * c.q.wall_hours + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0)
-            c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{f' x{n}' if n > 1 else ''})"
+            c.rent_label = (f"{c.count}x {c.gpu.name} on {inst.provider} "
+                            f"({inst.instance_type}{f' x{n}' if n > 1 else ''})")
             c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
             c.extra["idle"] = inst.gpu_count * n - c.count  # GPUs paid for but unused (smallest offer >= count)
             if inst.spot_usd_per_hour:
-                c.spot_run = inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + costmod._fac(self.cat, "spot_overhead_frac", 0.1))
+                c.spot_run = (inst.spot_usd_per_hour * n * c.q.wall_hours
+                              * (1 + costmod._fac(self.cat, "spot_overhead_frac", 0.1)))
             r1 = costmod._fac(self.cat, "reserved_1y_discount", 0.3)
             res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
@@ -352,7 +367,8 @@ class _Recommender:
 
     def _buy_total_rough(self, c: Cand) -> float:
         assert c.capex is not None
-        resid = costmod._fac(self.cat, "residual_value_frac", 0.2) ** (self.y / costmod._fac(self.cat, "depreciation_years", 5.0))
+        resid: float = (costmod._fac(self.cat, "residual_value_frac", 0.2)
+                 ** (self.y / costmod._fac(self.cat, "depreciation_years", 5.0)))
         maint = costmod._fac(self.cat, "maintenance_frac_per_year", 0.1)
         kwh = (self.d.electricity_usd_per_kwh if self.d.electricity_usd_per_kwh is not None
                else market.economics(self.cat, self.d.country).electricity_usd_per_kwh)
@@ -366,14 +382,14 @@ class _Recommender:
         opts: list[tuple[float, str]] = []
         # An owned build must fit the month's runs into the month; renting can run them in parallel.
         keeps_up = c.q.wall_hours * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
-        if mode in ("rent", "either") and c.rent_total is not None:
-            if budget is None or c.rent_total / self.y <= budget:
-                opts.append((c.rent_total, "rent"))
-        if mode in ("buy", "either") and c.buy_total is not None and keeps_up:
-            if budget is None or (c.capex or 0) <= budget:
-                # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
-                # verdict's own rule), so the ranking and the verdict agree.
-                opts.append((c.buy_total / costmod.BUY_MARGIN if mode == "either" else c.buy_total, "buy"))
+        if (mode in ("rent", "either") and c.rent_total is not None
+                and (budget is None or c.rent_total / self.y <= budget)):
+            opts.append((c.rent_total, "rent"))
+        if (mode in ("buy", "either") and c.buy_total is not None and keeps_up
+                and (budget is None or (c.capex or 0) <= budget)):
+            # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
+            # verdict's own rule), so the ranking and the verdict agree.
+            opts.append((c.buy_total / costmod.BUY_MARGIN if mode == "either" else c.buy_total, "buy"))
         if not opts:
             c.score = math.inf
             can_rent = mode in ("rent", "either") and c.rent_total is not None
@@ -456,7 +472,8 @@ class _Recommender:
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands = self.enumerate(scan)
         w0 = self.workload0(scan)
-        self.storage_usd_per_hour = (sysmod.storage_needed_tb(w0) * costmod._fac(self.cat, "cloud_storage_usd_per_tb_month", 23.0)
+        self.storage_usd_per_hour = (sysmod.storage_needed_tb(w0)
+                                     * costmod._fac(self.cat, "cloud_storage_usd_per_tb_month", 23.0)
                                      / HOURS_PER_MONTH)
         for c in cands:
             self.price_rough(c, w0)
@@ -504,7 +521,8 @@ class _Recommender:
         buy_build: Build | None = build
         if renting:
             # The answer is a cloud instance; the on-prem side is the best build one could buy instead.
-            label = f"{cloud[0].provider} {cloud[0].instance}" + (f" x{cloud[0].instances}" if cloud[0].instances > 1 else "") if cloud else win.rent_label
+            label = (f"{cloud[0].provider} {cloud[0].instance}"
+                     + (f" x{cloud[0].instances}" if cloud[0].instances > 1 else "") if cloud else win.rent_label)
             if cloud and _reserved_wins(cloud[0]):
                 label += ", 1-year reservation"
             if cloud and cloud[0].note:
@@ -512,10 +530,12 @@ class _Recommender:
             buy = self._best_buy(ranked)
             rent_ref = costmod.RentRef(
                 usd_per_run=cloud[0].cost_per_run_usd if cloud else (win.rent_run or 0.0), label=win.rent_label,
-                usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year, spot_usd_per_run=win.spot_run)
+                usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year,
+                spot_usd_per_run=win.spot_run)
             if buy is not None:
                 bw = self.workload0(scan)
-                buy_build = buy.extra.get("build") or sysmod.size_system(self.req, self.cat, buy.gpu, buy.gpn, buy.nodes, bw)
+                buy_build = (buy.extra.get("build")
+                             or sysmod.size_system(self.req, self.cat, buy.gpu, buy.gpn, buy.nodes, bw))
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
                                            **self._decided(win, buy))
             else:
@@ -537,17 +557,21 @@ class _Recommender:
                 own = cloud[0] if (ref is win and cloud) else None
                 rent_ref = costmod.RentRef(
                     usd_per_run=own.cost_per_run_usd if own else (ref.rent_run or 0.0), label=ref.rent_label,
-                    usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year, spot_usd_per_run=ref.spot_run)
-            analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref, gpu_priced=win.capex is not None,
+                    usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year,
+                    spot_usd_per_run=ref.spot_run)
+            analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref,
+                                       gpu_priced=win.capex is not None,
                                        **(self._decided(win, ref) if ref is not None else {}))
         alts = self.alternatives(win, ranked)
         ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis)
         pits = pitmod.check(ctx)
+        per_run: float | None
         if analysis.verdict == "rent" and cloud:
             # What renting costs the way the ranking priced it: on demand, or a reservation when
             # the year's runs fill it well enough to be cheaper.
             o = cloud[0]
-            per_run = o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None else o.cost_per_run_usd
+            per_run = (o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None
+                       else o.cost_per_run_usd)
         elif analysis.onprem is not None and not renting:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
@@ -556,7 +580,8 @@ class _Recommender:
             per_run = None
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
-            found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est, cost_per_run_usd=round(per_run, 2) if per_run is not None else None,
+            found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est,
+            cost_per_run_usd=round(per_run, 2) if per_run is not None else None,
             alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=self.considered,
             dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
             suggestions=self.suggestions(scan) if not est.feasible else [],
@@ -574,7 +599,7 @@ class _Recommender:
     def _stack(self, c: Cand) -> float:
         return 1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP
 
-    def _decided(self, win: Cand, other: Cand) -> dict[str, str]:
+    def _decided(self, win: Cand, other: Cand) -> _Decided:
         """The ranking's rent-or-buy choice for cost.analyse (cheapest objective, mode either), and why
         it may differ from the plain dollar comparison there (``other`` is the other side's build)."""
         if self.obj != "cheapest" or self.d.mode != "either" or win.mode not in ("rent", "buy"):
@@ -590,8 +615,8 @@ class _Recommender:
         return {"decided": win.mode, "decided_why": why}
 
     def _best_rent(self, win: Cand, ranked: list[Cand]) -> Cand | None:
-        ok = [c for c in [win] + ranked if c.rent_run is not None and c.rent_total is not None]
-        return min(ok, key=lambda c: (c.rent_total, c.q.wall_hours)) if ok else None  # type: ignore[arg-type, return-value]
+        ok = [c for c in [win, *ranked] if c.rent_run is not None and c.rent_total is not None]
+        return min(ok, key=lambda c: (c.rent_total, c.q.wall_hours)) if ok else None
 
     def alternatives(self, win: Cand, ranked: list[Cand]) -> list[Alternative]:
         out: list[Alternative] = []
@@ -654,12 +679,12 @@ class _Recommender:
             for nodes in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
                 try:
                     q = scan.quick(g, gpn * nodes, gpn)
-                except Exception:
+                except (GpuwizError, *_NUMERIC_ERRORS):
                     break
                 if q.fits and math.isfinite(q.wall_hours):
                     if q.wall_hours > self.deadline_h:
-                        out.append(f"{nodes} node(s) of {gpn}x {g.name} would fit but take {q.wall_hours / 24:,.1f} days: "
-                                   f"a deadline of {math.ceil(q.wall_hours / 24)} days, or more nodes")
+                        out.append(f"{nodes} node(s) of {gpn}x {g.name} would fit but take {q.wall_hours / 24:,.1f} "
+                                   f"days: a deadline of {math.ceil(q.wall_hours / 24)} days, or more nodes")
                     else:
                         out.append(f"{nodes} node(s) of {gpn}x {g.name} ({nodes * gpn} GPUs) would fit and finish in "
                                    f"{q.wall_hours:,.1f} h")
@@ -681,9 +706,11 @@ class _Recommender:
                 g, n, h = hit
                 out.append(f"{label} would fit on {n}x {g.id} ({h:,.1f} h per run)")
         if self.dropped.get(DROP_BUDGET) and self.d.budget_usd:
-            out.append(f"{self.dropped[DROP_BUDGET]} fitting build(s) exceed the ${self.d.budget_usd:,.0f} budget: raise it or rent")
+            out.append(f"{self.dropped[DROP_BUDGET]} fitting build(s) exceed the ${self.d.budget_usd:,.0f} budget: "
+                       "raise it or rent")
         if self.dropped.get(DROP_EXPORT):
-            out.append(f"{self.dropped[DROP_EXPORT]} GPU type(s) are export-restricted for {self.d.country}: use in-market GPUs or an in-country cloud")
+            out.append(f"{self.dropped[DROP_EXPORT]} GPU type(s) are export-restricted for {self.d.country}: use "
+                       "in-market GPUs or an in-country cloud")
         return out
 
     def _smallest_fit(self, req: Requirements, upd: dict[str, Any], gpus: list[GPU]) -> tuple[GPU, int, float] | None:
@@ -697,14 +724,14 @@ class _Recommender:
             data["hardware"] = None
             req2 = Requirements.model_validate(data)
             scan = _Scanner(req2, self.cat)
-        except Exception:
+        except (GpuwizError, *_NUMERIC_ERRORS):  # the changed settings fail validation or cannot be sized
             return None
         best: tuple[float, GPU, int, float] | None = None
         for g in gpus:
             for gpn in _gpn_options(g):
                 try:
                     q = scan.quick(g, gpn, gpn)
-                except Exception:
+                except (GpuwizError, *_NUMERIC_ERRORS):
                     break
                 if q.fits and math.isfinite(q.wall_hours):
                     price = (g.price_new_usd or 1e9) * gpn
@@ -723,5 +750,5 @@ def _sig(x: float) -> float:
     """Round to 2 significant digits so near-ties fall through to cost."""
     if x <= 0 or not math.isfinite(x):
         return x
-    p = math.floor(math.log10(x)) - 1
-    return round(x / 10**p) * 10**p
+    scale = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return round(x / scale) * scale

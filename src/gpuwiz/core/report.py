@@ -87,11 +87,12 @@ def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
     st = rec.market
     if st is None:
         return []
-    out: list[str] = []
-    where = {"EU": "the EU/EEA", "CN": "mainland China (not HK/MO)", "GB": "the UK"}.get(st.jurisdiction, st.jurisdiction)
+    names_j = {"EU": "the EU/EEA", "CN": "mainland China (not HK/MO)", "GB": "the UK"}
+    where = names_j.get(st.jurisdiction, st.jurisdiction)
     policy = {"regulated": f"regulated data: rent only in {where}, no community marketplace hosts",
               "confidential": "confidential data: no community marketplace hosts",
-              "internal": "internal data: any offer (marketplace hosts and regions abroad are allowed; the trade-off is noted per offer)",
+              "internal": ("internal data: any offer (marketplace hosts and regions abroad are allowed; "
+                           "the trade-off is noted per offer)"),
               "public": "public data: any offer"}[st.data_sensitivity]
     if st.regions:
         policy += f"; only in {', '.join(st.regions)}"
@@ -111,7 +112,7 @@ def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
         lines.append(f"- Export rule ({f.kind}, {f.effect}): {f.summary} [{f.source}, {f.observed}]")
     if len(lines) == 1 and st.data_sensitivity in ("internal", "public") and not st.export:
         return []
-    return ["", f"{h2}Where it may run" if md else "Where it may run:"] + lines
+    return ["", f"{h2}Where it may run" if md else "Where it may run:", *lines]
 
 
 def _json(data: dict[str, Any]) -> str:
@@ -130,8 +131,10 @@ def _estimate_lines(est: Estimate, md: bool) -> list[str]:
     fits = "fits" if m.fits else "DOES NOT FIT"
     rows = [
         ("Model", f"{est.model.name} ({est.model.family}), {fmt_count(est.model.params_total)} params"
-                  + (f", {fmt_count(est.model.params_active)} active" if est.model.params_active != est.model.params_total else "")
-                  + (f", {fmt_count(est.model.params_trainable)} trainable" if est.model.params_trainable != est.model.params_total else "")),
+                  + (f", {fmt_count(est.model.params_active)} active"
+                     if est.model.params_active != est.model.params_total else "")
+                  + (f", {fmt_count(est.model.params_trainable)} trainable"
+                     if est.model.params_trainable != est.model.params_total else "")),
         ("Hardware", f"{p.gpus}x {est.gpu_name} ({p.nodes} node{'s' if p.nodes > 1 else ''} x {p.gpus_per_node})"),
         ("Plan", f"{p.framework}: DP {p.dp}, TP {p.tp}, PP {p.pp}, ZeRO {p.zero_stage}, offload {p.offload}, "
                  f"micro-batch {p.micro_batch} x accum {p.grad_accum}, checkpointing {p.activation_checkpointing}"),
@@ -185,7 +188,7 @@ def _build_lines(build: Build, md: bool, h2: str, title: str) -> list[str]:
         ("Software", "; ".join(build.software)),
     ]
     out += [f"- **{k}**: {v}" for k, v in sysrows] if md else [f"  {k:<9}{v}" for k, v in sysrows]
-    return out + [""]
+    return [*out, ""]
 
 
 def _pitfall_lines(rec: Recommendation, md: bool) -> list[str]:
@@ -201,7 +204,9 @@ def _table(headers: list[str], rows: list[list[str]], md: bool) -> list[str]:
         return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + [
             "| " + " | ".join(r) + " |" for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    def line(cells: list[str]) -> str:
+        return "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
+
     return [line(headers)] + [line(r) for r in rows]
 
 
@@ -223,7 +228,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
             out += [f"- {s}" for s in rec.suggestions]
         out += _market_lines(rec, md, h2)
         if rec.pitfalls:
-            out += ["", f"{h2}Warnings" if md else "Warnings:"] + _pitfall_lines(rec, md)
+            out += ["", f"{h2}Warnings" if md else "Warnings:", *_pitfall_lines(rec, md)]
         return "\n".join(out) + "\n"
 
     n_gpus = build.gpus_per_node * build.nodes
@@ -253,7 +258,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     if rented and rec.buy_build is not None:
         out += _build_lines(rec.buy_build, md, h2, "If you would rather own it" if md
                             else "If you would rather own it (bill of materials, per node unless noted):")
-    out += [f"{h2}Estimate" if md else "Estimate:"] + _estimate_lines(est, md)
+    out += [f"{h2}Estimate" if md else "Estimate:", *_estimate_lines(est, md)]
 
     if rec.alternatives:
         out += ["", f"{h2}Alternatives" if md else "Alternatives:"]
@@ -295,7 +300,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
 
     out += _market_lines(rec, md, h2)
     if rec.pitfalls:
-        out += ["", f"{h2}Warnings" if md else "Warnings:"] + _pitfall_lines(rec, md)
+        out += ["", f"{h2}Warnings" if md else "Warnings:", *_pitfall_lines(rec, md)]
     if rec.dropped:
-        out += ["", f"Dropped candidates: " + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + "."]
+        out += ["", "Dropped candidates: " + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + "."]
     return "\n".join(out) + "\n"

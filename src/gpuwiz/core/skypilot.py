@@ -191,7 +191,8 @@ def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, ret
                 bad(line, "Price", f"not a number ({exc})")
                 continue
             if price is None or price <= 0:
-                bad(line, "Price", "empty (no on-demand price for this row)" if price is None else f"must be > 0 (got {price:g})")
+                why = "empty (no on-demand price for this row)" if price is None else f"must be > 0 (got {price:g})"
+                bad(line, "Price", why)
             elif spot is not None and spot > 0 and spot < spots.get(key, math.inf):
                 spots[key] = spot
             continue

@@ -29,9 +29,9 @@ import math
 from dataclasses import dataclass
 
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
+from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import BomLine, Build, Estimate, Requirements
 from gpuwiz.core.units import GB_PER_GIB
-
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82
@@ -96,7 +96,7 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
             preset = cat.model(req.model.preset)
             modality = preset.modality if preset.modality != "text" else modality
             sample_kb = sample_kb or preset.sample_kb
-        except Exception:  # unknown preset: the estimator reports it; sizing uses defaults
+        except GpuwizError:  # unknown preset: the estimator reports it; sizing uses defaults
             pass
     if req.data.dataset_gb:
         dataset_gb = float(req.data.dataset_gb)
@@ -173,10 +173,11 @@ def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str) -> li
         return []
     order = {"desktop": 0, "workstation": 1, "server": 2, "hgx": 3}
     rest = [c for c in cat.platforms.chassis if c is not first and c.gpu_form == first.gpu_form
-            and c.max_gpus >= gpus_per_node and (c.gpu_form != "pcie" or c.max_slot_width >= min(gpu.slot_width, first.max_slot_width))
+            and c.max_gpus >= gpus_per_node
+            and (c.gpu_form != "pcie" or c.max_slot_width >= min(gpu.slot_width, first.max_slot_width))
             and not (site == "desk" and c.kind not in ("desktop", "workstation"))]
     rest.sort(key=lambda c: (order[c.kind], c.price_usd))
-    return [first] + rest
+    return [first, *rest]
 
 
 def pick_chassis(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str) -> Chassis | None:
@@ -231,7 +232,8 @@ def _cpu_ok(cpu: CPU, sockets: int, cores: int, lanes: int) -> bool:
     return cpu.cores * sockets >= cores and cpu_lanes(cpu, sockets) >= lanes
 
 
-def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float, desktop: bool) -> tuple[Dimm | None, int]:
+def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
+                desktop: bool) -> tuple[Dimm | None, int]:
     """Fill memory channels evenly (1 or 2 DIMMs per channel) with the cheapest config >= target."""
     # Current desktop / Threadripper 7000 / EPYC 9004 / Xeon 4th-gen platforms take DDR5.
     kinds = ("ddr5-udimm",) if desktop else ("ddr5-rdimm",)
@@ -269,7 +271,8 @@ def _tiers(cat: Catalog, *kinds: str) -> list[StorageTier]:
 M2_SLOTS = {"desktop": 2, "workstation": 4}  # M.2 sockets on typical AM5 / TRX50-WRX90 boards
 
 
-def pick_nvme(cat: Catalog, chassis: Chassis | None, target_tb: float, read_gbps: float) -> tuple[StorageTier | None, int]:
+def pick_nvme(cat: Catalog, chassis: Chassis | None, target_tb: float,
+              read_gbps: float) -> tuple[StorageTier | None, int]:
     """The local NVMe tier and drive count: the cheapest set that holds ``target_tb`` and reads
     ``read_gbps``. Desktop / workstation boxes take consumer M.2 drives (as many as the board has
     M.2 sockets); servers take enterprise U.2 (hot-swap bays, power-loss protection)."""
@@ -296,7 +299,8 @@ def _cheapest_drives(tiers: list[StorageTier], target_tb: float, read_gbps: floa
                 continue
             n = max_n
         cost = n * (t.price_usd or 0.0)
-        if best is None or (n * cap >= target_tb and (best[2] * (best[1].capacity_tb or 1) < target_tb or cost < best[0])):
+        if best is None or (n * cap >= target_tb
+                            and (best[2] * (best[1].capacity_tb or 1) < target_tb or cost < best[0])):
             best = (cost, t, n)
     return (best[1], best[2]) if best else None
 
@@ -308,7 +312,8 @@ def pick_network(cat: Catalog, gpu: GPU, nodes: int) -> tuple[NetworkOption | No
         return (min(eth, key=lambda n: (n.nic_price_usd, -n.gbps)) if eth else None), 1, 0.0
     arch = gpu.architecture.lower()
     # H100 clusters: 8 x 400 Gb/s per node (Cheah 2024; DGX H100); A100: 200 Gb/s HDR per GPU.
-    target = 400.0 if arch in ("hopper", "blackwell", "cdna3", "gaudi3") else 200.0 if arch in ("ampere", "cdna2") else 100.0
+    target = (400.0 if arch in ("hopper", "blackwell", "cdna3", "gaudi3") else 200.0 if arch in ("ampere", "cdna2")
+              else 100.0)
     rdma = [n for n in cat.network if n.rdma]
     if not rdma:
         return None, 1, target
@@ -497,7 +502,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
                            note=f"{cpu.cores * sockets} cores/node (need {cores}), {cpu_lanes} lanes (need {lanes})"))
 
     # RAM.
-    floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
+    _floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
     dimm, n_dimm = pick_memory(cat, cpu, sockets, rec_gb, desktop)
     ram_gb = int(n_dimm * dimm.capacity_gb) if dimm else int(2 ** math.ceil(math.log2(max(rec_gb, 16))))
     if dimm:
@@ -531,7 +536,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     gpu_total = (gpu_unit or 0.0) * gpus_per_node * nodes
     if chassis:
         chassis_usd = chassis.price_usd
-        chassis_note = f"{chassis.kind}, {chassis.psu_w:g} W PSU" + (f", {chassis.rack_units}U" if chassis.rack_units else ", tower")
+        chassis_note = (f"{chassis.kind}, {chassis.psu_w:g} W PSU"
+                        + (f", {chassis.rack_units}U" if chassis.rack_units else ", tower"))
         if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
             chassis_note += f"; needs {chassis.max_slot_width}-slot (blower) variants of the card"
         if chassis.psu_w < psu_need:
@@ -570,7 +576,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         storage=storage,
         network=network,
         psu_w=psu_w,
-        power_w=int(round(sustained)),
+        power_w=round(sustained),
         heat_kw=round(heat_kw, 2),
         site=where,
         software=software_stack(gpu, nodes, w),
@@ -587,7 +593,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         read_gbps=round(fast_read, 2),
         network_gbps_per_gpu=round(per_gpu_gbps, 1),
         rdma=bool(net and net.rdma and nodes > 1),
-        max_power_w=int(round(max_w)),
+        max_power_w=round(max_w),
     )
 
 
@@ -603,7 +609,8 @@ def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, ci
         return f"server room or colocation ({node_kw:.1f} kW, 208-240 V circuit, rack cooling)"
     if sustained_w <= circuit_w:
         return f"desk or office ({sustained_w:,.0f} W fits one 15 A/120 V circuit of {circuit_w:,.0f} W)"
-    return f"office / server closet with a dedicated 20 A/240 V circuit ({sustained_w:,.0f} W, {node_kw:.1f} kW of heat)"
+    return (f"office / server closet with a dedicated 20 A/240 V circuit ({sustained_w:,.0f} W, "
+            f"{node_kw:.1f} kW of heat)")
 
 
 def platform_capex(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload,

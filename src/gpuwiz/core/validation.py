@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import statistics
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -196,7 +195,7 @@ def _model_spec(e: dict[str, Any], seq: int | None) -> dict[str, Any]:
         if p:
             spec["params_b"] = p / 1e9
         if str(spec.get("preset", "")).startswith("llama") and "hidden" in spec and "ffn" not in spec:
-            spec["ffn"] = int(math.ceil(8 * spec["hidden"] / 3 / 256)) * 256
+            spec["ffn"] = math.ceil(8 * spec["hidden"] / 3 / 256) * 256
         if "family" not in spec and re.search(r"t0|mt0|t5", name):
             spec["family"] = "encoder-decoder"
     if seq:
@@ -323,7 +322,7 @@ def _global_batch_seqs(gb: Any, seq: int | None) -> int | None:
     if n is None:
         return None
     if "token" in s and seq:
-        return max(1, int(round(n / seq)))
+        return max(1, round(n / seq))
     return int(n)
 
 
@@ -371,7 +370,7 @@ def _torchtune(e: dict[str, Any], method: str, count: int) -> tuple[dict[str, An
             tr["pure_bf16"] = True
             if k >= 7:
                 tr["optimizer"] = "adamw-8bit"
-            if 5 <= k:
+            if k >= 5:
                 notes.append("optimizer step fused into backward: gradients freed as they are produced "
                              "(not modelled: gpuwiz counts a full gradient buffer)")
         if k >= 6 or lora:
@@ -458,7 +457,7 @@ def map_throughput(e: dict[str, Any], catalog: Catalog) -> Case | Skipped:
         par = {"zero_stage": 0}
     fact_ok = True
     if "torchtune" in _source(e).lower():
-        tt, ck, tt_notes, unmodelled = _torchtune(e, method, count)
+        tt, ck, _tt_notes, unmodelled = _torchtune(e, method, count)
         fact_ok = unmodelled is None
         par = tt.pop("parallel", None) or ({"zero_stage": 3} if count > 1 else {"zero_stage": 0, "offload": "none"})
         training.update(tt)
@@ -546,9 +545,11 @@ def map_time(e: dict[str, Any], catalog: Catalog) -> Case | Skipped:
         # two phases: 7038 steps × 65536 seqs @128, 1563 × 32768 @512 (published steps and batches)
         steps = [int(x.replace(",", "")) for x in re.findall(r"(\d[\d,]*) steps", str(data["steps"]))]
         tr = dict(training, flash_attention=False, parallel={"zero_stage": 0})
-        parts.append(({"preset": "bert-large", "seq_len": 128}, dict(tr, global_batch=65536, micro_batch=256 if prec != "tf32" else 128),
+        parts.append(({"preset": "bert-large", "seq_len": 128},
+                      dict(tr, global_batch=65536, micro_batch=256 if prec != "tf32" else 128),
                       {"samples": steps[0] * 65536}))
-        parts.append(({"preset": "bert-large", "seq_len": 512}, dict(tr, global_batch=32768, micro_batch=32 if prec != "tf32" else 16),
+        parts.append(({"preset": "bert-large", "seq_len": 512},
+                      dict(tr, global_batch=32768, micro_batch=32 if prec != "tf32" else 16),
                       {"samples": steps[1] * 32768}))
     elif "resnet" in lname:
         if not data.get("epochs"):
@@ -572,14 +573,15 @@ def map_time(e: dict[str, Any], catalog: Catalog) -> Case | Skipped:
     else:
         tokens = parse_count(data.get("tokens"))
         if tokens is None and data.get("samples"):
-            return Skipped(eid, "time", "token count unknown (variable-length samples; gpuwiz assumes packed sequences)")
+            return Skipped(eid, "time", "token count unknown (variable-length samples; gpuwiz assumes packed "
+                                        "sequences)")
         if tokens is None:
             return Skipped(eid, "time", "data size (tokens or samples × epochs) not published")
         if not (data.get("tokens") and "~" in str(data.get("tokens"))) and data.get("steps") and e.get("global_batch"):
             pass
         seq = seq or 2048
-        gb = _global_batch_seqs(e.get("global_batch"), seq)
-        tr = dict(training, micro_batch=mb, global_batch=gb, activation_checkpointing=ck)
+        gb_seqs = _global_batch_seqs(e.get("global_batch"), seq)
+        tr = dict(training, micro_batch=mb, global_batch=gb_seqs, activation_checkpointing=ck)
         if par:
             tr["parallel"] = par
         parts.append((_model_spec(e, seq), tr, {"tokens": tokens}))
@@ -785,7 +787,7 @@ def summarise(cases: list[Case], group: str) -> Summary:
     bs = [abs(c.base_err) for c in cases if c.base_err is not None]
     signed = [c.err for c in cases if c.err is not None]
     return Summary(group, len(es), _pct(es, 0.5), _pct(es, 0.9), _pct(bs, 0.5), _pct(bs, 0.9),
-                   _pct(signed, 0.5))  # type: ignore[arg-type]
+                   _pct(signed, 0.5))
 
 
 @dataclass
@@ -880,7 +882,7 @@ def _summary_table(rows: list[Summary], title: str) -> list[str]:
     for s in rows:
         out.append(f"| {s.group} | {s.n} | {_a(s.median)} | {_a(s.p90)} | {_p(s.bias)} | {_a(s.base_median)} | "
                    f"{_a(s.base_p90)} |")
-    return out + [""]
+    return [*out, ""]
 
 
 def render_md(r: Report) -> str:
@@ -907,10 +909,10 @@ def render_md(r: Report) -> str:
     t = k["time"]
     worse = [x.group for x in r.by_generation + r.by_family if x.n >= 2 and x.median >= x.base_median]
     L += ["### Targets (issue #5)", "",
-          f"- throughput + GPU-hours median ≤ 15 %, p90 ≤ 40 %: **{'met' if tt.median <= .15 and tt.p90 <= .40 else 'NOT met'}**"
-          f" ({_a(tt.median)} / {_a(tt.p90)}). Whole runs alone: {_a(t.median)} / {_a(t.p90)} -- "
-          f"{'met' if t.median <= .15 and t.p90 <= .40 else '**not met**'} (few entries, most with an unstated "
-          "GPU count, parallel layout or restarts).",
+          "- throughput + GPU-hours median ≤ 15 %, p90 ≤ 40 %: "
+          f"**{'met' if tt.median <= .15 and tt.p90 <= .40 else 'NOT met'}** ({_a(tt.median)} / {_a(tt.p90)}). Whole "
+          f"runs alone: {_a(t.median)} / {_a(t.p90)} -- {'met' if t.median <= .15 and t.p90 <= .40 else '**not met**'} "
+          "(few entries, most with an unstated GPU count, parallel layout or restarts).",
           f"- measured peak memory median ≤ 15 %: **{'met' if mem.median <= .15 else 'NOT met'}** ({_a(mem.median)}, "
           f"p90 {_a(mem.p90)}). The largest misses: the same torchtune LoRA recipe measured 16.2 GiB on a 4090 and "
           "30.3 GiB on an A6000 (no single model can match both); PEFT and Stable Diffusion examples do not publish "
@@ -941,12 +943,13 @@ def render_md(r: Report) -> str:
           f"({f.base_accuracy * 100:.0f}%).", ""]
     if f.wrong:
         L += ["Wrong: " + ", ".join(f"`{w}`" for w in f.wrong), ""]
-    for kind, title, unit in (("time", "Whole training runs (GPU-hours)", "GPU-hours"),
-                              ("throughput", "Throughput", ""), ("memory", "Peak memory per GPU", "GiB")):
+    for kind, title in (("time", "Whole training runs (GPU-hours)"), ("throughput", "Throughput"),
+                        ("memory", "Peak memory per GPU")):
         rows = [c for c in r.cases if c.kind == kind]
         if not rows:
             continue
-        L += [f"## {title}", "", "| entry | model | GPUs | published | gpuwiz | error | naive | naive error | plan | MFU |",
+        L += [f"## {title}", "",
+              "| entry | model | GPUs | published | gpuwiz | error | naive | naive error | plan | MFU |",
               "|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
         for c in rows:
             pub = _num(c.measured) if c.measured else ("fits" if c.fit_fact else "OOM")
@@ -975,19 +978,30 @@ PARAMS_DOC = [
     "generation, precision, size, sequence length, scale, interconnect and method -- no per-model or per-entry "
     "constant. Changed in this calibration:", "",
     "| parameter | was | now | set by |", "|---|---:|---:|---|",
-    "| `base_by_arch['hopper']` | 0.47 | 0.45 | the 50 Hopper throughput/time entries (llm-foundry H100 7B-70B MFU 41-46 %, Llama 3 405B 38-43 %): median error 6 %, bias +1 % (0.50 gave 12 % / +12 %) |",
+    "| `base_by_arch['hopper']` | 0.47 | 0.45 | the 50 Hopper throughput/time entries (llm-foundry H100 7B-70B MFU "
+    "41-46 %, Llama 3 405B 38-43 %): median error 6 %, bias +1 % (0.50 gave 12 % / +12 %) |",
     "| `base_by_arch['volta']` | 0.35 | 0.42 | DLE ResNet-50 / BERT on V100; Megatron 2019 V100 |",
     "| `seq_decay` (per doubling above 2k) | 0.93 | 0.95 | llm-foundry 125M-30B at 4k-64k on A100 and H100 |",
-    "| `recompute_time_factor` (new) | 1.0 | 0.3 | llm-foundry: AC-on MFU only 5-15 % below AC-off MFU (A100 30B 55 % vs 7B 64 %; H100 13-70B 41-44 % vs 7B 42-46 %) |",
-    "| family factor on fp32 (CUDA cores) | applied | not applied | DLE ResNet-50 V100 FP32 367 img/s = 58 % of FP32 peak |",
-    "| planner at multi-node scale (new) | simplest plan | fastest of the plans that fit when the simplest is ZeRO-3 (5 % margin) | Megatron GPT 76B-1T, GPT-3 175B on 1024 A100 |",
-    "| planner at ≥ 256 GPUs and ≥ 100 B params (new) | fastest if 5 % faster | fastest TP/PP plan that fits, outright | GPT-3, MT-NLG 530B, Megatron 1T, Falcon-180B, OPT-175B all ran 3D parallel |",
-    "| planner before CPU offload (new) | offload at 20 % headroom | in-GPU plans retried at 5 % headroom, flagged tight | torchtune Llama-3.1-8B LoRA on one 24 GB 4090 ran without offload |",
-    "| `training.pure_bf16` (new option) | -- | 2 + 2 + 4 = 8 B/param for AdamW (no fp32 master) | torchtune dtype=bf16 full fine-tunes (Llama-3.2-3B rows: 2-16 %) |",
-    "| `training.chunked_loss` (new option) | full fp32 logits 6·s·V | bf16 logits + one fp32 chunk: 2.5·s·V | torchtune CEWithChunkedOutputLoss; llm-foundry loss_fn fused_crossentropy (all 11 wrong MPT 'fits' facts fixed) |",
-    "| `training.activation_offload` (new option) | -- | checkpointed inputs of 2 layers stay on the GPU | torchtune enable_activation_offloading (3B LoRA/QLoRA rows) |",
-    "| gradients vs activations (new) | always summed | max(activations, gradients) with one micro-batch per step on one GPU or FSDP | PyTorch zero_grad(set_to_none=True): torchtune 3B full + AC 24.9 GiB = states + grads |",
-    "| ZeRO-3 gather buffer | 4 B × largest layer | 2 layers × stored weight width (NF4: 0.52 B) | torchtune Llama-3.1-405B QLoRA 8× A100 (+48 % → +23 %) |",
+    "| `recompute_time_factor` (new) | 1.0 | 0.3 | llm-foundry: AC-on MFU only 5-15 % below AC-off MFU (A100 30B 55 % "
+    "vs 7B 64 %; H100 13-70B 41-44 % vs 7B 42-46 %) |",
+    "| family factor on fp32 (CUDA cores) | applied | not applied | DLE ResNet-50 V100 FP32 367 img/s = 58 % of FP32 "
+    "peak |",
+    "| planner at multi-node scale (new) | simplest plan | fastest of the plans that fit when the simplest is ZeRO-3 "
+    "(5 % margin) | Megatron GPT 76B-1T, GPT-3 175B on 1024 A100 |",
+    "| planner at ≥ 256 GPUs and ≥ 100 B params (new) | fastest if 5 % faster | fastest TP/PP plan that fits, outright "
+    "| GPT-3, MT-NLG 530B, Megatron 1T, Falcon-180B, OPT-175B all ran 3D parallel |",
+    "| planner before CPU offload (new) | offload at 20 % headroom | in-GPU plans retried at 5 % headroom, flagged "
+    "tight | torchtune Llama-3.1-8B LoRA on one 24 GB 4090 ran without offload |",
+    "| `training.pure_bf16` (new option) | -- | 2 + 2 + 4 = 8 B/param for AdamW (no fp32 master) | torchtune "
+    "dtype=bf16 full fine-tunes (Llama-3.2-3B rows: 2-16 %) |",
+    "| `training.chunked_loss` (new option) | full fp32 logits 6·s·V | bf16 logits + one fp32 chunk: 2.5·s·V | "
+    "torchtune CEWithChunkedOutputLoss; llm-foundry loss_fn fused_crossentropy (all 11 wrong MPT 'fits' facts fixed) |",
+    "| `training.activation_offload` (new option) | -- | checkpointed inputs of 2 layers stay on the GPU | torchtune "
+    "enable_activation_offloading (3B LoRA/QLoRA rows) |",
+    "| gradients vs activations (new) | always summed | max(activations, gradients) with one micro-batch per step on "
+    "one GPU or FSDP | PyTorch zero_grad(set_to_none=True): torchtune 3B full + AC 24.9 GiB = states + grads |",
+    "| ZeRO-3 gather buffer | 4 B × largest layer | 2 layers × stored weight width (NF4: 0.52 B) | torchtune "
+    "Llama-3.1-405B QLoRA 8× A100 (+48 % → +23 %) |",
     "", "Unchanged and confirmed: A100 base 0.62, size factor (N/2e9)^0.1, 2 %/node doubling, fp8 ×1.3, "
     "CNN factor 0.33, LoRA 0.8, QLoRA ×0.85; memory: CUDA context 1 GiB (excluded when the source reports the "
     "PyTorch allocator's peak), buckets, ZeRO-3 gather buffer, 5 % fragmentation.", "",

@@ -12,8 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpuwiz.core.models import SEVERITY_ORDER, Pitfall, Recommendation, Requirements
+from pydantic import ValidationError
 
+from gpuwiz.core.models import SEVERITY_ORDER, Pitfall, Recommendation, Requirements
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16", "fp8", "fp16", "tf32", "fp32")
@@ -296,7 +297,8 @@ def cycle_gpu(req: Requirements, gpu_ids: list[str], current: str | None, step: 
     return _update(req, "hardware", gpu=new), f"GPU → {new}"
 
 
-def step_count(req: Requirements, current: int | None, step: int, current_gpu: str | None = None) -> tuple[Requirements, str]:
+def step_count(req: Requirements, current: int | None, step: int,
+               current_gpu: str | None = None) -> tuple[Requirements, str]:
     """Pin the GPU count one rung up or down the 1, 2, 4, 8, ... ladder (and the current GPU type)."""
     cur = (req.hardware.count if req.hardware and req.hardware.count else None) or current or 1
     if step > 0:
@@ -327,7 +329,7 @@ def scale_data(req: Requirements, factor: float) -> tuple[Requirements, str]:
         return req, "no dataset size set (Data step)"
     try:
         new = _update(req, "data", **values)
-    except Exception:  # past a documented limit: keep the old answer
+    except ValidationError:  # past a documented limit: keep the old answer
         return req, "dataset size is at its limit"
     word = f"×{factor:g}" if factor >= 1 else f"÷{1 / factor:g}"
     return new, f"dataset {word}"

@@ -152,14 +152,14 @@ def parse(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
                 if not isinstance(key, (str, int, float, bool)) and key is not None:
                     key = str(key)
                 if key in out:
-                    raise GpuwizError(format_problem(name, k.start_mark.line + 1, dotted(path + (str(key),)),
+                    raise GpuwizError(format_problem(name, k.start_mark.line + 1, dotted((*path, str(key))),
                                                      "duplicate key"))
-                sub = path + (key if isinstance(key, (str, int)) else str(key),)
+                sub = (*path, key if isinstance(key, (str, int)) else str(key))
                 lines.set(sub, k.start_mark.line + 1)
                 out[key] = build(v, sub)
             return out
         if isinstance(n, yaml.SequenceNode):
-            return [build(item, path + (i,)) for i, item in enumerate(n.value)]
+            return [build(item, (*path, i)) for i, item in enumerate(n.value)]
         try:
             return constructor.construct_object(n, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as exc:

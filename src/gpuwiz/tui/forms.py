@@ -17,7 +17,7 @@ from gpuwiz.core import models as m
 from gpuwiz.core.whatif import fmt_human, fmt_plain
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
-__all__ = ["STEP_IDS", "STEP_TITLES", "STEPS", "FieldSpec", "StepSpec", "apply_edit", "display", "get_value"]
+__all__ = ["STEPS", "STEP_IDS", "STEP_TITLES", "FieldSpec", "StepSpec", "apply_edit", "display", "get_value"]
 
 Path_t = tuple[str, ...]
 NONE = "__none__"  # Select value standing for "unset / automatic"
@@ -60,16 +60,16 @@ MODEL_STEP = StepSpec(
         FieldSpec(("model", "preset"), "Preset", "select", none_label="custom (fields below)"),
         FieldSpec(("model", "hf_config"), "HF config.json", placeholder="path to a Hugging Face config.json"),
         FieldSpec(("model", "params_b"), "Params (B)", placeholder="billions, e.g. 7 or 70"),
-        FieldSpec(("model", "family"), "Family", "select", _lit(m.Family)),
+        FieldSpec(("model", "family"), "Family", "select", options=_lit(m.Family)),
         FieldSpec(("model", "layers"), "Layers", placeholder="e.g. 32"),
         FieldSpec(("model", "hidden"), "Hidden size", placeholder="e.g. 4096"),
         FieldSpec(("model", "seq_len"), "Sequence length", placeholder="tokens, e.g. 4096"),
-        FieldSpec(("training", "method"), "Method", "select", _lit(m.Method), optional=False),
-        FieldSpec(("training", "precision"), "Precision", "select", _lit(m.Precision), optional=False),
-        FieldSpec(("training", "optimizer"), "Optimizer", "select", _lit(m.Optimizer), optional=False),
+        FieldSpec(("training", "method"), "Method", "select", options=_lit(m.Method), optional=False),
+        FieldSpec(("training", "precision"), "Precision", "select", options=_lit(m.Precision), optional=False),
+        FieldSpec(("training", "optimizer"), "Optimizer", "select", options=_lit(m.Optimizer), optional=False),
         FieldSpec(("training", "micro_batch"), "Micro batch", placeholder="auto"),
         FieldSpec(("training", "global_batch"), "Global batch", placeholder="auto (sequences/samples)"),
-        FieldSpec(("training", "activation_checkpointing"), "Checkpointing", "select", _lit(m.Checkpointing)),
+        FieldSpec(("training", "activation_checkpointing"), "Checkpointing", "select", options=_lit(m.Checkpointing)),
         FieldSpec(("training", "lora_rank"), "LoRA rank", placeholder="16"),
     ),
 )
@@ -96,24 +96,24 @@ SCHEDULE_STEP = StepSpec(
 DEPLOY_STEP = StepSpec(
     "deploy", "Deploy", "Rent or buy, and the constraints around it.",
     (
-        FieldSpec(("deployment", "mode"), "Rent or buy", "select", _lit(m.DeployMode), optional=False),
-        FieldSpec(("deployment", "objective"), "Optimise for", "select", _lit(m.Objective), optional=False),
+        FieldSpec(("deployment", "mode"), "Rent or buy", "select", options=_lit(m.DeployMode), optional=False),
+        FieldSpec(("deployment", "objective"), "Optimise for", "select", options=_lit(m.Objective), optional=False),
         FieldSpec(("deployment", "budget_usd"), "Budget (USD)", placeholder="none, e.g. 250K"),
         FieldSpec(("deployment", "horizon_years"), "Horizon (years)", placeholder="3"),
         FieldSpec(("deployment", "electricity_usd_per_kwh"), "Electricity $/kWh", placeholder="catalog default"),
         FieldSpec(("deployment", "country"), "Country", placeholder="US"),
-        FieldSpec(("deployment", "data_sensitivity"), "Data sensitivity", "select", _lit(m.Sensitivity),
+        FieldSpec(("deployment", "data_sensitivity"), "Data sensitivity", "select", options=_lit(m.Sensitivity),
                   optional=False),
-        FieldSpec(("deployment", "site"), "Site", "select", _lit(m.Site), optional=False),
-        FieldSpec(("deployment", "used_hardware"), "Used hardware", "select", YES_NO, optional=False),
-        FieldSpec(("deployment", "require_cuda"), "CUDA only", "select", YES_NO, optional=False),
+        FieldSpec(("deployment", "site"), "Site", "select", options=_lit(m.Site), optional=False),
+        FieldSpec(("deployment", "used_hardware"), "Used hardware", "select", options=YES_NO, optional=False),
+        FieldSpec(("deployment", "require_cuda"), "CUDA only", "select", options=YES_NO, optional=False),
         FieldSpec(("hardware", "gpu"), "Pin GPU", "select"),
         FieldSpec(("hardware", "count"), "Pin GPU count", placeholder="auto"),
     ),
 )
 
 STEPS: tuple[StepSpec, ...] = (MODEL_STEP, DATA_STEP, SCHEDULE_STEP, DEPLOY_STEP)
-assert STEP_IDS == tuple(s.id for s in STEPS) + ("result",)
+assert (*tuple(s.id for s in STEPS), "result") == STEP_IDS
 
 
 def get_value(req: m.Requirements, path: Path_t) -> Any:

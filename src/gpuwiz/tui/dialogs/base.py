@@ -19,7 +19,7 @@ T = TypeVar("T")
 def dismiss_once(screen: Screen[T], result: T | None, parent: type[Screen[T]]) -> AwaitComplete:
     """Dismiss ``screen`` unless it was dismissed already or is not the active screen."""
     if getattr(screen, "_gpuwiz_dismissed", False) or screen.app.screen is not screen:
-        return AwaitComplete.nothing()
+        return AwaitComplete.nothing()  # type: ignore[no-untyped-call, no-any-return]  # untyped in Textual 8.2.8
     screen._gpuwiz_dismissed = True  # type: ignore[attr-defined]
     return parent.dismiss(screen, result)
 

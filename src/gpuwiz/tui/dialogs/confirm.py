@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
@@ -12,7 +14,7 @@ from gpuwiz.tui.dialogs.base import Dialog
 
 
 class ChoiceDialog(Dialog[str]):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "choose('cancel')", "Cancel", id="dialog-cancel"),
         Binding("left", "app.focus_previous", show=False),
         Binding("right", "app.focus_next", show=False),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Label, Static
 
@@ -18,7 +20,7 @@ INTRO = (
 
 
 class HelpScreen(Dialog[None]):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,f1,q,question_mark", "close", "Close", id="help-close"),
     ]
 

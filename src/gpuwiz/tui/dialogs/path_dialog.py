@@ -7,10 +7,11 @@ the dialog and the user can fix the path without losing what they typed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
@@ -18,7 +19,7 @@ from gpuwiz.tui.dialogs.base import Dialog
 
 
 class PathDialog(Dialog[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
 
     def __init__(self, title: str, initial: str = "", action: Callable[[str], str | None] | None = None,
                  verb: str = "OK", hint: str = "") -> None:

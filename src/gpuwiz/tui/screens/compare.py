@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -57,7 +57,7 @@ def changes_table(left: Side, right: Side) -> Table | Text:
 class CompareScreen(WizScreen):
     STEP = "result"
     LIVES_WITH_APP = False
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "close", "Close", id="compare-close"),
         Binding("l", "load('left')", "Left from file", id="compare-left"),
         Binding("r", "load('right')", "Right from file", id="compare-right"),

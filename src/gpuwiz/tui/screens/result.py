@@ -6,14 +6,15 @@ recomputes, and the strip at the top shows every key number against the pinned b
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
 from gpuwiz.core import whatif
+from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
 from gpuwiz.tui.screens.base import WizScreen
 from gpuwiz.tui.widgets.cost_plot import CostPlot
@@ -49,7 +50,7 @@ TABS = ("tab-build", "tab-memory", "tab-options", "tab-cost", "tab-pitfalls")
 
 class ResultScreen(WizScreen):
     STEP = "result"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("g", "gpu_next", "GPU", id="whatif-gpu"),
         Binding("G", "gpu_prev", "GPU back", show=False, id="whatif-gpu-prev"),
         Binding("plus,equals_sign", "count_up", "Count", key_display="+/-", id="whatif-count-up"),
@@ -80,22 +81,17 @@ class ResultScreen(WizScreen):
     def compose_body(self) -> ComposeResult:
         yield Static("", id="whatif", classes="whatif")
         with TabbedContent(id="result-tabs"):
-            with TabPane("1 Build", id="tab-build"):
-                with VerticalScroll():
-                    yield Static("", id="build")
-            with TabPane("2 Memory", id="tab-memory"):
-                with VerticalScroll():
-                    yield Static("", id="memory")
-            with TabPane("3 Options", id="tab-options"):
-                with VerticalScroll():
-                    yield Static("", id="options")
-            with TabPane("4 Rent vs buy", id="tab-cost"):
-                with VerticalScroll():
-                    yield Static("", id="cost-summary")
-                    yield CostPlot(id="cost-plot")
-            with TabPane("5 Pitfalls", id="tab-pitfalls"):
-                with VerticalScroll():
-                    yield Static("", id="pitfalls")
+            with TabPane("1 Build", id="tab-build"), VerticalScroll():
+                yield Static("", id="build")
+            with TabPane("2 Memory", id="tab-memory"), VerticalScroll():
+                yield Static("", id="memory")
+            with TabPane("3 Options", id="tab-options"), VerticalScroll():
+                yield Static("", id="options")
+            with TabPane("4 Rent vs buy", id="tab-cost"), VerticalScroll():
+                yield Static("", id="cost-summary")
+                yield CostPlot(id="cost-plot")
+            with TabPane("5 Pitfalls", id="tab-pitfalls"), VerticalScroll():
+                yield Static("", id="pitfalls")
 
     def on_mount(self) -> None:
         self.watch(self.app, "recommendation", self._refresh, init=False)
@@ -152,7 +148,7 @@ class ResultScreen(WizScreen):
         app = self.wiz
         try:
             new, change = fn(app.requirements)
-        except Exception as exc:  # a knob past a limit: say so, change nothing
+        except (GpuwizError, ValueError) as exc:  # a knob past a limit (ValidationError): say so, change nothing
             app.notify(f"cannot change that: {str(exc).splitlines()[0]}", severity="warning")
             return
         if new == app.requirements:

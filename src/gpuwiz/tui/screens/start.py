@@ -86,7 +86,11 @@ class StartScreen(WizScreen):
         oid = event.option.id or ""
         app = self.wiz
         if oid == "new":
-            app._guard_unsaved(lambda: (app.new_config(), app.goto("model")), "start a new config")
+            def start_new() -> None:
+                app.new_config()
+                app.goto("model")
+
+            app._guard_unsaved(start_new, "start a new config")
         elif oid == "open":
             app.action_open()
         elif oid.startswith("example-"):

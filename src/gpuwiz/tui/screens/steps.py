@@ -7,10 +7,11 @@ requirements are replaced from elsewhere (open, restore, what-if) the form reloa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select, Static
 
@@ -20,7 +21,7 @@ from gpuwiz.tui.widgets.live_panel import LivePanel
 
 
 class StepScreen(WizScreen):
-    BINDINGS: list[Any] = []
+    BINDINGS: ClassVar[list[BindingType]] = []
 
     def __init__(self, spec: StepSpec) -> None:
         super().__init__(name=spec.id, id=f"step-{spec.id}")

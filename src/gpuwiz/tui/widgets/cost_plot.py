@@ -29,7 +29,7 @@ def _rasterise(values: list[float], vmax: float, cols: int, rows: int) -> list[l
         lo = int(i)
         hi = min(lo + 1, len(values) - 1)
         v = values[lo] + (values[hi] - values[lo]) * (i - lo)
-        y = h - 1 - int(round(min(max(v / vmax, 0.0), 1.0) * (h - 1)))
+        y = h - 1 - round(min(max(v / vmax, 0.0), 1.0) * (h - 1))
         ys = range(min(y, prev_y), max(y, prev_y) + 1) if prev_y is not None else range(y, y + 1)
         for yy in ys:  # connect steep segments vertically
             grid[yy // 4][x // 2] |= _DOT_BITS[yy % 4][x % 2]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.app import ScreenError
 from textual.command import CommandList, CommandPalette
 
 
@@ -18,10 +19,10 @@ class SafeCommandPalette(CommandPalette):
     def _palette_gone(self) -> bool:
         try:
             return self.app.screen is not self or not self.query(CommandList)
-        except Exception:  # no app / no DOM any more
+        except (RuntimeError, ScreenError):  # no app (NoActiveAppError is a RuntimeError) / no screen any more
             return True
 
-    def _gather_commands(self, search_value: str) -> Any:  # type: ignore[override]
+    def _gather_commands(self, search_value: str) -> Any:
         if self._palette_gone():
             return None
         return super()._gather_commands(search_value)
