@@ -350,8 +350,9 @@ class _Recommender:
             c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
         unit = c.gpu.price_used_usd if (self.d.used_hardware and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        no_export = not market.can_buy(self.cat, self.d.country, c.gpu)  # export rule, or not sold there
-        if unit and not no_export and (self._buyable(c) or pinned):  # a pinned build is priced as asked
+        sold_here = market.can_buy(self.cat, self.d.country, c.gpu)  # no export rule, and sold there
+        # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
+        if unit and (pinned or (sold_here and self._buyable(c))):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
             share = min(max(costmod._fac(self.cat, "server_overhead_frac", 0.39), 0.0), 0.9)
             c.capex = unit * c.count / (1 - share)
