@@ -63,6 +63,7 @@ training their model, and why.
   gpuwiz recommend CONFIG.yaml   the recommended build, costs and warnings (text, md or json)
   gpuwiz estimate CONFIG.yaml    memory, plan and time for one GPU type and count
   gpuwiz catalog [gpus|models|clouds]
+  gpuwiz catalog import skypilot PATH/vms.csv -o OVERLAY.yaml
   gpuwiz launch CONFIG.yaml --target T   launch files (torchrun, accelerate, deepspeed, megatron,
                                          slurm, kubernetes, skypilot) for the recommended plan
   gpuwiz calibrate LOG [--config CONFIG.yaml]   a calibration: section from a training log
@@ -135,9 +136,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--have", choices=("local",), help="add this machine's GPUs (found with NVML) as owned hardware")
     _common(p)
 
-    p = sub.add_parser("catalog", help="list GPUs, model presets or cloud offers")
-    p.add_argument("section", nargs="?", choices=("gpus", "models", "clouds"), default="gpus")
+    p = sub.add_parser("catalog", help="list GPUs, model presets or cloud offers; import cloud prices")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(section="gpus")
+    csub = p.add_subparsers(dest="section", metavar="SECTION", parser_class=_Parser)
+    listings = (("gpus", "GPUs"), ("models", "model presets"), ("clouds", "cloud offers, with the age of each price"))
+    for name, what in listings:
+        cp = csub.add_parser(name, help=f"list {what}")
+        cp.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS)
+        cp.add_argument("--catalog", metavar="FILE", default=argparse.SUPPRESS,
+                        help="catalog overlay YAML (entries override by id)")
+    cp = csub.add_parser("import", help="write a catalog overlay from a price list (SkyPilot vms.csv)")
+    cp.add_argument("source", choices=("skypilot",), help="the price list's format")
+    cp.add_argument("path", metavar="PATH/vms.csv")
+    cp.add_argument("-o", "--output", metavar="OVERLAY.yaml", required=True,
+                    help="overlay to write (use with --catalog)")
+    cp.add_argument("--cloud", help="aws, gcp, azure, lambda, runpod, vast (default: the CSV's folder name)")
+    cp.add_argument("--observed", metavar="YYYY-MM-DD", help="when the prices were true (default: the file's date)")
+    cp.add_argument("--force", action="store_true", help="overwrite OVERLAY.yaml if it exists")
     _common(p)
 
     p = sub.add_parser("validate", help="compare estimates with published training runs (writes docs/VALIDATION.md)")
@@ -360,7 +376,10 @@ def _num(x: float | None, spec: str = ".0f") -> str:
 def cmd_catalog(args: argparse.Namespace) -> int:
     from gpuwiz.core.catalog import load_catalog
 
-    catalog = load_catalog(args.catalog)
+    args.section = args.section or "gpus"
+    if args.section == "import":
+        return cmd_catalog_import(args)
+    catalog = load_catalog(getattr(args, "catalog", None))
     sections: dict[str, list[Any]] = {"gpus": catalog.gpus, "models": catalog.models, "clouds": catalog.cloud_instances}
     items = sections[args.section]
     if args.format == "json":
@@ -378,10 +397,66 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                  _num(m.seq_len, "d")] for m in catalog.models]
         text = _table(["id", "name", "family", "params", "layers", "hidden", "seq_len"], rows)
     else:
-        rows = [[c.id, c.provider, c.instance_type, f"{c.gpu_count}x {c.gpu}", c.region,
-                 f"${c.price_usd_per_hour:,.2f}", _num(c.spot_usd_per_hour, ",.2f")] for c in catalog.cloud_instances]
-        text = _table(["id", "provider", "instance", "gpus", "region", "$/h", "spot $/h"], rows)
+        from gpuwiz.core.market import age_months
+        from gpuwiz.core.money import format_money
+
+        today = _today()
+        rows = []
+        for c in catalog.cloud_instances:
+            age = age_months(c.observed, today)
+            rows.append([c.id, c.provider, c.instance_type, f"{c.gpu_count}x {c.gpu}", c.region, c.country, c.tier,
+                         format_money(c.price_per_hour, c.currency), f"${c.price_usd_per_hour:,.2f}",
+                         _num(c.spot_usd_per_hour, ",.2f"), c.observed, f"{age} mo" + (" OLD" if age > 12 else "")])
+        text = _table(["id", "provider", "instance", "gpus", "region", "country", "tier", "price/h", "USD/h",
+                       "spot USD/h", "observed", "age"], rows)
     sys.stdout.write(text)
+    return 0
+
+
+def _today() -> str:
+    import datetime as dt
+
+    return os.environ.get("GPUWIZ_TODAY") or dt.date.today().isoformat()
+
+
+def cmd_catalog_import(args: argparse.Namespace) -> int:
+    import datetime as dt
+    from pathlib import Path
+
+    from gpuwiz.core import skypilot
+    from gpuwiz.core.catalog import load_catalog
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.yamlio import atomic_write_text, read_text
+
+    path = Path(args.path)
+    cloud = (args.cloud or path.resolve().parent.name).lower()
+    try:
+        observed = args.observed or dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).date().isoformat()
+    except OSError:
+        observed = ""
+    if args.observed and not __import__("re").fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", args.observed):
+        raise GpuwizError(f"--observed: {args.observed!r} is not a date (YYYY-MM-DD)")
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise GpuwizError(f"{out}: exists; pass --force to overwrite it")
+    text = read_text(path, max_bytes=skypilot.MAX_CSV_BYTES)
+    gpu_ids = {g.id for g in load_catalog().gpus}
+    res = skypilot.read_csv(text, cloud, str(path), observed=observed, retrieved=_today(),
+                            source=f"SkyPilot catalog {cloud}/vms.csv ({path.name})", gpu_ids=gpu_ids)
+    for problem in res.problems[:skypilot.MAX_PROBLEMS_LISTED]:
+        sys.stderr.write(problem + "\n")
+    if len(res.problems) > skypilot.MAX_PROBLEMS_LISTED:
+        sys.stderr.write(f"{path}: ... and {len(res.problems) - skypilot.MAX_PROBLEMS_LISTED} more bad rows\n")
+    for acc, n in sorted(res.unmapped.items()):
+        rows = f"{n} row{'s' if n != 1 else ''}"
+        sys.stderr.write(f"{path}: accelerator {acc!r} ({rows}): no catalog GPU for it, not imported\n")
+    if not res.offers:
+        raise GpuwizError(f"{path}: no accelerator offer could be imported ({res.rows} rows read)")
+    header = (f"gpuwiz catalog import skypilot {path.name} (cloud {cloud}); observed {observed}, retrieved {_today()}\n"
+              f"{len(res.offers)} offers from {res.rows} rows; use with --catalog {out.name}")
+    atomic_write_text(out, skypilot.overlay_text(res, header))
+    sys.stdout.write(f"{out}: {len(res.offers)} offers from {res.rows} rows ({res.skipped_no_accelerator} without "
+                     f"an accelerator skipped, {sum(res.unmapped.values())} unmapped, {len(res.problems)} bad)\n")
     return 0
 
 

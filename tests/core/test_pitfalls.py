@@ -117,6 +117,16 @@ def buy_cost(utilization: float, breakeven: float | None,
     return upd
 
 
+def rent_price_observed(when: str) -> Callable[[], pit.Context]:
+    def make() -> pit.Context:
+        c = ctx(gpu="h100-sxm", gpn=8, verdict="rent")
+        assert c.cost is not None and c.cost.cloud
+        cloud = [c.cost.cloud[0].model_copy(update={"observed": when}), *c.cost.cloud[1:]]
+        return pit.Context(req=c.req, cat=c.cat, gpu=c.gpu, build=c.build, est=c.est,
+                           cost=c.cost.model_copy(update={"cloud": cloud}))
+    return make
+
+
 # Each case: rule id -> (context that triggers it, context that does not).
 CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = {
     "vram-headroom": (
@@ -266,6 +276,10 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
         lambda: ctx(gpu="h100-sxm", req=make_req(deployment={"country": "CN"})),
         lambda: ctx(gpu="h20", gpn=8, req=make_req(deployment={"country": "CN"})),
     ),
+    "stale-price": (
+        rent_price_observed("2024-06"),
+        rent_price_observed(CAT.as_of),
+    ),
     "obsolescence": (
         lambda: ctx(verdict="buy", gpu="v100-32gb-sxm2", gpn=8),
         lambda: ctx(verdict="buy", gpu="b200", gpn=8),
@@ -338,7 +352,8 @@ def test_wall_circuit_blocks_only_a_chosen_office() -> None:
 
 
 def test_export_control_names_in_market_alternatives() -> None:
-    (p,) = fired(ctx(gpu="h100-sxm", req=make_req(deployment={"country": "CN"})), "export-control")
+    (p,) = fired(ctx(gpu="h100-sxm", verdict="buy", req=make_req(deployment={"country": "CN", "mode": "buy"})),
+                 "export-control")
     assert p.severity == "block"
     assert "CN" in p.message
     names = {g.name for g in CAT.gpus if not g.export_restricted}
@@ -368,3 +383,9 @@ def test_spot_advice_is_about_the_picked_provider() -> None:
     other = next(o.provider for o in c.cost.cloud if o.provider not in spot_providers) if any(
         o.provider not in spot_providers for o in c.cost.cloud) else "Nobody"
     assert fired(rent_offer(c, other), "spot-checkpointing") == []
+
+
+def test_export_control_for_renting_abroad_is_the_remote_access_rule() -> None:
+    (p,) = fired(ctx(gpu="h100-sxm", verdict="rent", req=make_req(deployment={"country": "CN", "mode": "rent"})),
+                 "export-control")
+    assert p.severity == "info" and "remote-access" in p.message

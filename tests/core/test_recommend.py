@@ -152,12 +152,28 @@ def test_pinned_hardware_is_recommended_with_costs() -> None:
     assert r.cost.cloud and r.pitfalls is not None
 
 
-def test_export_restricted_gpus_are_dropped_for_cn() -> None:
-    r = recommend(example("small-team-lora-7b.yaml", deployment={"country": "CN"}), CAT)
-    assert r.found and r.build is not None
-    assert not CAT.gpu(r.build.gpu).export_restricted
-    assert all(not CAT.gpu(a.gpu).export_restricted for a in r.alternatives)
-    assert r.dropped.get(DROP_EXPORT, 0) == sum(1 for g in CAT.gpus if g.export_restricted)
+def test_export_rule_for_buying_is_not_applied_to_renting_abroad() -> None:
+    # Shipping an H100 to CN needs a licence (hardware-purchase rule); renting one in a region
+    # outside China is a different rule (remote access, not controlled by the EAR).
+    rent = recommend(example("small-team-lora-7b.yaml", deployment={"country": "CN", "mode": "rent"}), CAT)
+    assert rent.found and rent.build is not None and rent.market is not None
+    assert rent.dropped.get(DROP_EXPORT, 0) == 0
+    if CAT.gpu(rent.build.gpu).export_restricted:
+        kinds = {f.kind: f.effect for f in rent.market.export}
+        assert kinds["remote-access"] == "not-controlled" and kinds["hardware-purchase"] == "license-required"
+    # Buying: export-restricted GPUs cannot be had at all.
+    buy = recommend(example("small-team-lora-7b.yaml", deployment={"country": "CN", "mode": "buy"}), CAT)
+    assert buy.found and buy.build is not None
+    assert not CAT.gpu(buy.build.gpu).export_restricted
+    assert all(not CAT.gpu(a.gpu).export_restricted for a in buy.alternatives)
+    assert buy.dropped.get(DROP_EXPORT, 0) == sum(1 for g in CAT.gpus if g.export_restricted)
+    # Either: a restricted GPU may be rented, never bought.
+    either = recommend(example("small-team-lora-7b.yaml", deployment={"country": "CN"}), CAT)
+    assert either.found and either.build is not None and either.cost is not None
+    if CAT.gpu(either.build.gpu).export_restricted:
+        assert either.cost.verdict == "rent"
+    if either.buy_build is not None:
+        assert not CAT.gpu(either.buy_build.gpu).export_restricted
 
 
 def test_desk_site_gets_no_sxm() -> None:

@@ -14,11 +14,21 @@ from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.hardware import PerfEntry
 from gpuwiz.core.stacks import StackEntry
+from gpuwiz.core.units import HOURS_PER_MONTH
 from gpuwiz.core.yamlio import LineMap, load_file, parse
 
 Segment = Literal["consumer", "workstation", "datacenter"]
@@ -97,7 +107,7 @@ class _Entry(BaseModel):
 
 class GPU(_Entry):
     name: str
-    vendor: Literal["nvidia", "amd", "intel"]
+    vendor: Literal["nvidia", "amd", "intel", "huawei"]
     architecture: str  # e.g. "hopper", "ampere", "ada", "blackwell", "volta", "turing", "cdna3", "gaudi3"
     release_year: int = Field(ge=2010, le=2035)
     segment: Segment
@@ -126,6 +136,7 @@ class GPU(_Entry):
     price_new_usd: float | None = Field(None, gt=0)
     price_used_usd: float | None = Field(None, gt=0)
     export_restricted: bool = False  # US export controls: not sold into CN/HK/MO
+    markets: list[str] | None = Field(None, min_length=1)  # ISO countries where sold new; None = worldwide
     mining_era: bool = False  # consumer card sold 2017-2022 (used units may be ex-mining)
     datacenter_licence_ok: bool = True  # GeForce EULA forbids data-centre deployment
 
@@ -200,23 +211,96 @@ class ModelPreset(_Entry):
     default_micro_batch: int | None = None
 
 
-class CloudInstance(_Entry):
+Tier = Literal["hyperscaler", "neocloud", "marketplace-secure", "marketplace-community"]
+# ISO 8601 date, month or year: when a figure was true (``observed``) or read (``retrieved``).
+DATE_PATTERN = r"^\d{4}(-\d{2}(-\d{2})?)?$"
+_LEGACY_PRICE_KEYS = {
+    "price_usd_per_hour": "price_per_hour", "spot_usd_per_hour": "spot_per_hour",
+    "reserved_1y_usd_per_hour": "reserved_1y_per_hour", "reserved_3y_usd_per_hour": "reserved_3y_per_hour",
+}
+MAX_PRICE_PER_HOUR = 1e7  # any currency; a whole NVL72 rack is ~10^3 USD/h
+
+
+def normalise_cloud_entry(entry: Any) -> Any:
+    """Accept the v1 keys of a cloud offer (``price_usd_per_hour`` ..., ``as_of``): USD prices,
+    ``as_of`` as the date the price was observed. Applied to overlay entries before merging, so an
+    overlay written for v1 still overrides a built-in entry stored in the new form."""
+    if not isinstance(entry, dict):
+        return entry
+    out = dict(entry)
+    legacy = [k for k in _LEGACY_PRICE_KEYS if k in out]
+    for old in legacy:
+        out[_LEGACY_PRICE_KEYS[old]] = out.pop(old)
+    if legacy:
+        out.setdefault("currency", "USD")
+    if "as_of" in out:
+        out.setdefault("observed", out["as_of"])
+        out.setdefault("retrieved", out["as_of"])
+        del out["as_of"]
+    return out
+
+
+class CloudInstance(BaseModel):
+    """One rentable offer: where it is (country, region), who runs it (tier), what it costs in the
+    currency it is sold in, and when that price was true (``observed``) and read (``retrieved``).
+    The engine reads the ``*_usd_per_hour`` properties; the catalog fills the USD rate at load."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$")
+    source: str = Field(min_length=1)
+    observed: str = Field(pattern=DATE_PATTERN)
+    retrieved: str = Field(pattern=DATE_PATTERN)
+    notes: list[str] = Field(default_factory=list)
     provider: str
     instance_type: str
     gpu: str  # catalog GPU id
-    gpu_count: int = Field(ge=1)
-    vcpus: int | None = None
-    ram_gb: float | None = None
+    gpu_count: int = Field(ge=1, le=100_000)
+    vcpus: int | None = Field(None, ge=1)
+    ram_gb: float | None = Field(None, gt=0)
     region: str = ""
-    country: str = "US"
-    price_usd_per_hour: float = Field(gt=0)  # whole instance, on demand
-    spot_usd_per_hour: float | None = Field(None, gt=0)
-    reserved_1y_usd_per_hour: float | None = Field(None, gt=0)
-    reserved_3y_usd_per_hour: float | None = Field(None, gt=0)
-    interconnect: Literal["nvlink", "pcie", "xgmi", "none"] = "pcie"
-    network_gbps: float | None = None  # inter-node
+    country: str = Field(pattern=r"^[A-Z]{2}$")  # ISO 3166-1 alpha-2 of the data centre; required
+    tier: Tier
+    currency: str = Field(pattern=r"^[A-Z]{3}$")  # ISO 4217 of the prices below
+    price_per_hour: float = Field(gt=0, lt=MAX_PRICE_PER_HOUR)  # whole instance, on demand
+    spot_per_hour: float | None = Field(None, gt=0, lt=MAX_PRICE_PER_HOUR)
+    reserved_1y_per_hour: float | None = Field(None, gt=0, lt=MAX_PRICE_PER_HOUR)
+    reserved_3y_per_hour: float | None = Field(None, gt=0, lt=MAX_PRICE_PER_HOUR)
+    monthly_per_month: float | None = Field(None, gt=0, lt=MAX_PRICE_PER_HOUR * 744)  # monthly subscription
+    interconnect: Literal["nvlink", "pcie", "xgmi", "hccs", "none"] = "pcie"
+    network_gbps: float | None = Field(None, gt=0)  # inter-node
     rdma: bool = False
-    local_nvme_tb: float | None = None
+    local_nvme_tb: float | None = Field(None, ge=0)
+    _usd_rate: float = PrivateAttr(default=1.0)  # USD per unit of ``currency``; set by the catalog
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        return normalise_cloud_entry(data)
+
+    @property
+    def usd_rate(self) -> float:
+        return self._usd_rate
+
+    @property
+    def price_usd_per_hour(self) -> float:
+        return self.price_per_hour * self._usd_rate
+
+    @property
+    def spot_usd_per_hour(self) -> float | None:
+        return self.spot_per_hour * self._usd_rate if self.spot_per_hour is not None else None
+
+    @property
+    def reserved_1y_usd_per_hour(self) -> float | None:
+        """The 1-year rate, or a monthly subscription's hourly equivalent where only that is published."""
+        if self.reserved_1y_per_hour is not None:
+            return self.reserved_1y_per_hour * self._usd_rate
+        if self.monthly_per_month is not None:
+            return self.monthly_per_month / HOURS_PER_MONTH * self._usd_rate
+        return None
+
+    @property
+    def reserved_3y_usd_per_hour(self) -> float | None:
+        return self.reserved_3y_per_hour * self._usd_rate if self.reserved_3y_per_hour is not None else None
 
 
 class CPU(_Entry):
@@ -310,6 +394,48 @@ class FacilityValue(BaseModel):
     note: str = ""
 
 
+class FxRate(BaseModel):
+    """An exchange rate: USD per one unit of the currency, on a date."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    usd_per_unit: float = Field(gt=0, lt=10_000)
+    source: str = Field(min_length=1)
+    observed: str = Field(pattern=DATE_PATTERN)
+    note: str = ""
+
+
+class CountryEconomics(BaseModel):
+    """What owning hardware costs in one country, in its currency (``currency``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    electricity_per_kwh: float = Field(ge=0, le=10_000)  # business / industrial tariff
+    pue: float | None = Field(None, ge=1.0, le=3.0)  # typical colocation PUE there
+    colo_per_kw_month: float | None = Field(None, ge=0, le=1e8)
+    staff_per_year: float = Field(ge=0, le=1e12)  # fully loaded sysadmin / MLOps engineer
+    vat_rate: float = Field(ge=0, le=0.5)  # VAT / GST / consumption tax on hardware
+    gpu_import_duty: float = Field(0.0, ge=0, le=1.0)  # duty on GPUs / servers (HS 8471/8473)
+    source: str = Field(min_length=1)
+    observed: str = Field(pattern=DATE_PATTERN)
+    notes: list[str] = Field(default_factory=list)
+
+
+class ExportRule(BaseModel):
+    """One export-control fact: buying (shipping) hardware to a country, or using it remotely from
+    there, is prohibited / needs a licence / is not controlled."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$")
+    kind: Literal["hardware-purchase", "remote-access"]
+    authority: str = Field(min_length=1)
+    destinations: list[str] = Field(min_length=1)
+    applies_to: Literal["export-restricted-gpus", "all-gpus"] = "export-restricted-gpus"
+    effect: Literal["prohibited", "license-required", "not-controlled"]
+    summary: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    observed: str = Field(pattern=DATE_PATTERN)
+
+
 FACILITY_KEYS = (
     "pue",  # power usage effectiveness of a data centre / colocation site
     "pue_office",  # an office or server closet (no economiser; mostly split AC)
@@ -350,6 +476,9 @@ class Catalog(BaseModel):
     # issue 11: achieved hardware rates by architecture / GPU (core.hardware) and software stacks (core.stacks)
     perf: list[PerfEntry] = Field(default_factory=list)
     stacks: list[StackEntry] = Field(default_factory=list)
+    fx: dict[str, FxRate] = Field(default_factory=dict)  # ISO 4217 -> USD per unit
+    economics: dict[str, CountryEconomics] = Field(default_factory=dict)  # ISO 3166 alpha-2
+    export_rules: list[ExportRule] = Field(default_factory=list)
 
     # ---- lookups -------------------------------------------------------------------------------
     def gpu(self, gid: str) -> GPU:
@@ -415,6 +544,11 @@ def _merge_by_id(base: list[Any], over: list[Any]) -> list[Any]:
 def merge_overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in over.items():
+        if key == "cloud_instances" and isinstance(value, list):
+            value = [normalise_cloud_entry(e) for e in value]
+        if key in ("fx", "economics") and isinstance(value, dict) and isinstance(base.get(key), dict):
+            merged[key] = {**base[key], **value}
+            continue
         if key in _LISTS and isinstance(value, list) and isinstance(base.get(key), list):
             merged[key] = _merge_by_id(base[key], value)
         elif key == "platforms" and isinstance(value, dict) and isinstance(base.get(key), dict):
@@ -505,7 +639,24 @@ def validate_catalog(data: Any, name: str, lines: LineMap | None = None, over: A
     if bad:
         raise GpuwizError(bad[0], problems=bad)
     _check_refs(cat, name)
+    _apply_fx(cat, name)
     return cat
+
+
+def _apply_fx(cat: Catalog, name: str) -> None:
+    """Give every cloud offer its USD rate; a currency without a rate is an error."""
+    for inst in cat.cloud_instances:
+        code = inst.currency
+        if code == "USD":
+            continue
+        fx = cat.fx.get(code)
+        if fx is None:
+            raise GpuwizError(f"{name}: cloud_instances ({inst.id}).currency: no fx rate for {code!r} "
+                              f"(add fx: {{{code}: {{usd_per_unit: ..., source: ..., observed: ...}}}})")
+        inst._usd_rate = fx.usd_per_unit
+    for country, row in cat.economics.items():
+        if row.currency != "USD" and row.currency not in cat.fx:
+            raise GpuwizError(f"{name}: economics.{country}.currency: no fx rate for {row.currency!r}")
 
 
 def _check_refs(cat: Catalog, name: str) -> None:

@@ -139,12 +139,21 @@ def requirements_from_data(data: Any, name: str = "<config>", lines: LineMap | N
         except (OSError, ValueError):  # a name over PATH_MAX, a NUL: the HF reader says what is wrong
             pass
     try:
-        req = Requirements.model_validate(data)
+        req = Requirements.model_validate(data, context={"fx": fx_rates(catalog)})
     except ValidationError as exc:
         raise _from_validation(exc, name, lines) from None
     if catalog is not None:
         check_references(req, catalog, name, lines)
     return req
+
+
+def fx_rates(catalog: Catalog | None = None) -> dict[str, float]:
+    """USD per unit of each catalog currency, for money written in another currency in a config."""
+    if catalog is None:
+        from gpuwiz.core.catalog import load_catalog
+
+        catalog = load_catalog()
+    return {code: fx.usd_per_unit for code, fx in catalog.fx.items()}
 
 
 def check_references(req: Requirements, catalog: Catalog, name: str = "<config>",

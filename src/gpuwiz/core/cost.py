@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpuwiz.core import market
 from gpuwiz.core.catalog import Catalog, CloudInstance
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import HOURS_PER_MONTH, HOURS_PER_YEAR
@@ -105,7 +106,7 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     out: list[CloudOption] = []
     for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id:
+        if inst.gpu != gpu_id or not market.eligible(req, inst):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         slow = 1.0
@@ -142,6 +143,9 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
             cost_per_run_reserved_usd=round(res_per_run, 2),
             cost_per_year_usd=round(per_run * rpy, 2), source=inst.source, note=note,
+            country=inst.country, tier=inst.tier, currency=inst.currency,
+            price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
+            tradeoff=market.tradeoff(req, inst) or "",
         ))
     out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
     # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
@@ -152,11 +156,15 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
 
 
 def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
-                  countries: set[str] | None = None) -> tuple[float, CloudInstance, int] | None:
-    """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path)."""
+                  countries: set[str] | None = None,
+                  req: Requirements | None = None) -> tuple[float, CloudInstance, int] | None:
+    """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path);
+    with ``req``, only offers its data policy allows (market.eligible)."""
     best: tuple[float, CloudInstance, int] | None = None
     for inst in cat.cloud_instances:
         if inst.gpu != gpu_id or (countries is not None and inst.country.upper() not in countries):
+            continue
+        if req is not None and not market.eligible(req, inst):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         if n is None:
@@ -222,20 +230,21 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, cape
     y = years(req)
     gpus = fp.gpus_per_node * fp.nodes
     colo = d.site == "colo" or (d.site in ("any", "cloud") and fp.rack)
-    pue = d.pue or (cat.fac("pue") if colo else cat.fac("pue_office"))
-    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else cat.fac("electricity_usd_per_kwh")
+    econ = market.economics(cat, d.country)  # the country's electricity, PUE, colocation, staff
+    pue = d.pue or (econ.pue if colo else cat.fac("pue_office"))
+    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else econ.electricity_usd_per_kwh
     max_kw = fp.max_power_w / 1000.0
     sustained_kw = fp.power_w / 1000.0
     idle_kw = IDLE_FRAC * max_kw
     power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
     power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue * kwh
     if colo:
-        rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else cat.fac("colo_usd_per_kw_month")
+        rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else econ.colo_usd_per_kw_month
         space = fp.nodes * max_kw * rate * 12
     else:
         space = gpus * cat.fac("office_space_usd_per_gpu_year")
     maint = cat.fac("maintenance_frac_per_year") * capex
-    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else cat.fac("staff_usd_per_year")
+    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else econ.staff_usd_per_year
     # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
     # cluster needs a real part-time admin (ml-engineering ai-battlefield; 0.25-0.5 FTE per 4-GPU
     # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.

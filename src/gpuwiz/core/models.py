@@ -12,7 +12,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from gpuwiz.core.units import HumanFloat, HumanInt, HumanUSD, SizeGB, SizeKB
+from gpuwiz.core.money import MoneyUSD
+from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
 
 CONFIG_VERSION: Final = 1
 
@@ -159,17 +160,20 @@ class ScheduleSpec(_Strict):
 class DeploymentSpec(_Strict):
     mode: DeployMode = "either"
     objective: Objective = "cheapest"
-    budget_usd: HumanUSD | None = Field(None, gt=0, le=MAX_BUDGET_USD)
+    budget_usd: MoneyUSD | None = Field(None, gt=0, le=MAX_BUDGET_USD)  # "$250,000", "¥1,800,000" (converted)
     horizon_years: HumanFloat = Field(3.0, gt=0, le=15)
-    electricity_usd_per_kwh: HumanFloat | None = Field(None, ge=0, le=10)
+    electricity_usd_per_kwh: MoneyUSD | None = Field(None, ge=0, le=10)
     country: str = Field("US", min_length=2, max_length=2, pattern=r"^[A-Za-z]{2}$")
     data_sensitivity: Sensitivity = "internal"
+    # Optional: rent only in these ISO 3166 countries or provider region ids (e.g. [DE, eu-central-1]).
+    regions: list[str] | None = Field(None, min_length=1, max_length=100)
+    currency: str | None = Field(None, pattern=r"^[A-Za-z]{3}$")  # ISO 4217 shown to the user; default: the country's
     site: Site = "any"
     headroom: HumanFloat = Field(0.2, ge=0, le=0.9)  # keep this fraction of GPU memory free
     # TCO overrides (defaults come from the catalog's facility section, with sources)
     pue: HumanFloat | None = Field(None, ge=1.0, le=3.0)
-    colo_usd_per_kw_month: HumanFloat | None = Field(None, ge=0, le=10_000)
-    staff_usd_per_year: HumanFloat | None = Field(None, ge=0, le=1e8)
+    colo_usd_per_kw_month: MoneyUSD | None = Field(None, ge=0, le=10_000)
+    staff_usd_per_year: MoneyUSD | None = Field(None, ge=0, le=1e8)
     utilization: HumanFloat | None = Field(None, gt=0, le=1.0)
     used_hardware: bool = False
     require_cuda: bool = False  # the training code needs CUDA (custom kernels): NVIDIA GPUs only
@@ -525,6 +529,12 @@ class CloudOption(BaseModel):
     cost_per_year_usd: float
     source: str = ""
     note: str = ""  # how the instances hold the job (idle GPUs in a bigger box, a split over the network)
+    country: str = ""  # ISO 3166 alpha-2 of the offer's data centre
+    tier: str = ""  # hyperscaler | neocloud | marketplace-secure | marketplace-community
+    currency: str = "USD"  # the offer's own currency (its price_local)
+    price_per_hour_local: float | None = None  # all instances, on demand, in ``currency``
+    observed: str = ""  # when the price was true (ISO date / month / year)
+    tradeoff: str = ""  # what renting it accepts for internal/public data (community host, data abroad)
 
 
 class OnPremTCO(BaseModel):
@@ -619,3 +629,45 @@ class Recommendation(BaseModel):
     pareto: list[ParetoPoint] = Field(default_factory=list)  # time / cost front, fastest first
     binding_constraint: BindingConstraint | None = None
     assumptions: list[str] = Field(default_factory=list)  # what the recommender assumed (turnaround)
+    market: MarketStatus | None = None  # which offers the data policy allowed, and the export rules that apply
+    currency: CurrencyInfo | None = None  # the user's currency; every *_usd field stays in USD
+
+
+class CurrencyInfo(BaseModel):
+    """The currency money is shown in: ``usd_rate`` USD per unit (catalog fx), as of ``observed``."""
+
+    model_config = ConfigDict(frozen=True)
+    code: str
+    usd_rate: float
+    observed: str
+    source: str = ""
+
+
+class ExportFact(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    rule: str  # catalog export_rules id
+    kind: Literal["hardware-purchase", "remote-access"]
+    effect: Literal["prohibited", "license-required", "not-controlled"]
+    summary: str
+    source: str
+    observed: str
+
+
+class MarketStatus(BaseModel):
+    """Offer eligibility for the chosen GPU class under the user's data policy (core/market.py)."""
+
+    model_config = ConfigDict(frozen=True)
+    data_sensitivity: Sensitivity
+    jurisdiction: str  # "EU", "CN", "GB", ... where regulated data may go
+    regions: list[str] = Field(default_factory=list)
+    gpu: str = ""  # the GPU class checked (the recommendation's)
+    gpus: int = 0
+    offers_for_gpu: int = 0  # catalog offers of this GPU type that hold the job
+    compliant_for_gpu: int = 0
+    excluded: dict[str, int] = Field(default_factory=dict)  # rule -> offers of this GPU it excluded
+    no_compliant_offer: bool = False  # offers exist for this GPU but none the policy allows
+    closest_compliant: str = ""  # "8x NVIDIA H20 on Alibaba Cloud (cn-beijing)", or "" if none
+    closest_compliant_id: str = ""  # its catalog id
+    export: list[ExportFact] = Field(default_factory=list)  # rules that apply to this user and GPU
+
+Recommendation.model_rebuild()

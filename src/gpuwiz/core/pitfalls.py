@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
@@ -560,15 +561,36 @@ def _residency(c: Context) -> tuple[Severity, str] | None:  # P28
 
 @rule("export-control", "block",
       "US BIS rules 2022-10-07, 2023-10-17, 2025-04; CSET explainer; Tom's Hardware 2025-04-15")
-def _export(c: Context) -> str | None:  # P25
+def _export(c: Context) -> tuple[Severity, str] | str | None:  # P25
     g = c.gpu
     country = c.req.deployment.country.upper()
-    if not g or not g.export_restricted or country not in {x.upper() for x in c.cat.export_controlled_countries}:
+    if not g or not market.purchase_blocked(c.cat, country, g):
         return None
+    # Buying (shipping the GPU to the user) and renting it abroad are different rules (catalog export_rules).
+    remote = market.remote_rule(c.cat, country, g)
+    if not c.buying and remote is not None and not market.remote_blocked(c.cat, country, g):
+        return "info", (f"Renting {g.name} outside {country} falls under the remote-access rule, not the export "
+                        f"licence for buying one: {remote.summary} ({remote.source}, {remote.observed})")
     alts = [x.name for x in c.cat.gpus
             if not x.export_restricted and x.vendor == "nvidia" and x.release_year >= 2022][:4]
     alt = f" In-market options: {', '.join(alts)}, or an in-country cloud." if alts else " Use an in-country cloud."
     return (f"{g.name} needs a US export licence for {country}; grey-market units carry no warranty or support.{alt}")
+
+
+@rule("stale-price", "medium", "catalog cloud_instances `observed` dates")
+def _stale_price(c: Context) -> str | None:
+    if not c.cost or not c.cost.cloud or not c.cost.rent_option:
+        return None
+    o = c.cost.cloud[0]
+    if not o.observed:
+        return None
+    age = market.offer_age_months(c.cat, o.observed)
+    if age <= market.STALE_MONTHS:
+        return None
+    return (f"The rent price used ({o.provider} {o.instance}) was observed {o.observed}, {age} months before this "
+            f"catalog ({c.cat.as_of}); cloud prices move: check the current "
+            "price or refresh it with `gpuwiz catalog import skypilot vms.csv -o prices.yaml` and "
+            "--catalog prices.yaml.")
 
 
 @rule("obsolescence", "info",

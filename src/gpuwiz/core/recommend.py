@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
+from gpuwiz.core import market
 from gpuwiz.core import pitfalls as pitmod
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog, CloudInstance
@@ -71,6 +72,7 @@ N_ALTERNATIVES = 4
 DROP_FIT = "does not fit in GPU memory"
 DROP_DEADLINE = "misses the deadline"
 DROP_BUDGET = "over budget"
+DROP_MARKET = "not sold new in this country"
 DROP_EXPORT = "export-restricted for your country"
 DROP_CUDA = "not CUDA (deployment.require_cuda)"
 DROP_SITE = "does not suit the site"
@@ -231,7 +233,7 @@ class _Recommender:
         self.considered = 0
         self.cap_cache: dict[tuple[str, int, int], float] = {}
         self.ram_cap: dict[tuple[str, int], float] = {}
-        self.restricted = self.d.country.upper() in {c.upper() for c in cat.export_controlled_countries}
+        self.restricted = market.purchase_restricted_country(cat, self.d.country)
         self.y = costmod.years(req)
         self.rpy = costmod.runs_per_year(req)
         self.storage_usd_per_hour = 0.0  # cloud volume for the data and checkpoints (set in run)
@@ -265,8 +267,12 @@ class _Recommender:
 
     def excluded(self, gpu: GPU) -> str | None:
         """Why the user cannot have this GPU at all (export controls, CUDA-only), or None."""
-        if self.restricted and gpu.export_restricted:
+        # Buying is one export rule, renting abroad another (market.purchase_rule / remote_rule).
+        if self.restricted and market.purchase_blocked(self.cat, self.d.country, gpu) and (
+                self.d.mode == "buy" or market.remote_blocked(self.cat, self.d.country, gpu)):
             return DROP_EXPORT
+        if self.d.mode == "buy" and not market.can_buy(self.cat, self.d.country, gpu):
+            return DROP_MARKET
         if self.d.require_cuda and gpu.vendor != "nvidia":
             return DROP_CUDA
         if gpu.id in self.not_training:
@@ -385,7 +391,7 @@ class _Recommender:
 
     # -- pricing --
     def price_rough(self, c: Cand, w: sysmod.Workload) -> None:
-        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn)
+        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req)
         if hit and not instance_ram_ok(hit[1], c.q.host_ram_gib):
             hit = None  # CPU offload needs host RAM the instance does not have (or does not publish)
         if hit:
@@ -410,7 +416,9 @@ class _Recommender:
         used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
         unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        if unit and (self._buyable(c) or pinned):  # a pinned build is priced as asked
+        sold_here = market.can_buy(self.cat, self.d.country, c.gpu)  # no export rule, and sold there
+        # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
+        if unit and (pinned or (sold_here and self._buyable(c))):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
             share = min(max(self.cat.fac("server_overhead_frac"), 0.0), 0.9)
             c.capex = unit * c.count / (1 - share)
@@ -741,6 +749,8 @@ class _Recommender:
             suggestions=self.suggestions(scan) if not est.feasible else [],
             pareto=self.pareto(win, per_run_out, analysis.verdict == "rent"),
             binding_constraint=binding, assumptions=assumptions,
+            market=market.assess(self.req, self.cat, win.gpu, win.count, win.gpn),
+            currency=market.currency_info(self.cat, self.req),
         )
 
     def pareto(self, win: Cand, win_run: float | None, win_rented: bool) -> list[ParetoPoint]:
@@ -837,7 +847,8 @@ class _Recommender:
         sugg = self.suggestions(scan)
         pits = pitmod.check_nothing_fits(self.req, self.cat, sugg)
         return Recommendation(objective=self.obj, found=False, pitfalls=pits,  # type: ignore[arg-type]
-                              candidates_considered=self.considered,
+                              candidates_considered=self.considered, market=market.assess(self.req, self.cat),
+                              currency=market.currency_info(self.cat, self.req),
                               dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg,
                               binding_constraint=self.binding(),
                               assumptions=[n for n in [turnaround_note(self.req)] if n])

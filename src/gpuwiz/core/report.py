@@ -40,8 +40,81 @@ def estimate_data(est: Estimate) -> dict[str, Any]:
     return est.model_dump(mode="json")
 
 
+# Headline money fields that get a ``*_local`` twin in the user's currency (the ``*_usd`` stay USD).
+LOCAL_TWINS: dict[tuple[str, ...], tuple[str, ...]] = {
+    (): ("cost_per_run_usd",),
+    ("build",): ("capex_usd",),
+    ("buy_build",): ("capex_usd",),
+    ("cost",): ("rent_usd_total", "hybrid_usd_total", "rent_usd_per_gpu_hour"),
+    ("cost", "onprem"): ("capex_usd", "total_usd", "power_usd_per_year", "staff_usd_per_year", "usd_per_gpu_hour"),
+}
+
+
+def _local_name(key: str) -> str:
+    """``rent_usd_total`` -> ``rent_total_local``, ``usd_per_gpu_hour`` -> ``per_gpu_hour_local``."""
+    base = key.replace("_usd", "").replace("usd_", "")
+    return base + "_local"
+
+
 def recommendation_data(rec: Recommendation) -> dict[str, Any]:
-    return rec.model_dump(mode="json")
+    data = rec.model_dump(mode="json")
+    cur = rec.currency
+    if cur is None or cur.usd_rate <= 0:
+        return data
+    for path, keys in LOCAL_TWINS.items():
+        node: Any = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            continue
+        for key in keys:
+            v = node.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                node[_local_name(key)] = round(v / cur.usd_rate, 2)
+    return data
+
+
+def _money(usd: float | None, rec: Recommendation) -> str:
+    """USD, with the user's currency beside it when that is not USD: ``$1,234 (¥8,860)``."""
+    from gpuwiz.core.money import format_money
+
+    cur = rec.currency
+    if usd is None or cur is None or cur.code == "USD" or cur.usd_rate <= 0:
+        return fmt_usd(usd)
+    return f"{fmt_usd(usd)} ({format_money(usd / cur.usd_rate, cur.code)})"
+
+
+def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
+    """Where the data may go, what the policy excluded, and the export rules that apply."""
+    st = rec.market
+    if st is None:
+        return []
+    names_j = {"EU": "the EU/EEA", "CN": "mainland China (not HK/MO)", "GB": "the UK"}
+    where = names_j.get(st.jurisdiction, st.jurisdiction)
+    policy = {"regulated": f"regulated data: rent only in {where}, no community marketplace hosts",
+              "confidential": "confidential data: no community marketplace hosts",
+              "internal": ("internal data: any offer (marketplace hosts and regions abroad are allowed; "
+                           "the trade-off is noted per offer)"),
+              "public": "public data: any offer"}[st.data_sensitivity]
+    if st.regions:
+        policy += f"; only in {', '.join(st.regions)}"
+    lines = [f"- Policy: {policy}."]
+    names = {"out-of-jurisdiction": f"outside {where}", "community-host": "community marketplace hosts",
+             "not-in-regions": "outside deployment.regions"}
+    if st.excluded:
+        what = f"{st.gpus}x {st.gpu}" if st.gpu else "any GPU"
+        lines.append(f"- Offers for {what} excluded by the policy: "
+                     + ", ".join(f"{n} {names.get(k, k)}" for k, n in st.excluded.items()) + ".")
+    if st.no_compliant_offer:
+        what = f"{st.gpus}x {st.gpu}-class" if st.gpu else "this workload"
+        lines.append(f"- No compliant offer in the catalog for {what}"
+                     + (f"; closest compliant: {st.closest_compliant}." if st.closest_compliant
+                        else "; the policy allows none of the catalog's offers (add your own with --catalog)."))
+    for f in st.export:
+        lines.append(f"- Export rule ({f.kind}, {f.effect}): {f.summary} [{f.source}, {f.observed}]")
+    if len(lines) == 1 and st.data_sensitivity in ("internal", "public") and not st.export:
+        return []
+    return ["", f"{h2}Where it may run" if md else "Where it may run:", *lines]
 
 
 def finite(value: Any) -> Any:
@@ -222,6 +295,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         if rec.suggestions:
             out += ["", f"{h2}What would work" if md else "What would work:"]
             out += [f"- {s}" for s in rec.suggestions]
+        out += _market_lines(rec, md, h2)
         if rec.pitfalls:
             out += ["", f"{h2}Warnings" if md else "Warnings:", *_pitfall_lines(rec, md)]
         return "\n".join(out) + "\n"
@@ -233,7 +307,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
                + (cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""))
     out += [summary, ""]
     out += [f"Time per run {fmt_hours(est.time.wall_hours)} ({est.time.gpu_hours:,.0f} GPU-hours), "
-            f"cost per run {fmt_usd(rec.cost_per_run_usd)}, memory {est.memory.per_gpu_gib:.1f} of "
+            f"cost per run {_money(rec.cost_per_run_usd, rec)}, memory {est.memory.per_gpu_gib:.1f} of "
             f"{est.memory.capacity_gib:.0f} GiB per GPU. Objective: {rec.objective}; "
             f"{rec.candidates_considered} builds considered.", ""]
     if rec.binding_constraint:
@@ -287,13 +361,14 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
             # A reservation is billed 24/7: its per-run share only means something when it is
             # cheaper than on-demand; otherwise say so rather than print a $30k "run".
             rows = [[c.provider, f"{c.instances}x {c.instance}", f"{c.instances * c.gpus_per_instance}",
+                     (c.country or "-") + (f" {c.tier}" if c.tier else ""),
                      fmt_usd(c.usd_per_hour) + "/h",
                      fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd),
                      fmt_usd(c.cost_per_run_reserved_usd) if (c.cost_per_run_reserved_usd or 0) < c.cost_per_run_usd
-                     else "not worth it", fmt_usd(c.cost_per_year_usd)]
+                     else "not worth it", fmt_usd(c.cost_per_year_usd), c.observed or "-"]
                     + ([c.note] if noted else []) for c in cost.cloud]
-            out += _table(["Cloud", "Instances", "GPUs", "Price", "Run (on-demand)", "Run (spot)", "Run (reserved)",
-                           "Per year"] + (["Note"] if noted else []), rows, md)
+            out += _table(["Cloud", "Instances", "GPUs", "Where", "Price", "Run (on-demand)", "Run (spot)",
+                           "Run (reserved)", "Per year", "Price observed"] + (["Note"] if noted else []), rows, md)
         if cost.onprem:
             o = cost.onprem
             out += ["", f"Buy: capex {fmt_usd(o.capex_usd)}; per year power {fmt_usd(o.power_usd_per_year)}, "
@@ -316,6 +391,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         if cost.flip_inputs:
             out += ["", "What would flip the verdict:"] + [f"- {f}" for f in cost.flip_inputs]
 
+    out += _market_lines(rec, md, h2)
     if rec.pitfalls:
         out += ["", f"{h2}Warnings" if md else "Warnings:", *_pitfall_lines(rec, md)]
     if rec.dropped:

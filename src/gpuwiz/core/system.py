@@ -355,6 +355,8 @@ def driver_stack(cat: Catalog, gpu: GPU) -> list[str]:
         return [f"ROCm 6.x{target}", "PyTorch ROCm wheel (Linux only)"]
     if gpu.vendor == "intel":
         return ["Intel Gaudi software (SynapseAI)", "PyTorch with the Gaudi bridge"]
+    if gpu.vendor == "huawei":  # Ascend: CANN toolkit, torch_npu adapter, MindSpeed (Megatron-style) training
+        return ["Ascend NPU driver + firmware", "CANN 8.x", "PyTorch + torch_npu", "MindSpeed for large-model training"]
     stacks = {s.id: s for s in cat.platforms.software}
     s = stacks.get(gpu.architecture.lower())
     if s is None:
@@ -384,6 +386,7 @@ def software_stack(cat: Catalog, gpu: GPU, nodes: int, w: Workload) -> list[str]
         "nvidia": ("NCCL with GPUDirect RDMA", "DCGM monitoring + health checks"),
         "amd": ("RCCL with GPUDirect-style RDMA (ROCm)", "AMD SMI / ROCm Validation Suite health checks"),
         "intel": ("HCCL over the Gaudi on-chip RoCE ports", "hl-smi / Gaudi health checks"),
+        "huawei": ("HCCL (Huawei Collective Communication Library) over RoCE", "npu-smi health checks"),
     }[gpu.vendor]
     if nodes > 1:
         operator = "the NVIDIA GPU operator" if gpu.vendor == "nvidia" else "the vendor's device plugin"
