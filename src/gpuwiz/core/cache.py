@@ -2,7 +2,7 @@
 
 Each entry is one file ``<kind>-<key>.json`` in the user cache directory (platformdirs;
 ``GPUWIZ_CACHE_DIR`` overrides it, and the tests always set it). The first line is a header that
-repeats the key and carries the SHA-256 of the payload, so a file that is truncated, edited,
+repeats the key and carries a BLAKE2b digest of the payload, so a file that is truncated, edited,
 renamed or written by another version is never served: :func:`read` returns ``None`` and the
 caller rebuilds. Writes go to a temporary file in the same folder and are renamed into place, so
 concurrent writers (two gpuwiz processes starting at once) leave one whole file. Every failure is
@@ -11,14 +11,22 @@ silent: the cache only ever makes start-up faster, it never changes an answer or
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
+from hashlib import blake2b
 from pathlib import Path
 
 ENV_CACHE_DIR = "GPUWIZ_CACHE_DIR"
 FORMAT = "gpuwiz-cache 1"
 MAX_ENTRIES = 16  # per kind; older entries (other catalog versions / overlays) are removed
+
+
+def digest(*parts: bytes) -> str:
+    """Hex BLAKE2b-256 of ``parts`` (length-prefixed, so ("ab", "c") and ("a", "bc") differ)."""
+    h = blake2b(digest_size=32)
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
 
 
 def cache_dir() -> Path | None:
@@ -50,7 +58,7 @@ def read(kind: str, key: str) -> str | None:
     header, sep, payload = raw.partition(b"\n")
     if not sep:
         return None
-    expected = f"{FORMAT} {key} {hashlib.sha256(payload).hexdigest()}".encode("ascii")
+    expected = f"{FORMAT} {key} {digest(payload)}".encode("ascii")
     if header != expected:
         return None
     try:
@@ -65,7 +73,9 @@ def write(kind: str, key: str, payload: str) -> bool:
     if path is None:
         return False
     data = payload.encode("utf-8")
-    blob = f"{FORMAT} {key} {hashlib.sha256(data).hexdigest()}\n".encode("ascii") + data
+    blob = f"{FORMAT} {key} {digest(data)}\n".encode("ascii") + data
+    import tempfile  # only on a miss: tempfile pulls in shutil, random, ...
+
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

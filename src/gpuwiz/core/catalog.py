@@ -7,15 +7,14 @@ is merged on top: list entries override by ``id`` (field by field), facility val
 
 from __future__ import annotations
 
-import hashlib
 import os
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpuwiz.core import cache
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.yamlio import LineMap, parse, read_text
 
@@ -380,7 +379,12 @@ def _check_refs(cat: Catalog, name: str) -> None:
 
 
 def _builtin_text() -> str:
-    return resources.files("gpuwiz").joinpath("catalog.yaml").read_text(encoding="utf-8")
+    try:  # a plain file beside the package (pip, editable installs): no importlib.resources import
+        return (Path(__file__).parent.parent / "catalog.yaml").read_text(encoding="utf-8")
+    except FileNotFoundError:  # pragma: no cover - zipped installs
+        from importlib import resources
+
+        return resources.files("gpuwiz").joinpath("catalog.yaml").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)
@@ -389,7 +393,7 @@ def _builtin_raw() -> tuple[Any, LineMap]:
 
 
 @lru_cache(maxsize=1)
-def _builtin_digest() -> bytes:
+def _builtin_digest() -> str:
     """Digest of everything but the overlay that decides what a validated catalog is: the built-in
     catalog text, this module's and the YAML reader's source (the schema and the merge rules), and
     the gpuwiz and pydantic versions. A change to any of them invalidates every cached catalog."""
@@ -398,24 +402,18 @@ def _builtin_digest() -> bytes:
     from gpuwiz import __version__
     from gpuwiz.core import yamlio
 
-    h = hashlib.sha256(b"gpuwiz-catalog\0")
-    parts = [__version__.encode(), pydantic_core.__version__.encode(), _builtin_text().encode("utf-8")]
-    for module_file in (__file__, yamlio.__file__):
-        parts.append(Path(module_file).read_bytes())
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.digest()
+    sources = [Path(__file__).read_bytes(), Path(yamlio.__file__).read_bytes()]
+    return cache.digest(b"gpuwiz-catalog", __version__.encode(), pydantic_core.__version__.encode(),
+                        _builtin_text().encode("utf-8"), *sources)
 
 
 def _cache_key(overlay_text: str | None) -> str | None:
     """Content key of the built-in catalog plus overlay; None when the sources cannot be read."""
     try:
-        h = hashlib.sha256(_builtin_digest())
+        base = _builtin_digest()
     except OSError:
         return None
-    h.update(b"-" if overlay_text is None else b"+" + overlay_text.encode("utf-8"))
-    return h.hexdigest()
+    return cache.digest(base.encode("ascii"), b"-" if overlay_text is None else b"+" + overlay_text.encode("utf-8"))
 
 
 def _validated(overlay: str | None, overlay_text: str | None) -> Catalog:
@@ -441,8 +439,6 @@ def _load_cached(key: str | None, overlay: str | None, overlay_text: str | None)
     validate, or does not match its digest, is rebuilt from the YAML and rewritten."""
     if key is None:
         return _validated(overlay, overlay_text)
-    from gpuwiz.core import cache
-
     text = cache.read("catalog", key)
     if text is not None:
         try:
