@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from gpuwiz import __version__
 
-SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate")
+SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate", "launch", "calibrate", "probe")
 EXIT_USAGE = 2
 
 DESCRIPTION = """\
@@ -27,6 +27,10 @@ training their model, and why.
   gpuwiz recommend CONFIG.yaml   the recommended build, costs and warnings (text, md or json)
   gpuwiz estimate CONFIG.yaml    memory, plan and time for one GPU type and count
   gpuwiz catalog [gpus|models|clouds]
+  gpuwiz launch CONFIG.yaml --target T   launch files (torchrun, accelerate, deepspeed, megatron,
+                                         slurm, kubernetes, skypilot) for the recommended plan
+  gpuwiz calibrate LOG [--config CONFIG.yaml]   a calibration: section from a training log
+  gpuwiz probe [--config CONFIG.yaml]   measure this machine (needs gpuwiz[probe]) -> calibration:
 """
 
 
@@ -69,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=("cheapest", "fastest", "perf-per-watt"))
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    p.add_argument("--have", choices=("local",), help="add this machine's GPUs (found with NVML) as owned hardware")
     _common(p)
 
     p = sub.add_parser("catalog", help="list GPUs, model presets or cloud offers")
@@ -80,6 +85,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", metavar="FILE", help="published runs YAML (default: the bundled set)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the Markdown report here")
     p.add_argument("--format", choices=("md", "json"), default="md")
+    _common(p)
+
+    from gpuwiz.launch.targets import TARGETS
+
+    p = sub.add_parser("launch", help="write ready-to-edit launch files for the recommended plan")
+    p.add_argument("config", metavar="CONFIG.yaml")
+    p.add_argument("--target", "-t", required=True, choices=TARGETS)
+    p.add_argument("-o", "--output", metavar="DIR", help="folder for the files (default: ./launch-TARGET/)")
+    p.add_argument("--force", action="store_true", help="replace files that already exist")
+    _common(p)
+
+    from gpuwiz.calibrate.logs import DEFAULT_WARMUP_STEPS, FORMATS
+
+    p = sub.add_parser("calibrate", help="read a training log; print (or write) its calibration: section")
+    p.add_argument("log", metavar="LOG")
+    p.add_argument("--config", metavar="CONFIG.yaml", help="the run's config (global batch, sequence length); "
+                   "never edited: the section goes to stdout or -o")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the section to FILE")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    p.add_argument("--log-format", choices=FORMATS, help="skip detection")
+    p.add_argument("--gpu", metavar="ID", help="the GPU the log was measured on (catalog id)")
+    p.add_argument("--count", type=_positive_int, metavar="N", help="GPUs the run used")
+    p.add_argument("--gpus-per-node", type=_positive_int, metavar="N")
+    p.add_argument("--warmup-steps", type=int, default=DEFAULT_WARMUP_STEPS, metavar="N",
+                   help=f"skip steps below N as warm-up (default {DEFAULT_WARMUP_STEPS}; the first logged step always)")
+    _common(p)
+
+    p = sub.add_parser("probe", help="measure this machine (GEMM, memory bandwidth, one training block, all-reduce)")
+    p.add_argument("--config", metavar="CONFIG.yaml", help="probe at this config's shapes, precision and micro-batch")
+    p.add_argument("--budget-s", type=float, default=120.0, metavar="S", help="time budget in seconds (default 120)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the calibration: section to FILE")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     _common(p)
     return parser
 
@@ -175,12 +212,34 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     if args.output and os.path.realpath(args.output) == os.path.realpath(args.config):
         raise GpuwizError(f"{args.output}: -o would overwrite the config with the report; give another file name")
+    if args.have == "local":
+        req = _have_local(req, catalog)
     try:
         rec = recommend(req, catalog, objective=args.objective)
     except GpuwizError as exc:
         raise _in_config(exc, args.config) from None
     _write_out(render_recommendation(rec, req, args.format), args.output)
     return 0
+
+
+def _have_local(req: Any, catalog: Any) -> Any:
+    """The config plus this machine's GPUs as owned hardware; says plainly when it finds none."""
+    from gpuwiz.calibrate.gpus import match_gpu
+    from gpuwiz.core.models import HaveSpec
+    from gpuwiz.probe.inventory import detect_gpus
+
+    inv = detect_gpus()
+    if not inv.gpus:
+        sys.stderr.write(f"gpuwiz: --have local: {inv.note}; recommending without owned hardware\n")
+        return req
+    gpu_id = match_gpu(inv.gpus[0].name, catalog)
+    if gpu_id is None:
+        sys.stderr.write(f"gpuwiz: --have local: found {len(inv.gpus)}x {inv.gpus[0].name}, which is not in the "
+                         "catalog; recommending without it (add it with a catalog overlay)\n")
+        return req
+    sys.stderr.write(f"gpuwiz: --have local: {len(inv.gpus)}x {inv.gpus[0].name} ({gpu_id}) via {inv.via}\n")
+    have = HaveSpec(gpu=gpu_id, count=len(inv.gpus), gpus_per_node=len(inv.gpus))
+    return req.model_copy(update={"have": (*req.have, have)})
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -248,7 +307,129 @@ def cmd_wizard(args: argparse.Namespace) -> int:
     return int(app.return_code or 0)
 
 
-COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd_catalog, "validate": cmd_validate}
+def cmd_launch(args: argparse.Namespace) -> int:
+    from gpuwiz.core.catalog import load_catalog
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.recommend import recommend
+    from gpuwiz.launch import generate, job_from
+    from gpuwiz.launch.write import write_files
+
+    catalog = load_catalog(args.catalog)
+    req = load_config(args.config, catalog=catalog)
+    try:
+        rec = recommend(req, catalog)
+    except GpuwizError as exc:
+        raise _in_config(exc, args.config) from None
+    files = generate(args.target, job_from(req, rec, catalog, os.path.basename(args.config)))
+    out = args.output or f"launch-{args.target}"
+    paths = write_files(out, files, force=args.force)
+    for path in paths:
+        sys.stdout.write(f"wrote {path}\n")
+    return 0
+
+
+def _calibration_effect(req: Any, catalog: Any, cal: Any) -> list[str]:
+    """How the calibration changes the config's estimate at the measured point (comment lines)."""
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.estimate import estimate
+
+    if not cal.gpu:
+        return ["the log does not say which GPU (pass --gpu) -- no before/after estimate"]
+    try:
+        before = estimate(req.model_copy(update={"calibration": None}), catalog, gpu=cal.gpu, count=cal.count,
+                          gpus_per_node=cal.gpus_per_node)
+        after = estimate(req.model_copy(update={"calibration": cal}), catalog, gpu=cal.gpu, count=cal.count,
+                         gpus_per_node=cal.gpus_per_node)
+    except GpuwizError as exc:
+        return [f"no before/after estimate: {exc.problems[0]}"]
+    where = f"{after.plan.gpus}x {after.gpu_name}"
+    lines = [f"with this calibration, the config's estimate on {where}: {before.time.wall_hours:,.1f} h -> "
+             f"{after.time.wall_hours:,.1f} h per run; {before.memory.per_gpu_gib:.1f} -> "
+             f"{after.memory.per_gpu_gib:.1f} GiB per GPU"]
+    return [*lines, "other GPU types and counts scale by the same measured/model ratio (README: how it scales)"]
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from gpuwiz.calibrate.logs import file_time_iso, read_log
+    from gpuwiz.calibrate.section import Where, calibration_from, calibration_yaml
+    from gpuwiz.core.catalog import load_catalog
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.errors import GpuwizError
+
+    catalog = load_catalog(args.catalog)
+    req = load_config(args.config, catalog=catalog) if args.config else None
+    if args.output:
+        for other in (args.config, args.log):
+            if other and os.path.realpath(args.output) == os.path.realpath(other):
+                raise GpuwizError(f"{args.output}: -o would overwrite {other}; gpuwiz never edits it in place "
+                                  "(give another file name and paste the section)")
+        from pathlib import Path
+
+        from gpuwiz.launch.write import check_output_file
+
+        check_output_file(Path(args.output), args.force)  # before reading a long log
+    if args.gpu is not None:
+        try:
+            catalog.gpu(args.gpu)
+        except GpuwizError as exc:
+            raise GpuwizError(f"gpuwiz: --gpu: {exc}") from None
+    m = read_log(args.log, args.log_format, warmup_steps=max(0, args.warmup_steps))
+    where = Where(gpu=args.gpu, count=args.count, gpus_per_node=args.gpus_per_node, req=req)
+    cal = calibration_from(m, catalog, where, os.path.basename(args.log), file_time_iso(args.log))
+    comment = [f"gpuwiz calibrate {os.path.basename(args.log)}: paste this section into your config"]
+    if req is not None:
+        comment += _calibration_effect(req, catalog, cal)
+    text = calibration_yaml(cal, "\n".join(comment))
+    if args.output:
+        from gpuwiz.launch.write import write_text_file
+
+        write_text_file(args.output, text, force=args.force)
+        sys.stdout.write(f"wrote {args.output}\n")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from gpuwiz.calibrate.logs import utc_now_iso
+    from gpuwiz.calibrate.section import calibration_yaml
+    from gpuwiz.core.catalog import load_catalog
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.probe.inventory import detect_gpus
+    from gpuwiz.probe.run import render, run_probe
+
+    if not (0 < args.budget_s <= 3600):
+        raise GpuwizError(f"probe: --budget-s must be between 0 and 3600 seconds, got {args.budget_s:g}")
+    catalog = load_catalog(args.catalog)
+    req = load_config(args.config, catalog=catalog) if args.config else None
+    if args.output:
+        from pathlib import Path
+
+        from gpuwiz.launch.write import check_output_file
+
+        if args.config and os.path.realpath(args.output) == os.path.realpath(args.config):
+            raise GpuwizError(f"{args.output}: -o would overwrite the config; gpuwiz never edits it in place")
+        check_output_file(Path(args.output), args.force)
+    res = run_probe(detect_gpus(), catalog, req, budget_s=args.budget_s, progress=sys.stderr,
+                    measured_at=utc_now_iso())
+    sys.stdout.write(render(res))
+    assert res.calibration is not None
+    text = calibration_yaml(res.calibration, "gpuwiz probe: paste this section into your config"
+                            + ("\nmeasured on CPU: not representative of any GPU" if res.on_cpu else ""))
+    if args.output:
+        from gpuwiz.launch.write import write_text_file
+
+        write_text_file(args.output, text, force=args.force)
+        sys.stdout.write(f"wrote {args.output}\n")
+    else:
+        sys.stdout.write("\n" + text)
+    return 0
+
+
+COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd_catalog, "validate": cmd_validate,
+            "launch": cmd_launch, "calibrate": cmd_calibrate, "probe": cmd_probe}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -59,11 +59,16 @@ def test_hf_llama_family_param_counts(tmp_path, cat, shape, published):
     assert m.kv_heads == shape["kv_heads"] and m.mlp == "swiglu"
 
 
-def test_explicit_fields_match_published_counts(cat):
-    m = resolve_model(ModelSpec(**{k: v for k, v in LLAMA2_7B.items() if k not in ("mlp", "norm")}, family="decoder"),
-                      cat)
-    # explicit fields without mlp default to a GELU MLP: 2·h·ffn instead of 3·h·ffn
-    assert m.params_total < 6.74e9
+def test_explicit_fields_without_mlp_infer_it_from_the_width(cat):
+    # ffn 11008 = 2.69·h is no GELU width (4·h): counted as SwiGLU, and the assumption is stated
+    shape = {k: v for k, v in LLAMA2_7B.items() if k not in ("mlp", "norm")}
+    m = resolve_model(ModelSpec(**shape, family="decoder"), cat)
+    assert m.mlp == "swiglu" and _within(m.params_total, 6.74e9)
+    assert any(n.startswith("model.mlp not given: assumed swiglu") for n in m.notes)
+    gelu = resolve_model(ModelSpec(layers=12, hidden=768, heads=12, ffn=3072, vocab=50257), cat)
+    assert gelu.mlp == "gelu"
+    forced = resolve_model(ModelSpec(**{k: v for k, v in LLAMA2_7B.items() if k != "mlp"}, mlp="gelu"), cat)
+    assert forced.mlp == "gelu" and forced.params_total < 0.8 * m.params_total  # 2·h·ffn instead of 3·h·ffn
 
 
 def test_mixtral_total_and_active(tmp_path, cat):

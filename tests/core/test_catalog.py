@@ -177,20 +177,21 @@ def test_every_gpu_has_a_new_price(cat: Catalog) -> None:
 # ---- models -----------------------------------------------------------------------------------------
 
 def test_transformer_presets_are_self_consistent(cat: Catalog) -> None:
+    from gpuwiz.core.arch import count_params, resolve_model
+    from gpuwiz.core.models import ModelSpec
+
     for m in cat.models:
         if m.modality != "text":
             continue
         assert m.layers and m.hidden and m.heads and m.vocab and m.seq_len and m.ffn, m.id
-        assert m.hidden % m.heads == 0, m.id
+        assert m.head_dim or m.hidden % m.heads == 0, m.id
         kv = m.kv_heads or m.heads
         assert m.heads % kv == 0, m.id
-        # parameter count from the architecture must match the published figure within 3 %
-        n_mlp = 3 if m.mlp == "swiglu" else 2
-        per_layer = 2 * m.hidden * m.hidden + 2 * m.hidden * (m.hidden // m.heads) * kv
-        per_layer += n_mlp * m.hidden * m.ffn * (m.experts or 1)
-        emb = m.vocab * m.hidden * (1 if m.tied_embeddings else 2)
-        est_b = (m.layers * per_layer + emb) / 1e9
-        assert est_b == pytest.approx(m.params_b, rel=0.03), (m.id, est_b)
+        # the exact count from the architecture (core.arch) matches the published figure within 0.5 %
+        total, active, _ = count_params(resolve_model(ModelSpec(preset=m.id), cat))
+        assert total / 1e9 == pytest.approx(m.params_b, rel=0.005), (m.id, total)
+        if m.params_active_b:
+            assert active / 1e9 == pytest.approx(m.params_active_b, rel=0.005), (m.id, active)
 
 
 def test_specific_published_values(cat: Catalog) -> None:

@@ -97,9 +97,33 @@ class ModelPreset(_Entry):
     seq_len: int | None = None  # default training sequence length (tokens; audio frames for speech)
     experts: int | None = None
     top_k: int | None = None
-    mlp: Literal["swiglu", "gelu"] = "gelu"
+    mlp: Literal["swiglu", "geglu", "gelu"] = "gelu"
     tied_embeddings: bool = False
     norm: Literal["rms", "layer"] = "layer"
+    # Architecture details (same meaning as the ModelSpec keys, docs/LIMITS.md "Architecture")
+    params_active_b: float | None = Field(None, gt=0)  # published active parameters per token (MoE), billions
+    head_dim: int | None = Field(None, ge=1)
+    bias: bool | None = None
+    attention_bias: bool | None = None
+    qkv_bias: bool | None = None
+    mlp_bias: bool | None = None
+    qk_norm: bool | None = None
+    moe_ffn: int | None = Field(None, ge=1)
+    shared_experts: int | None = Field(None, ge=0)
+    shared_expert_ffn: int | None = Field(None, ge=1)
+    shared_expert_gate: bool | None = None
+    first_k_dense: int | None = Field(None, ge=0)
+    moe_layer_freq: int | None = Field(None, ge=1)
+    router_bias: bool | None = None
+    q_lora_rank: int | None = Field(None, ge=1)
+    kv_lora_rank: int | None = Field(None, ge=1)
+    qk_nope_head_dim: int | None = Field(None, ge=1)
+    qk_rope_head_dim: int | None = Field(None, ge=1)
+    v_head_dim: int | None = Field(None, ge=1)
+    attention_sinks: bool | None = None
+    mtp_layers: int | None = Field(None, ge=0)
+    sliding_window: int | None = Field(None, ge=1)
+    sliding_layers: int | None = Field(None, ge=0)
     # Non-token models: published per-sample figures the estimator needs, at `resolution`
     train_gflops_per_sample: float | None = Field(None, gt=0)  # fwd+bwd, = 3 x forward
     act_gib_per_sample: float | None = Field(None, gt=0)  # activation memory / sample, mixed precision

@@ -153,6 +153,14 @@ def check_references(req: Requirements, catalog: Catalog, name: str = "<config>"
             raise GpuwizError(format_problem(
                 name, lines.line(("hardware", "gpu")), "hardware.gpu",
                 f"unknown GPU {req.hardware.gpu!r}{did_you_mean(req.hardware.gpu, ids)}"))
+    gpu_ids = [g.id for g in catalog.gpus]
+    refs: list[tuple[tuple[str | int, ...], str | None]] = [
+        (("calibration", "gpu"), req.calibration.gpu if req.calibration else None)]
+    refs += [(("have", i, "gpu"), h.gpu) for i, h in enumerate(req.have)]
+    for path, gid in refs:
+        if gid is not None and gid not in gpu_ids:
+            raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
+                                             f"unknown GPU {gid!r}{did_you_mean(gid, gpu_ids)}"))
 
 
 def loads_config(text: str, name: str = "<config>", *, catalog: Catalog | None = None,

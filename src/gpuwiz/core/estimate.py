@@ -267,11 +267,14 @@ def _calibrate(ctx: Context) -> None:
     if cal is None:
         return
     hw = ctx.req.hardware
-    ref_gpu = ctx.gpus.get(hw.gpu) if hw and hw.gpu else None
+    # The measured point: the calibration's own gpu/count (`gpuwiz calibrate` / `probe`), else hardware:.
+    ref_id, ref_n, ref_gpn = ((cal.gpu, cal.count, cal.gpus_per_node) if cal.gpu else
+                              (hw.gpu, hw.count, hw.gpus_per_node) if hw else (None, None, None))
+    ref_gpu = ctx.gpus.get(ref_id) if ref_id else None
     ref = None
     if ref_gpu is not None:
-        ref = quick(ctx, ref_gpu, int(hw.count or 1), hw.gpus_per_node)  # type: ignore[union-attr]
-        where = f"{hw.count or 1}× {ref_gpu.name}"  # type: ignore[union-attr]
+        ref = quick(ctx, ref_gpu, int(ref_n or 1), ref_gpn)
+        where = f"{ref_n or 1}× {ref_gpu.name}"
     if cal.peak_memory_gib:
         if ref is not None:
             raw = ref.per_gpu_gib
@@ -296,6 +299,9 @@ def _calibrate(ctx: Context) -> None:
     elif cal.samples_per_s_per_gpu:
         units = cal.samples_per_s_per_gpu * ctx.cc.units_per_sample
         label = f"{cal.samples_per_s_per_gpu:g} samples/s/GPU"
+    elif cal.step_time_s and ref is not None:  # a step = the global batch, over ref_n GPUs
+        units = ctx.global_batch * ctx.cc.units_per_sample / (cal.step_time_s * int(ref_n or 1))
+        label = f"step time {cal.step_time_s:g} s"
     elif cal.mfu:
         label = f"MFU {cal.mfu:g}"
     if not label:

@@ -7,6 +7,19 @@ Supported shapes (key names as written by ``transformers``):
   ``vocab_size``, ``max_position_embeddings``, ``tie_word_embeddings``, ``head_dim``; SiLU-gated MLP
   (SwiGLU), RMSNorm, no biases except Qwen2's q/k/v projections.
 * Mixtral (``MixtralConfig``): as Llama plus ``num_local_experts`` and ``num_experts_per_tok``.
+* Qwen2-MoE / Qwen3-MoE: ``num_experts``, ``moe_intermediate_size`` (one expert), Qwen2-MoE's
+  ``shared_expert_intermediate_size`` (one gated shared expert), ``decoder_sparse_step`` and
+  ``mlp_only_layers`` (dense layers, modelled when they are the first ones); Qwen3 q/k RMSNorm.
+* DeepSeek-V2/V3: ``n_routed_experts``, ``n_shared_experts`` (each ``moe_intermediate_size`` wide),
+  ``first_k_dense_replace`` (dense layers of ``intermediate_size``), ``moe_layer_freq`` (1 only), MLA
+  (``q_lora_rank`` — null = direct q — ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``,
+  ``v_head_dim``), ``num_nextn_predict_layers`` (MTP modules, reported, not counted).
+* gpt-oss (``GptOssConfig``): ``num_local_experts``, ``experts_per_token`` / ``num_experts_per_tok``,
+  ``attention_bias`` (q, k, v, o), attention sinks, biased experts and router.
+* Sliding-window attention: ``sliding_window`` on every layer (Mistral v0.1), or on the layers that
+  ``layer_types`` marks ``sliding_attention`` (gpt-oss); off when ``use_sliding_window`` is false (Qwen2).
+* Contradictions (top-k above the expert count, two top-k keys that disagree, MoE sizes without
+  experts, MLA dims without ``kv_lora_rank``, an unknown ``hidden_act``) → one line naming file and key.
 * GPT-2 (``GPT2Config``): ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (None = 4 h),
   ``n_positions`` (learned position embeddings), tied embeddings, LayerNorm, biases everywhere.
 * BERT (``BertConfig``): ``num_hidden_layers`` ... ``max_position_embeddings`` (learned),
@@ -29,8 +42,21 @@ from gpuwiz.core.errors import GpuwizError
 FIELD = "model.hf_config"
 
 _SWIGLU_ACTS = {"silu", "swish", "swiglu"}
+_GELU_ACTS = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "quick_gelu", "relu", "gelu_10"}
 _MOE_EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
-_MOE_TOPK_KEYS = ("num_experts_per_tok", "moe_top_k", "top_k")
+_MOE_TOPK_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k")
+# Structures whose parameters this parser would miscount: refused by name rather than guessed
+_UNMODELLED_KEYS = (
+    ("intermediate_size_mlp", "Llama 4's separate dense-layer width"),
+    ("ffn_config", "DBRX's nested MoE block"),
+    ("attn_layer_period", "Jamba's attention/Mamba interleave"),
+    ("layers_block_type", "a hybrid Mamba/attention stack"),
+    ("hybrid_override_pattern", "a hybrid Mamba/attention stack"),
+    ("o_lora_rank", "a low-rank output projection"),
+)
+# MoE structure keys that mean nothing without routed experts
+_MOE_ONLY_KEYS = ("moe_intermediate_size", "n_shared_experts", "shared_expert_intermediate_size",
+                  "first_k_dense_replace")
 
 
 def read_hf_config(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -131,42 +157,171 @@ def parse_hf_config(data: dict[str, Any], path: str = "config.json") -> dict[str
         out["seq_len"] = min(out["max_positions"], 512)
         return out
 
-    # Llama family (Llama, Mistral, Qwen2, Mixtral and look-alikes)
+    # Llama family and its descendants: Llama, Mistral, Mixtral, Qwen2/2.5/3 (+ MoE), DeepSeek-V2/V3, gpt-oss
+    for key, what in _UNMODELLED_KEYS:
+        if data.get(key) is not None:
+            raise GpuwizError(f"{FIELD}: {path}: {key} ({what}) is not modelled; describe the model field by "
+                              "field instead (docs/LIMITS.md, Architecture)")
     heads = _int(data, path, "num_attention_heads")
-    act = str(data.get("hidden_act") or data.get("hidden_activation") or "silu").lower()
+    layers = _int(data, path, "num_hidden_layers")
+    assert layers is not None
+    hidden = _int(data, path, "hidden_size")
+    act_key = "hidden_act" if "hidden_act" in data else "hidden_activation"
+    act = str(data.get(act_key) or "silu").lower()
+    if act in _SWIGLU_ACTS or "gated" in act or "glu" in act:
+        mlp = "geglu" if "gelu" in act else "swiglu"
+    elif act in _GELU_ACTS:
+        # Gemma checkpoints name a gated GELU MLP "gelu_pytorch_tanh" (gate, up, down)
+        mlp = "geglu" if mtype.startswith("gemma") else "gelu"
+    else:
+        raise GpuwizError(f"{FIELD}: {path}: {act_key} {act!r} is not an activation gpuwiz knows "
+                          f"(silu/swiglu for gated MLPs, gelu variants, relu)")
     max_pos = _int(data, path, "max_position_embeddings", "seq_length", required=False)
+    attention_bias = _bool(data, path, "attention_bias")
     out.update(
         family="decoder",
-        layers=_int(data, path, "num_hidden_layers"),
-        hidden=_int(data, path, "hidden_size"),
+        layers=layers,
+        hidden=hidden,
         heads=heads,
         kv_heads=_int(data, path, "num_key_value_heads", required=False) or heads,
         ffn=_int(data, path, "intermediate_size"),
         vocab=_int(data, path, "vocab_size"),
-        head_dim=_int(data, path, "head_dim", required=False),
-        mlp="swiglu" if act in _SWIGLU_ACTS or "gated" in act else "gelu",
+        mlp=mlp,
         norm="rms" if ("rms_norm_eps" in data or "rms" in str(data.get("norm_type", "")).lower()) else "layer",
-        bias=bool(data.get("mlp_bias", False)) and bool(data.get("attention_bias", False)),
-        qkv_bias=mtype.startswith("qwen2") or bool(data.get("attention_bias", False)),
-        tied_embeddings=bool(data.get("tie_word_embeddings", False)),
+        bias=False,
+        # transformers Llama/Mistral/gpt-oss: attention_bias puts a bias on q, k, v and o
+        attention_bias=attention_bias,
+        # Qwen2 / Qwen2.5 / Qwen2-MoE / Qwen2-VL: q, k, v biases, no o bias (modeling_qwen2.py)
+        qkv_bias=mtype.startswith("qwen2") and not attention_bias,
+        mlp_bias=_bool(data, path, "mlp_bias") or mtype == "gpt_oss",  # gpt-oss experts carry biases
+        qk_norm=mtype in ("qwen3", "qwen3_moe"),  # q_norm / k_norm = RMSNorm(head_dim)
+        attention_sinks=mtype == "gpt_oss",
+        tied_embeddings=_bool(data, path, "tie_word_embeddings"),
         learned_positions=False,
         max_positions=max_pos,
     )
-    experts = None
-    for k in _MOE_EXPERT_KEYS:
-        if data.get(k):
-            experts = _int(data, path, k)
-            break
-    if experts and experts > 1:
-        top_k = None
-        for k in _MOE_TOPK_KEYS:
-            if data.get(k):
-                top_k = _int(data, path, k)
-                break
-        out.update(family="moe", experts=experts, top_k=top_k or 2)
-        moe_ffn = _int(data, path, "moe_intermediate_size", required=False)
-        if moe_ffn:
-            out["ffn"] = moe_ffn
+    head_dim = _int(data, path, "head_dim", required=False)
+    kv_lora = _int(data, path, "kv_lora_rank", required=False)
+    if kv_lora:
+        # DeepSeek-V2/V3 multi-head latent attention (configuration_deepseek_v3.py); transformers writes a
+        # head_dim (= qk_rope_head_dim) that MLA does not use as the q·k width
+        out.update(
+            kv_lora_rank=kv_lora,
+            q_lora_rank=_int(data, path, "q_lora_rank", required=False),
+            qk_nope_head_dim=_int(data, path, "qk_nope_head_dim"),
+            qk_rope_head_dim=_int(data, path, "qk_rope_head_dim"),
+            v_head_dim=_int(data, path, "v_head_dim"),
+        )
+    elif head_dim:
+        out["head_dim"] = head_dim
+    else:
+        stray = [k for k in ("q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim") if data.get(k)]
+        if stray:
+            raise GpuwizError(f"{FIELD}: {path}: {stray[0]} is set but kv_lora_rank is not "
+                              "(multi-head latent attention needs both)")
+    # Sliding-window attention: Mistral v0.1 on every layer; gpt-oss / Gemma on the layers layer_types marks;
+    # Qwen2 writes a window but switches it off (use_sliding_window false)
+    window = _int(data, path, "sliding_window", required=False)
+    if window and data.get("use_sliding_window") is not False:
+        kinds = data.get("layer_types")
+        if kinds is not None:
+            if not isinstance(kinds, list) or len(kinds) != layers:
+                raise GpuwizError(f"{FIELD}: {path}: layer_types must list one attention kind per layer "
+                                  f"({layers})")
+            n_window = sum(1 for t in kinds if t == "sliding_attention")
+        else:
+            n_window = layers
+        if n_window:
+            out.update(sliding_window=window, sliding_layers=n_window)
+    mtp = _count(data, path, "num_nextn_predict_layers")
+    if mtp:
+        out["mtp_layers"] = mtp
+    out.update(_parse_moe(data, path, mtype, layers))
     if max_pos:
         out["seq_len"] = min(max_pos, 4096)
+    return out
+
+
+def _count(data: dict[str, Any], path: str, key: str) -> int:
+    """A whole number that may be 0 (shared experts, dense first layers, MTP modules); absent = 0."""
+    v = data.get(key)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or int(v) != v:
+        raise GpuwizError(f"{FIELD}: {path}: {key} must be a whole number, 0 or more, got {v!r}")
+    return int(v)
+
+
+def _bool(data: dict[str, Any], path: str, key: str) -> bool:
+    v = data.get(key)
+    if v is None:
+        return False
+    if not isinstance(v, bool):
+        raise GpuwizError(f"{FIELD}: {path}: {key} must be true or false, got {v!r}")
+    return v
+
+
+def _first_key(data: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((k for k in keys if data.get(k) is not None), None)
+
+
+def _parse_moe(data: dict[str, Any], path: str, mtype: str, layers: int) -> dict[str, Any]:
+    """MoE fields: experts, top_k, expert / shared-expert sizes, which layers are MoE (see module doc)."""
+    ekey = _first_key(data, _MOE_EXPERT_KEYS)
+    dense_marker = ekey is not None and data[ekey] in (0, 1) and not isinstance(data[ekey], bool)
+    experts = None if ekey is None or dense_marker else _int(data, path, ekey)
+    if not experts or experts <= 1:
+        stray = [k for k in _MOE_ONLY_KEYS if data.get(k)]
+        if stray and not dense_marker:
+            raise GpuwizError(f"{FIELD}: {path}: {stray[0]} is set but the config has no routed experts "
+                              f"({' / '.join(_MOE_EXPERT_KEYS)})")
+        return {}
+    kkey = _first_key(data, _MOE_TOPK_KEYS)
+    if kkey is None:
+        raise GpuwizError(f"{FIELD}: {path}: {ekey} is {experts} but {' / '.join(_MOE_TOPK_KEYS)} is missing")
+    top_k = _int(data, path, kkey)
+    assert top_k is not None
+    if top_k > experts:
+        raise GpuwizError(f"{FIELD}: {path}: {kkey} {top_k} is more than {ekey} {experts}")
+    other = _first_key(data, tuple(k for k in _MOE_TOPK_KEYS if k != kkey))
+    if other and data[other] != top_k:
+        raise GpuwizError(f"{FIELD}: {path}: {other} {data[other]!r} contradicts {kkey} {top_k}")
+    out: dict[str, Any] = {"family": "moe", "experts": experts, "top_k": top_k}
+    moe_ffn = _int(data, path, "moe_intermediate_size", required=False)
+    if moe_ffn:
+        out["moe_ffn"] = moe_ffn
+    # Shared experts: DeepSeek n_shared_experts x moe_intermediate_size; Qwen2-MoE one shared expert of
+    # shared_expert_intermediate_size with a sigmoid gate (modeling_qwen2_moe.py)
+    n_shared = _count(data, path, "n_shared_experts")
+    shared_ffn = _int(data, path, "shared_expert_intermediate_size", required=False)
+    if shared_ffn:
+        out.update(shared_experts=n_shared or 1, shared_expert_ffn=shared_ffn, shared_expert_gate=mtype == "qwen2_moe")
+    elif n_shared:
+        out["shared_experts"] = n_shared
+    if mtype == "gpt_oss":
+        out["router_bias"] = True  # GptOssTopKRouter: weight (E, h) and bias (E)
+    # Which layers carry experts
+    first_k = _count(data, path, "first_k_dense_replace")
+    freq_key = _first_key(data, ("moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step"))
+    freq = _int(data, path, freq_key) if freq_key else 1
+    assert freq is not None
+    if freq > 1 and freq_key == "moe_layer_freq":
+        # DeepSeek's rule is layer_idx % freq == 0 (after first_k_dense_replace); gpuwiz counts (i + 1) % freq
+        raise GpuwizError(f"{FIELD}: {path}: moe_layer_freq {freq} (DeepSeek's every-n-th-layer rule) is not "
+                          "modelled; only 1 is")
+    only = data.get("mlp_only_layers") or []
+    if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
+        raise GpuwizError(f"{FIELD}: {path}: mlp_only_layers must be a list of layer numbers, got {only!r}")
+    if only:
+        if sorted(only) != list(range(len(only))) or first_k:
+            raise GpuwizError(f"{FIELD}: {path}: mlp_only_layers {only} is modelled only as the first layers "
+                              "(0, 1, 2, ...)")
+        first_k = len(only)
+    if first_k >= layers:
+        raise GpuwizError(f"{FIELD}: {path}: first_k_dense_replace {first_k} leaves no MoE layer of "
+                          f"num_hidden_layers {layers}")
+    if first_k:
+        out["first_k_dense"] = first_k
+    if freq > 1:
+        out["moe_layer_freq"] = freq
     return out

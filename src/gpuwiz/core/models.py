@@ -7,9 +7,10 @@ JSON the CLI prints and the TUI renders.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from datetime import date, datetime
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
 
@@ -34,6 +35,8 @@ DeployMode = Literal["rent", "buy", "either"]
 Objective = Literal["cheapest", "fastest", "perf-per-watt"]
 Sensitivity = Literal["public", "internal", "confidential", "regulated"]
 Site = Literal["any", "desk", "office", "server-room", "colo", "cloud"]
+Mlp = Literal["swiglu", "geglu", "gelu"]
+Norm = Literal["rms", "layer"]
 
 
 class _Strict(BaseModel):
@@ -66,6 +69,39 @@ class ModelSpec(_Strict):
     experts: HumanInt | None = Field(None, ge=1, le=10_000)
     top_k: HumanInt | None = Field(None, ge=1, le=10_000)
     resolution: HumanInt | None = Field(None, ge=8, le=16_384)  # image side in pixels (cnn/vit/diffusion)
+    # Architecture details for a model written out field by field (docs/LIMITS.md "Architecture").
+    # Unset = the preset's / config.json's value, else the family default (core.arch).
+    mlp: Mlp | None = None  # swiglu / geglu: gated, 3 matrices (Llama, Gemma); gelu: 2 matrices (GPT-2, BERT)
+    head_dim: HumanInt | None = Field(None, ge=1, le=65_536)  # per attention head; unset = hidden / heads
+    tied_embeddings: bool | None = None  # output head shares the input embedding
+    norm: Norm | None = None  # rms (weight) or layer (weight + bias)
+    bias: bool | None = None  # biases on every linear layer (GPT-2, BERT)
+    attention_bias: bool | None = None  # biases on q, k, v and o (gpt-oss)
+    qkv_bias: bool | None = None  # biases on q, k, v only (Qwen2 / Qwen2.5)
+    mlp_bias: bool | None = None  # biases on the MLP / expert linears (gpt-oss experts)
+    qk_norm: bool | None = None  # RMSNorm over each head's q and k (Qwen3)
+    learned_positions: bool | None = None  # a learned absolute position table (GPT-2, BERT); off = RoPE
+    max_positions: HumanInt | None = Field(None, ge=1, le=MAX_SEQ_LEN)  # rows of that table
+    type_vocab: HumanInt | None = Field(None, ge=0, le=1_000)  # BERT token-type embeddings
+    pooler: bool | None = None  # BERT pooler (dense h x h)
+    # Mixture of experts (with `experts` and `top_k`)
+    moe_ffn: HumanInt | None = Field(None, ge=1, le=10_000_000)  # one expert's width (HF moe_intermediate_size)
+    shared_experts: HumanInt | None = Field(None, ge=0, le=1_000)  # always-on experts (HF n_shared_experts)
+    shared_expert_ffn: HumanInt | None = Field(None, ge=1, le=10_000_000)  # each shared expert's size; unset = moe_ffn
+    shared_expert_gate: bool | None = None  # sigmoid gate on the shared expert, Linear(h, 1) (Qwen2-MoE)
+    first_k_dense: HumanInt | None = Field(None, ge=0, le=10_000)  # first k layers keep a dense MLP (DeepSeek)
+    moe_layer_freq: HumanInt | None = Field(None, ge=1, le=10_000)  # layer i (from 0) is MoE when (i + 1) % freq == 0
+    router_bias: bool | None = None  # router Linear(h, experts) has a bias (gpt-oss)
+    # DeepSeek multi-head latent attention (MLA): set kv_lora_rank and the three head dims
+    q_lora_rank: HumanInt | None = Field(None, ge=1, le=1_000_000)  # unset = q projected directly
+    kv_lora_rank: HumanInt | None = Field(None, ge=1, le=1_000_000)
+    qk_nope_head_dim: HumanInt | None = Field(None, ge=1, le=65_536)
+    qk_rope_head_dim: HumanInt | None = Field(None, ge=1, le=65_536)
+    v_head_dim: HumanInt | None = Field(None, ge=1, le=65_536)
+    attention_sinks: bool | None = None  # one learned sink logit per head and layer (gpt-oss)
+    # Sliding-window attention (no parameters; the attention cost): window in tokens, on how many layers
+    sliding_window: HumanInt | None = Field(None, ge=1, le=MAX_SEQ_LEN)
+    sliding_layers: HumanInt | None = Field(None, ge=0, le=10_000)  # unset = every layer (Mistral 7B v0.1)
 
 
 class ParallelSpec(_Strict):
@@ -135,6 +171,11 @@ class HardwareSpec(_Strict):
     gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
 
 
+def _iso(value: object) -> object:
+    """An unquoted YAML timestamp (``measured_at: 2026-12-01T10:00:00``) arrives as a date/datetime."""
+    return value.isoformat() if isinstance(value, (date, datetime)) else value
+
+
 class CalibrationSpec(_Strict):
     """Measured numbers from the user's own runs; they win over the model's estimate."""
 
@@ -142,6 +183,22 @@ class CalibrationSpec(_Strict):
     samples_per_s_per_gpu: HumanFloat | None = Field(None, gt=0, le=1e9)
     mfu: HumanFloat | None = Field(None, gt=0, le=1.0)
     peak_memory_gib: HumanFloat | None = Field(None, gt=0, le=10_000)
+    # Where it was measured (`gpuwiz calibrate` / `gpuwiz probe` fill these in). gpu/count/gpus_per_node
+    # make the measured point the calibration's reference instead of `hardware:`.
+    gpu: str | None = Field(None, max_length=100)
+    count: HumanInt | None = Field(None, ge=1, le=MAX_GPUS)
+    gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
+    step_time_s: HumanFloat | None = Field(None, gt=0, le=1e6)
+    source: str | None = Field(None, max_length=500)
+    measured_at: Annotated[str | None, BeforeValidator(_iso)] = Field(None, max_length=40)
+
+
+class HaveSpec(_Strict):
+    """Hardware the team already owns: an option at its marginal cost (power, no purchase)."""
+
+    gpu: str = Field(max_length=100)
+    count: HumanInt = Field(1, ge=1, le=MAX_GPUS)
+    gpus_per_node: HumanInt | None = Field(None, ge=1, le=72)
 
 
 class Requirements(_Strict):
@@ -153,6 +210,7 @@ class Requirements(_Strict):
     deployment: DeploymentSpec = DeploymentSpec()
     hardware: HardwareSpec | None = None
     calibration: CalibrationSpec | None = None
+    have: tuple[HaveSpec, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -179,7 +237,7 @@ class ResolvedModel(BaseModel):
     seq_len: int | None = None
     experts: int | None = None
     top_k: int | None = None
-    mlp: Literal["swiglu", "gelu"] = "gelu"
+    mlp: Mlp = "gelu"
     # Non-token models (published per-sample figures, at `resolution`)
     train_gflops_per_sample: float | None = None
     act_gib_per_sample: float | None = None
@@ -190,10 +248,52 @@ class ResolvedModel(BaseModel):
     norm: Literal["rms", "layer"] = "rms"
     bias: bool = False  # biases on every linear layer (GPT-2, BERT)
     qkv_bias: bool = False  # biases on q/k/v only (Qwen2)
-    head_dim: int | None = None
+    head_dim: int | None = None  # per attention head (core.arch sets it: hidden / heads unless given)
     max_positions: int | None = None  # learned position embeddings (GPT-2, BERT); None = RoPE
     type_vocab: int = 0  # BERT token-type embeddings
     pooler: bool = False  # BERT pooler
+    # ---- Per-layer structure for the performance / memory model (core.arch fills every field) ----
+    attention_bias: bool = False  # biases on q, k, v, o (gpt-oss)
+    mlp_bias: bool = False  # biases on the MLP / expert linears (gpt-oss)
+    qk_norm: bool = False  # per-head RMSNorm on q and k, head_dim weights each (Qwen3)
+    attention_sinks: bool = False  # one sink logit per head per layer (gpt-oss)
+    dense_layers: int = 0
+    """Layers with a dense MLP of width ``ffn`` (all layers of a dense model; DeepSeek-V3: the first 3).
+
+    ``ffn`` is that dense width; in a MoE model without dense layers it equals ``moe_ffn`` (as for Mixtral).
+    Expert GEMMs use ``moe_ffn``, never ``ffn``."""
+    moe_layers: int = 0
+    """Layers with routed experts (``dense_layers + moe_layers == layers`` for token models)."""
+    moe_ffn: int | None = None
+    """Intermediate size of ONE routed expert (HF ``moe_intermediate_size``; Mixtral: = ``ffn``)."""
+    shared_experts: int = 0
+    """Always-active experts per MoE layer (DeepSeek ``n_shared_experts``, Qwen2-MoE: 1)."""
+    shared_expert_ffn: int | None = None
+    """Intermediate size of EACH shared expert (None when there are none)."""
+    shared_expert_gate: bool = False  # Qwen2-MoE: Linear(h, 1) gate on the shared expert
+    router_bias: bool = False  # gpt-oss router has a bias
+    q_lora_rank: int | None = None
+    """MLA query compression rank (None: q projected directly from h)."""
+    kv_lora_rank: int | None = None
+    """MLA key/value latent rank; set = the model uses multi-head latent attention (DeepSeek-V2/V3)."""
+    qk_nope_head_dim: int | None = None
+    """MLA per-head q/k width without rotary."""
+    qk_rope_head_dim: int | None = None
+    """MLA per-head rotary q/k width (the rotary key is shared across heads)."""
+    v_head_dim: int | None = None
+    """MLA per-head value width."""
+    sliding_window: int | None = None
+    """Sliding-window attention span in tokens (Mistral 7B: 4096; gpt-oss: 128), None = full attention."""
+    sliding_layers: int = 0
+    """Layers that use the window (gpt-oss: every other one); the rest attend to the whole sequence."""
+    mtp_layers: int = 0
+    """DeepSeek-V3 multi-token-prediction modules (HF ``num_nextn_predict_layers``): not in ``params_total``."""
+    params_attention: float = 0.0
+    """Parameters of one layer's attention block (projections, biases, q/k norms, sinks)."""
+    params_dense_mlp: float = 0.0
+    """Parameters of one dense MLP of width ``ffn`` (0 when ``dense_layers == 0``)."""
+    params_expert: float = 0.0
+    """Parameters of ONE routed expert (0 for dense models)."""
     default_micro_batch: int | None = None
     shape_derived: bool = False  # layers/hidden guessed from params_b (no architecture given)
     notes: tuple[str, ...] = ()  # how the model was resolved (goes into Estimate.assumptions)

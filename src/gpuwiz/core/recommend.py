@@ -173,7 +173,12 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
     if not req.data.tokens and not req.data.samples:
         raise GpuwizError("data: no data size given (set data.tokens or data.samples): a recommendation "
                           "needs the time per run")
-    return _Recommender(req, catalog, obj).run()
+    rec = _Recommender(req, catalog, obj).run()
+    if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
+        from gpuwiz.core.owned import with_owned
+
+        rec = with_owned(req, catalog, rec)
+    return rec
 
 
 class _Recommender:

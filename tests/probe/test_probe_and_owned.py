@@ -1,0 +1,166 @@
+"""`gpuwiz probe` on CPU (tiny sizes, labelled), its calibration moving the estimate, the all-reduce path,
+and owned hardware (`have:`, `recommend --have local`)."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+import yaml
+
+from conftest import EXAMPLES, run_cli
+from gpuwiz.core.config_io import load_config, loads_config
+from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.estimate import estimate
+from gpuwiz.core.recommend import recommend
+from gpuwiz.probe.inventory import Inventory, LocalGpu
+
+try:
+    import torch  # noqa: F401
+
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+needs_torch = pytest.mark.skipif(
+    not HAVE_TORCH, reason="PyTorch not installed: probe tests need `pip install -e '.[probe]'` (CI installs it)")
+NO_GPU = Inventory((), "", "no GPU found (test)")
+CONFIG = """\
+version: 1
+model: {preset: llama-3-8b, seq_len: 2048}
+training: {method: pretrain, global_batch: 64, micro_batch: 1}
+data: {tokens: 1B}
+"""
+
+
+def test_bus_bandwidth_is_the_nccl_tests_definition():
+    from gpuwiz.probe.bench import bus_bandwidth_gbps
+    # 1 GB in 0.1 s over 8 ranks: algbw 10 GB/s x 2·7/8 = 17.5 GB/s; one rank moves nothing
+    assert bus_bandwidth_gbps(10**9, 8, 0.1) == pytest.approx(17.5)
+    assert bus_bandwidth_gbps(10**9, 1, 0.1) == 0.0
+
+
+def test_probe_without_torch_says_how_to_install(monkeypatch, catalog):
+    from gpuwiz.probe.run import run_probe
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.delitem(sys.modules, "gpuwiz.probe.bench", raising=False)
+    import gpuwiz.probe
+
+    monkeypatch.delattr(gpuwiz.probe, "bench", raising=False)  # as on a machine that never imported it
+    with pytest.raises(GpuwizError, match=r"gpuwiz\[probe\]"):
+        run_probe(NO_GPU, catalog, None, budget_s=1)
+
+
+@needs_torch
+def test_cpu_probe_is_labelled_and_its_calibration_changes_the_estimate(catalog):
+    from gpuwiz.probe.run import render, run_probe
+
+    req = loads_config(CONFIG, catalog=catalog)
+    out = io.StringIO()
+    res = run_probe(NO_GPU, catalog, req, budget_s=2, progress=out, measured_at="2026-12-01T00:00:00Z")
+    assert res.on_cpu and "not representative" in res.device
+    assert all("not representative" in fig for what, fig, _ in res.lines if what != "time")
+    assert "probe [" in out.getvalue() and "done" in out.getvalue()
+    cal = res.calibration
+    assert cal is not None and cal.gpu is None and cal.tokens_per_s_per_gpu and cal.tokens_per_s_per_gpu > 0
+    assert "not representative" in (cal.source or "")
+    assert "GEMM" in render(res)
+    # The documented effect: without a measured GPU the figure replaces the model's for every candidate.
+    after = estimate(req.model_copy(update={"calibration": cal}), catalog, gpu="h100-sxm", count=8)
+    assert after.throughput.tokens_per_s_per_gpu == pytest.approx(cal.tokens_per_s_per_gpu)
+    before = estimate(req, catalog, gpu="h100-sxm", count=8)
+    assert after.time.wall_hours != pytest.approx(before.time.wall_hours)
+
+
+@needs_torch
+def test_cpu_probe_of_a_cnn_uses_a_bottleneck_block(catalog):
+    from gpuwiz.probe.run import run_probe
+
+    req = load_config(EXAMPLES / "resnet50-imagenet.yaml", catalog=catalog)
+    res = run_probe(NO_GPU, catalog, req, budget_s=1, progress=io.StringIO())
+    assert "cnn" in res.shapes
+    assert any("bottleneck" in d for _, _, d in res.lines)
+    assert res.calibration is not None and res.calibration.samples_per_s_per_gpu
+
+
+@needs_torch
+def test_gloo_all_reduce_over_two_cpu_ranks():
+    from gpuwiz.probe.bench import allreduce_busbw
+
+    busbw, detail = allreduce_busbw(2, 0.2, on_cpu=True)
+    assert busbw > 0 and "gloo" in detail and "2 ranks" in detail
+
+
+@needs_torch
+def test_probe_cli_writes_the_section_and_never_clobbers(tmp_path):
+    out = tmp_path / "cal.yaml"
+    r = run_cli("probe", "--budget-s", "2", "-o", out)
+    assert r.returncode == 0, r.stderr
+    section = yaml.safe_load(out.read_text())["calibration"]
+    assert "not representative" in section["source"]
+    r = run_cli("probe", "--budget-s", "2", "-o", out)
+    assert r.returncode == 2 and "--force" in r.stderr
+    r = run_cli("probe", "--budget-s", "0")
+    assert r.returncode == 2 and "budget" in r.stderr
+
+
+# ---- owned hardware ----------------------------------------------------------------------------------
+
+HAVE = """\
+version: 1
+model: {preset: mistral-7b, seq_len: 4096}
+training: {method: lora, global_batch: 64}
+data: {tokens: 300M, epochs: 2}
+schedule: {deadline_days: 3, runs_per_month: 6}
+"""
+
+
+def test_owned_hardware_is_an_option_at_energy_cost(catalog):
+    plain = recommend(loads_config(HAVE, catalog=catalog), catalog)
+    req = loads_config(HAVE + "have:\n  - {gpu: rtx-4090, count: 2}\n", catalog=catalog)
+    rec = recommend(req, catalog)
+    first = rec.alternatives[0]
+    assert (first.gpu, first.count) == ("rtx-4090", 2) and "already owned" in first.reason
+    est = estimate(req, catalog, gpu="rtx-4090", count=2)
+    assert first.wall_hours == pytest.approx(est.time.wall_hours, rel=1e-3)
+    # energy only: far below buying two cards, and proportional to the hours
+    assert 0 < first.cost_per_run_usd < 0.05 * 2 * catalog.gpu("rtx-4090").price_new_usd
+    assert rec.alternatives[1:] == plain.alternatives
+    assert rec.estimate == plain.estimate  # the pick itself is unchanged
+
+
+def test_owned_hardware_that_cannot_run_is_a_pitfall(catalog):
+    req = loads_config(HAVE + "have:\n  - {gpu: t4, count: 1}\nmodel: {preset: llama-3-70b}\n"
+                       .replace("model: {preset: llama-3-70b}\n", ""), catalog=catalog)
+    big = req.model_copy(update={"model": req.model.model_copy(update={"preset": "llama-3-70b"}),
+                                 "training": req.training.model_copy(update={"method": "full"})})
+    rec = recommend(big, catalog)
+    assert any(p.id == "owned-does-not-fit" and "T4" in p.message for p in rec.pitfalls)
+    assert all(a.gpu != "t4" or "owned" not in a.reason for a in rec.alternatives)
+
+
+def test_unknown_owned_gpu_is_a_config_error(catalog):
+    with pytest.raises(GpuwizError, match=r"have\[0\]\.gpu.*rtx-4090"):
+        loads_config(HAVE + "have:\n  - {gpu: rtx-4900, count: 2}\n", "c.yaml", catalog=catalog)
+
+
+def test_have_local_says_plainly_when_it_finds_no_gpu(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(HAVE)
+    r = run_cli("recommend", cfg, "--have", "local", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert r.returncode == 0
+    assert "--have local: no GPU found" in r.stderr
+
+
+def test_have_local_adds_the_detected_gpus(monkeypatch, catalog, capsys):
+    import gpuwiz.probe.inventory as inv
+    from gpuwiz.cli import _have_local
+
+    found = Inventory((LocalGpu(0, "NVIDIA GeForce RTX 4090", 24.0), LocalGpu(1, "NVIDIA GeForce RTX 4090", 24.0)),
+                      "NVML", "")
+    monkeypatch.setattr(inv, "detect_gpus", lambda: found)
+    req = _have_local(loads_config(HAVE, catalog=catalog), catalog)
+    assert [(h.gpu, h.count) for h in req.have] == [("rtx-4090", 2)]
+    assert "2x NVIDIA GeForce RTX 4090 (rtx-4090) via NVML" in capsys.readouterr().err
