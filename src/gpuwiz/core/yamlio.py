@@ -9,6 +9,7 @@ not code execution), (2) alias expansion is bounded ("billion laughs" cannot blo
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -180,8 +181,6 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
     On any failure the previous file (if any) is untouched and a GpuwizError says what happened.
     """
-    import tempfile  # only when saving: it pulls in shutil, random, ... (start-up cost for every command)
-
     p = Path(path)
     name = str(path)
     if p.is_dir():
