@@ -24,10 +24,10 @@ EXAMPLE = "small-team-lora-7b.yaml"
 # name -> keys pressed after the example config opened (it lands on the Result screen)
 SHOTS: list[tuple[str, list[str] | None]] = [
     ("01-start", None),
-    ("02-model", ["ctrl+b", "ctrl+b", "ctrl+b", "ctrl+b"]),
-    ("03-data", ["ctrl+b", "ctrl+b", "ctrl+b"]),
-    ("04-schedule", ["ctrl+b", "ctrl+b"]),
-    ("05-deploy", ["ctrl+b"]),
+    ("02-model", ["alt+left", "alt+left", "alt+left", "alt+left"]),
+    ("03-data", ["alt+left", "alt+left", "alt+left"]),
+    ("04-schedule", ["alt+left", "alt+left"]),
+    ("05-deploy", ["alt+left"]),
     ("06-result-build", []),
     ("07-result-memory", ["2"]),
     ("08-result-options", ["3"]),
@@ -35,11 +35,17 @@ SHOTS: list[tuple[str, list[str] | None]] = [
     ("10-result-pitfalls", ["5"]),
     ("11-whatif", ["m", "plus", "d"]),
     ("12-compare", ["m", "plus", "c"]),
-    ("13-invalid-input", ["ctrl+b", "ctrl+b", "ctrl+b", "tab", "end", "x"]),
+    ("13-invalid-input", ["alt+left", "alt+left", "alt+left", "tab", "end", "x"]),
     ("14-help", ["f1"]),
     ("15-command-palette", ["ctrl+p", "g", "o", " ", "t", "o"]),
     ("16-save-as", ["f2"]),
     ("17-too-small", "small"),  # type: ignore[list-item]
+]
+# pictures at the smallest supported size, 80×24 (the README shows the first)
+SHOTS_80x24: list[tuple[str, list[str] | None]] = [
+    ("00-data-80x24", ["alt+left", "alt+left", "alt+left", "tab", "tab"]),
+    ("18-result-80x24", []),
+    ("19-rent-vs-buy-80x24", ["4"]),
 ]
 
 
@@ -53,7 +59,11 @@ async def shoot(name: str, keys: list[str] | str | None, config: Path, size: tup
         for key in keys if isinstance(keys, list) else []:
             await pilot.press(key)
         await pilot.pause(0.3)
-        await app.workers.wait_for_complete()
+        for _ in range(100):  # until the answer on screen is the one for what is on screen
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if app.answered:
+                break
         path = app.save_screenshot(filename=f"{name}.svg", path=str(OUT))
     return Path(path)
 
@@ -73,9 +83,10 @@ def main() -> None:
         try:
             config = Path(EXAMPLE)
             config.write_text(resources.files("gpuwiz").joinpath("examples", EXAMPLE).read_text(encoding="utf-8"))
-            for name, keys in SHOTS:
-                path = asyncio.run(shoot(name, keys, config, (w, h), args.theme, Path(tmp) / "state"))
-                print(Path(path).resolve().relative_to(ROOT))
+            for shots, size in ((SHOTS, (w, h)), (SHOTS_80x24, (80, 24))):
+                for name, keys in shots:
+                    path = asyncio.run(shoot(name, keys, config, size, args.theme, Path(tmp) / "state"))
+                    print(Path(path).resolve().relative_to(ROOT))
         finally:
             os.chdir(cwd)
 

@@ -7,7 +7,6 @@ per problem on stderr and exit 2; there are no tracebacks unless GPUWIZ_DEBUG=1.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -17,6 +16,43 @@ from gpuwiz import __version__
 
 SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate", "launch", "calibrate", "probe")
 EXIT_USAGE = 2
+MAX_GPUS = 100_000  # = gpuwiz.core.models.MAX_GPUS (docs/LIMITS.md); not imported: --help stays fast
+MAX_GPUS_PER_NODE = 72
+
+# Glyphs the reports use, and what they become on a terminal whose encoding cannot show them
+# (LANG=C, PYTHONIOENCODING=latin-1 / ascii). Anything else unencodable becomes "?".
+ASCII_GLYPHS = {
+    "≤": "<=", "≥": ">=", "×": "x", "→": "->", "←": "<-", "↔": "<->", "…": "...", "—": "-", "–": "-",
+    "·": "*", "−": "-", "≈": "~", "±": "+/-", "µ": "u", "°": " deg", "€": "EUR", "£": "GBP", "‰": " per mille",
+    "‘": "'", "’": "'", "“": '"', "”": '"', "•": "*", "✓": "ok", "✗": "x", "█": "#", "▏": "|", "│": "|",
+    "─": "-", "Δ": "d", "²": "^2", "³": "^3", "½": "1/2", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
+}
+_ERRORS_HANDLER = "gpuwiz-ascii"
+
+
+def _ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start:exc.end]
+    return "".join(ASCII_GLYPHS.get(ch, "?") for ch in bad), exc.end
+
+
+def safe_streams() -> None:
+    """stdout / stderr never raise UnicodeEncodeError: unencodable glyphs degrade to ASCII."""
+    import codecs
+
+    try:
+        codecs.lookup_error(_ERRORS_HANDLER)
+    except LookupError:
+        codecs.register_error(_ERRORS_HANDLER, _ascii_fallback)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None:
+            continue
+        try:
+            reconfigure(errors=_ERRORS_HANDLER)
+        except (ValueError, OSError, TypeError):  # a detached or closed stream: leave it
+            pass
 
 DESCRIPTION = """\
 gpuwiz tells an ML team which GPU server (or cloud instance, or cluster) to rent or buy for
@@ -31,6 +67,16 @@ training their model, and why.
                                          slurm, kubernetes, skypilot) for the recommended plan
   gpuwiz calibrate LOG [--config CONFIG.yaml]   a calibration: section from a training log
   gpuwiz probe [--config CONFIG.yaml]   measure this machine (needs gpuwiz[probe]) -> calibration:
+"""
+
+
+WIZARD_EPILOG = """\
+subcommands (gpuwiz COMMAND --help): estimate, recommend, catalog, validate
+
+environment: NO_COLOR=1 (no colour; the focus marker is ▶ and reverse video), GPUWIZ_STATE_DIR (where
+the draft and recent files live), GPUWIZ_CONFIG_DIR (where settings.yaml with key bindings lives)
+keys: alt+←/alt+→ or pgup/pgdn back/next (ctrl+b is tmux's prefix), ctrl+s save, ctrl+o open, f1 help,
+ctrl+p every command, ctrl+q quit
 """
 
 
@@ -51,6 +97,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _bounded_int(largest: int) -> Any:
+    """An argparse type: a whole number from 1 to ``largest`` (the limits in docs/LIMITS.md)."""
+
+    def parse(text: str) -> int:
+        value = _positive_int(text)
+        if value > largest:
+            raise argparse.ArgumentTypeError(f"must be at most {largest:,}, got {value:,}")
+        return value
+
+    return parse
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalog", metavar="FILE", help="catalog overlay YAML (entries override by id)")
 
@@ -63,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("estimate", help="memory per GPU, parallel plan, throughput and time for one GPU type and count")
     p.add_argument("config", metavar="CONFIG.yaml")
     p.add_argument("--gpu", metavar="ID", help="GPU id from `gpuwiz catalog gpus` (overrides hardware.gpu)")
-    p.add_argument("--count", type=_positive_int, metavar="N", help="total GPUs (overrides hardware.count)")
-    p.add_argument("--gpus-per-node", type=_positive_int, metavar="N")
+    p.add_argument("--count", type=_bounded_int(MAX_GPUS), metavar="N", help="total GPUs (overrides hardware.count)")
+    p.add_argument("--gpus-per-node", type=_bounded_int(MAX_GPUS_PER_NODE), metavar="N")
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
     _common(p)
 
@@ -73,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=("cheapest", "fastest", "perf-per-watt"))
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    p.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists (never an input)")
     p.add_argument("--have", choices=("local",), help="add this machine's GPUs (found with NVML) as owned hardware")
     _common(p)
 
@@ -84,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="compare estimates with published training runs (writes docs/VALIDATION.md)")
     p.add_argument("--data", metavar="FILE", help="published runs YAML (default: the bundled set)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the Markdown report here")
+    p.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists (never an input)")
     p.add_argument("--format", choices=("md", "json"), default="md")
     _common(p)
 
@@ -106,8 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     p.add_argument("--log-format", choices=FORMATS, help="skip detection")
     p.add_argument("--gpu", metavar="ID", help="the GPU the log was measured on (catalog id)")
-    p.add_argument("--count", type=_positive_int, metavar="N", help="GPUs the run used")
-    p.add_argument("--gpus-per-node", type=_positive_int, metavar="N")
+    p.add_argument("--count", type=_bounded_int(MAX_GPUS), metavar="N", help="GPUs the run used")
+    p.add_argument("--gpus-per-node", type=_bounded_int(MAX_GPUS_PER_NODE), metavar="N")
     p.add_argument("--warmup-steps", type=int, default=DEFAULT_WARMUP_STEPS, metavar="N",
                    help=f"skip steps below N as warm-up (default {DEFAULT_WARMUP_STEPS}; the first logged step always)")
     _common(p)
@@ -122,11 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_wizard_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gpuwiz", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog="Subcommands: " + ", ".join(SUBCOMMANDS) + " (gpuwiz COMMAND --help)")
+    parser = _Parser(prog="gpuwiz", usage="gpuwiz [CONFIG.yaml] [wizard options]  |  gpuwiz COMMAND ...",
+                     description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog=WIZARD_EPILOG)
     parser.add_argument("--version", action="version", version=f"gpuwiz {__version__}")
     parser.add_argument("config", nargs="?", metavar="CONFIG.yaml", help="open the wizard on this config")
-    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse")
+    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse (plain ssh terminals)")
     parser.add_argument("--theme", metavar="NAME", help="Textual theme, e.g. textual-dark, ansi-dark, ansi-light")
     _common(parser)
     return parser
@@ -135,13 +196,49 @@ def build_wizard_parser() -> argparse.ArgumentParser:
 # ---- commands ------------------------------------------------------------------------------------
 
 
-def _write_out(text: str, output: str | None) -> None:
+def _same_file(a: str, b: str) -> bool:
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def check_output(output: str, inputs: dict[str, str | None], force: bool) -> None:
+    """`-o FILE` never destroys an input, never replaces a link / FIFO / device / folder, and replaces
+    an existing regular file only with --force. Raises a one-line GpuwizError."""
+    from gpuwiz.core.errors import GpuwizError, printable
+    from gpuwiz.core.yamlio import check_output_target
+
+    shown = printable(output)
+    for what, path in inputs.items():
+        if path and _same_file(output, path):
+            raise GpuwizError(f"{shown}: -o would overwrite the {what} it reads; give another file name")
+    check_output_target(output)  # symlink, FIFO, device node, socket, folder: refused
+    if os.path.lexists(output) and not force:
+        raise GpuwizError(f"{shown}: already exists; add --force to replace it, or give another file name")
+
+
+def _write_out(text: str, output: str | None, *, inputs: dict[str, str | None] | None = None,
+               force: bool = False) -> None:
     if output:
         from gpuwiz.core.yamlio import atomic_write_text
 
+        check_output(output, inputs or {}, force)
         atomic_write_text(output, text)
     else:
         sys.stdout.write(text)
+
+
+def _hf_path(req: Any, config: str) -> str | None:
+    """The config.json a config reads (``model.hf_config``, a file or a folder holding one)."""
+    hf = getattr(req.model, "hf_config", None)
+    if not hf:
+        return None
+    p = os.path.expanduser(str(hf))
+    if not os.path.isabs(p):
+        p = os.path.join(os.path.dirname(os.path.abspath(config)), p)
+    return os.path.join(p, "config.json") if os.path.isdir(p) else p
 
 
 def _in_config(exc: Exception, config: str) -> Exception:
@@ -210,6 +307,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     req = load_config(args.config, catalog=catalog)
     from gpuwiz.core.errors import GpuwizError
 
+    inputs = {"config": args.config, "catalog overlay": args.catalog, "model's config.json": _hf_path(req, args.config)}
+    if args.output:
+        check_output(args.output, inputs, args.force)  # before the work: fail fast
     if args.output and os.path.realpath(args.output) == os.path.realpath(args.config):
         raise GpuwizError(f"{args.output}: -o would overwrite the config with the report; give another file name")
     if args.have == "local":
@@ -218,7 +318,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         rec = recommend(req, catalog, objective=args.objective)
     except GpuwizError as exc:
         raise _in_config(exc, args.config) from None
-    _write_out(render_recommendation(rec, req, args.format), args.output)
+    _write_out(render_recommendation(rec, req, args.format), args.output, inputs=inputs, force=args.force)
     return 0
 
 
@@ -261,7 +361,9 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     sections: dict[str, list[Any]] = {"gpus": catalog.gpus, "models": catalog.models, "clouds": catalog.cloud_instances}
     items = sections[args.section]
     if args.format == "json":
-        sys.stdout.write(json.dumps([e.model_dump(mode="json") for e in items], indent=2) + "\n")
+        from gpuwiz.core.report import to_json
+
+        sys.stdout.write(to_json([e.model_dump(mode="json") for e in items]))
         return 0
     if args.section == "gpus":
         rows = [[g.id, g.name, g.segment, f"{g.memory_gib:g} GB", _num(g.bf16_tflops or g.fp16_tflops),
@@ -287,8 +389,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from gpuwiz.core.errors import GpuwizError
 
         raise GpuwizError("validate: the validation module is not available in this build") from None
-    text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog)
-    _write_out(text, args.output)
+    inputs = {"published runs file (--data)": args.data, "catalog overlay": args.catalog}
+    if args.output:
+        check_output(args.output, inputs, args.force)
+    try:
+        text = run_validation(data=args.data, fmt=args.format, catalog_overlay=args.catalog)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        if args.data is None or os.environ.get("GPUWIZ_DEBUG"):
+            raise  # the bundled set failing is a bug: report it as one
+        from gpuwiz.core.errors import GpuwizError, printable
+
+        raise GpuwizError(f"{printable(args.data)}: an entry gpuwiz cannot read "
+                          f"({type(exc).__name__}: {printable(' '.join(str(exc).split()))[:80]})") from None
+    _write_out(text, args.output, inputs=inputs, force=args.force)
     return 0
 
 
@@ -435,11 +548,13 @@ COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if (argv and argv[0] in SUBCOMMANDS) or argv[:1] in (["-h"], ["--help"]):
+            safe_streams()  # headless output only: the wizard's terminal driver writes its own bytes
         if argv and argv[0] in SUBCOMMANDS:
             args = build_parser().parse_args(argv)
             return COMMANDS[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
-            build_parser().print_help()
+            build_wizard_parser().print_help()  # the wizard's options, then the subcommands
             return 0
         args = build_wizard_parser().parse_args(argv)
         return cmd_wizard(args)

@@ -120,7 +120,7 @@ def test_unknown_preset_and_gpu_get_did_you_mean(catalog):
         ("version: 2\n", r":1: version: config is version 2, this gpuwiz reads version 1"),
         ("version: 1\nmodel: [\n", r"invalid YAML"),
         ("version: 1\ndata:\n  tokens: .nan\n", r":3: data.tokens: must be a finite number"),
-        ("version: 1\ndata:\n  tokens: -5\n", r":3: data.tokens: Input should be greater than 0"),
+        ("version: 1\ndata:\n  tokens: -5\n", r":3: data.tokens: Input should be greater than or equal to 1"),
         ("version: 1\ndata:\n  tokens: 1e300\n", r":3: data.tokens: Input should be less than or equal to"),
         ("version: 1\nx: !!python/object/apply:os.system ['echo hi']\n", r":2: x: YAML tag .* not allowed"),
         ("version: 1\nversion: 1\n", r":2: version: duplicate key"),

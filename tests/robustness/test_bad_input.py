@@ -37,12 +37,35 @@ def _hashes(folder: Path) -> dict[str, str]:
 def _argv(case: dict, path: str, good: str) -> list[str]:
     run = case.get("run", "recommend")
     if run == "recommend":
-        return ["recommend", path]
+        return ["recommend", path] + (["--format", "json"] if case.get("ok") else [])
     if run == "estimate":
         return ["estimate", path, "--gpu", "h100-sxm", "--count", "8"]
     if run == "overlay":
         return ["recommend", good, "--catalog", path]
+    if run == "data":
+        return ["validate", "--data", path, "--format", "json"]
+    if run == "hf":  # the caller passes the config that points at the HF file
+        return ["recommend", path]
     raise AssertionError(f"unknown run kind {run!r} in expected.yaml")
+
+
+def _hf_config(tmp: Path, hf_file: str) -> str:
+    """A config whose model.hf_config is ``hf_file`` (errors then name this config, line 3)."""
+    import json
+
+    cfg = tmp / "uses-hf.yaml"
+    cfg.write_text(f"version: 1\nmodel:\n  hf_config: {json.dumps(hf_file)}\ndata:\n  tokens: 1B\n", encoding="utf-8")
+    return str(cfg)
+
+
+def check_finite_json(text: str) -> None:
+    """Strict JSON: no NaN / Infinity tokens anywhere."""
+    import json
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"non-finite number {name} in the JSON output")
+
+    json.loads(text, parse_constant=refuse)
 
 
 def check_stderr(err: str, path: str, pattern: str) -> None:
@@ -69,29 +92,64 @@ def good_config(tmp_path: Path) -> str:
 
 
 def test_corpus_is_complete():
-    """Every file in the corpus has an expectation and every expectation has a file (>= 40 files)."""
+    """Every file in the corpus has an expectation and every expectation has a file (>= 150 files),
+    across every surface: configs, overlays, HF config.json files, drafts, published-runs data."""
     listed = {c["file"] for c in CASES}
     present = {p.name for p in CORPUS.iterdir()} - {"expected.yaml"}
     assert listed == present
-    assert len(present) >= 40
+    assert len(present) >= 150
+    kinds = {c.get("run", "recommend") for c in CASES}
+    assert kinds >= {"recommend", "estimate", "overlay", "hf", "draft", "data"}
+    for c in CASES:
+        assert ("error" in c) + ("notice" in c) + bool(c.get("ok")) == 1, c
 
 
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_bad_file_in_process(case, good_config, capsys):
+FILE_CASES = [c for c in CASES if c.get("run") != "draft"]
+DRAFT_CASES = [c for c in CASES if c.get("run") == "draft"]
+
+
+@pytest.mark.parametrize("case", FILE_CASES, ids=_case_id)
+def test_bad_file_in_process(case, good_config, capsys, tmp_path):
     before = _hashes(CORPUS)
     good_before = Path(good_config).read_bytes()
     path = str(CORPUS / case["file"])
-    rc = main(_argv(case, path, good_config))
+    shown = _hf_config(tmp_path, path) if case.get("run") == "hf" else path
+    rc = main(_argv(case, shown, good_config))
     out, err = capsys.readouterr()
-    check_stderr(err, path, case["error"])
-    assert out == "", "nothing may be printed on stdout when the input is refused"
-    assert rc == 2
+    if case.get("ok"):  # hostile but valid: answered, strict JSON, nothing on stderr
+        assert rc == 0 and err == "", err
+        check_finite_json(out)
+    else:
+        check_stderr(err, shown, case["error"])
+        assert out == "", "nothing may be printed on stdout when the input is refused"
+        assert rc == 2
     assert _hashes(CORPUS) == before, "a bad input file was changed"
     assert Path(good_config).read_bytes() == good_before
     assert not PWNED.exists(), "a YAML tag executed code"
 
 
-SUBPROCESS_CASES = [c for c in CASES if c.get("subprocess")]
+@pytest.mark.parametrize("case", DRAFT_CASES, ids=_case_id)
+def test_bad_draft_is_set_aside(case, tmp_path):
+    """A dead session's unreadable draft is never offered, never fatal: it is renamed
+    ``*.bad-<time>`` (content kept, byte for byte) and a one-line notice says so."""
+    from gpuwiz.tui import drafts
+
+    state = tmp_path / "state"
+    state.mkdir()
+    original = (CORPUS / case["file"]).read_bytes()
+    (state / "draft-99999999.json").write_bytes(original)  # pid 99999999 > pid_max: a dead session
+    notices: list[str] = []
+    assert drafts.read_draft(state, notices) is None
+    assert len(notices) == 1 and "\n" not in notices[0], notices
+    assert notices[0].isprintable(), notices
+    assert re.search(case["notice"], notices[0]), notices[0]
+    left = [p.name for p in state.iterdir()]
+    assert len(left) == 1 and left[0].startswith("draft-99999999.json.bad-"), left
+    assert (state / left[0]).read_bytes() == original
+    assert drafts.read_draft(state, notices) is None and len(notices) == 1, "set aside once, then quiet"
+
+
+SUBPROCESS_CASES = [c for c in FILE_CASES if c.get("subprocess")]
 
 
 def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -105,8 +163,11 @@ def test_bad_file_subprocess(case, good_config):
     """As a real process, with the file given relative to the working directory."""
     assert len(SUBPROCESS_CASES) >= 12
     before = _hashes(CORPUS)
-    res = _run(*_argv(case, case["file"], good_config), cwd=CORPUS)
-    check_stderr(res.stderr, case["file"], case["error"])
+    shown = case["file"]
+    if case.get("run") == "hf":
+        shown = _hf_config(Path(good_config).parent, str(CORPUS / case["file"]))
+    res = _run(*_argv(case, shown, good_config), cwd=CORPUS)
+    check_stderr(res.stderr, shown, case["error"])
     assert res.stdout == ""
     assert res.returncode == 2
     assert _hashes(CORPUS) == before
@@ -156,16 +217,18 @@ def test_unreadable_file_chmod(tmp_path, capsys):
 
 def test_unreadable_file_simulated(tmp_path, capsys, monkeypatch, good_config):
     """The OS refuses the read (as for chmod 000 as a normal user, or an NFS permission error)."""
+    import gpuwiz.core.yamlio as yamlio
+
     p = tmp_path / "secret.yaml"
     p.write_text(GOOD)
-    real = Path.read_bytes
+    real = os.open
 
-    def deny(self: Path) -> bytes:
-        if self.name == "secret.yaml":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def deny(path, *args, **kwargs):
+        if os.fspath(path).endswith("secret.yaml"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", deny)
+    monkeypatch.setattr(yamlio.os, "open", deny)
     _expect_refused(["recommend", str(p)], str(p), r"{file}: permission denied", capsys)
     _expect_refused(["recommend", good_config, "--catalog", str(p)], str(p), r"{file}: permission denied", capsys)
     monkeypatch.undo()
@@ -175,13 +238,15 @@ def test_unreadable_file_simulated(tmp_path, capsys, monkeypatch, good_config):
 def test_io_error_on_read(tmp_path, capsys, monkeypatch):
     import errno
 
+    import gpuwiz.core.yamlio as yamlio
+
     p = tmp_path / "flaky.yaml"
     p.write_text(GOOD)
 
-    def eio(self: Path) -> bytes:
+    def eio(fd: int, n: int) -> bytes:
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(Path, "read_bytes", eio)
+    monkeypatch.setattr(yamlio.os, "read", eio)
     _expect_refused(["recommend", str(p)], str(p), r"{file}: cannot read: Input/output error", capsys)
 
 

@@ -113,7 +113,7 @@ def _boom(err: int, text: str):
 
 def test_recommend_output_writes_the_report_atomically(setup, capsys):
     tmp, cfg, out = setup
-    assert main(["recommend", str(cfg), "--format", "md", "-o", str(out)]) == 0
+    assert main(["recommend", str(cfg), "--format", "md", "-o", str(out), "--force"]) == 0
     stdout, stderr = capsys.readouterr()
     assert stdout == "" and stderr == ""
     assert out.read_text() != PRECIOUS and len(out.read_text()) > 100
@@ -142,7 +142,7 @@ def test_recommend_output_failure_keeps_previous_file(setup, capsys, monkeypatch
         monkeypatch.setattr(yamlio.os, "replace", boom)
     else:
         monkeypatch.setattr(yamlio.os, "fsync", boom)
-    rc = main(["recommend", str(cfg), "-o", str(out)])
+    rc = main(["recommend", str(cfg), "-o", str(out), "--force"])
     stdout, stderr = capsys.readouterr()
     assert rc == 2 and stdout == ""
     assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr
@@ -214,3 +214,121 @@ def test_loads_config_of_a_half_written_file_is_a_clear_error(tmp_path):
 
     with pytest.raises(GpuwizError, match=r"half\.yaml:7: invalid YAML: .* starts on line 6"):
         loads_config(cut, "half.yaml")
+
+
+# ---- the wizard killed in the middle of ctrl+s (the real save path) ------------------------------
+
+KILLED_APP = textwrap.dedent("""
+    import asyncio, os, sys, time
+    import gpuwiz.core.yamlio as yamlio
+    from gpuwiz.core.models import Requirements
+    from gpuwiz.tui.app import create_app
+
+    target, state = sys.argv[1], sys.argv[2]
+    real_fdopen = os.fdopen
+
+    class Slow:
+        # writes half of the text, tells the parent, then hangs until it is killed
+        def __init__(self, fh):
+            self.fh = fh
+        def __enter__(self):
+            return self
+        def __exit__(self, *exc):
+            self.fh.close()
+        def write(self, text):
+            self.fh.write(text[: len(text) // 2])
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+            print("HALF", flush=True)
+            time.sleep(120)
+        def flush(self):
+            self.fh.flush()
+        def fileno(self):
+            return self.fh.fileno()
+
+    async def main():
+        app = create_app(target, state_dir=state, handle_signals=False)
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(200):
+                await pilot.pause()
+                if app.config_path and app._core_ready and app.requirements.model.preset == "llama-2-7b":
+                    break
+            edited = Requirements.model_validate({"model": {"preset": "mistral-7b"}, "data": {"tokens": 3e12}})
+            app.replace_requirements(edited, "edit")
+            for _ in range(50):
+                await pilot.pause()
+                if app.dirty:
+                    break
+            print("EDITED", flush=True)
+            yamlio.os.fdopen = lambda fd, *a, **k: Slow(real_fdopen(fd, *a, **k))
+            await pilot.press("ctrl+s")
+            await asyncio.sleep(120)
+
+    asyncio.run(main())
+""")
+
+
+def test_wizard_killed_mid_save_keeps_the_file_and_the_draft(tmp_path):
+    """SIGKILL the wizard while ctrl+s is writing: the config is the old one, byte for byte, and the
+    draft holds the edit (so the next start offers it); nothing is truncated."""
+    from gpuwiz.tui import drafts
+
+    target = tmp_path / "team.yaml"
+    target.write_text(GOOD)
+    before = _sha(target)
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if k != "GPUWIZ_DEBUG"}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_APP, str(target), str(state)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for _ in range(2):
+            lines.append(proc.stdout.readline().strip())
+        assert lines == ["EDITED", "HALF"], (lines, proc.stderr.read() if proc.stderr else "")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert _sha(target) == before, "the config was damaged by a killed save"
+    assert load_config(target).model.preset == "llama-2-7b"
+    draft = drafts.read_draft(state)
+    assert draft is not None, "the draft was lost"
+    assert draft.requirements.model.preset == "mistral-7b" and draft.requirements.data.tokens == 3e12
+    assert draft.source == str(target)
+    for name in _leftovers(tmp_path, {"team.yaml", "state"}):
+        assert name.startswith(".team.yaml.") and name.endswith(".tmp"), name
+
+
+def test_saving_a_linked_config_keeps_the_link(tmp_path):
+    """A config kept as a symlink (dotfiles): saving replaces the file it points to, never the link."""
+    from gpuwiz.core.config_io import save_config
+
+    real = tmp_path / "dotfiles" / "team.yaml"
+    real.parent.mkdir()
+    real.write_text(GOOD)
+    link = tmp_path / "team.yaml"
+    link.symlink_to(real)
+    save_config(loads_config("version: 1\nmodel:\n  preset: mistral-7b\n"), link)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert load_config(real).model.preset == "mistral-7b"
+
+
+def test_saving_onto_a_fifo_or_device_is_refused(tmp_path):
+    from gpuwiz.core.config_io import save_config
+    from gpuwiz.core.errors import GpuwizError
+
+    fifo = tmp_path / "team.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(GpuwizError, match=r"named pipe .*replaces only regular files"):
+        save_config(loads_config(GOOD), fifo)
+    assert stat_is_fifo(fifo)
+
+
+def stat_is_fifo(p: Path) -> bool:
+    import stat
+
+    return stat.S_ISFIFO(os.lstat(p).st_mode)

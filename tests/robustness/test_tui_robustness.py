@@ -95,8 +95,21 @@ def _wait_until(pred, timeout: float = 10.0) -> bool:
 
 
 def _draft_req(state: Path) -> Requirements | None:
-    d = drafts.read_draft(state)
+    d = drafts.read_draft(state, live=True)  # an observer: the session may still be running
     return d.requirements if d else None
+
+
+def _why(state: Path) -> str:
+    """What the state folder holds, and why each draft does (not) load: for failure messages."""
+    if not state.is_dir():
+        return f"no state folder {state}"
+    out = []
+    for p in sorted(state.iterdir()):
+        try:
+            out.append(f"{p.name}: {drafts._load(p).requirements.model_dump(exclude_defaults=True)}")
+        except Exception as exc:
+            out.append(f"{p.name}: {type(exc).__name__}: {exc}")
+    return "; ".join(out)
 
 
 CTRL_N = b"\x0e"
@@ -123,7 +136,8 @@ async def test_signal_keeps_the_draft_and_the_next_start_restores_it(tmp_path, s
             wiz.keys(k)
             if k == CTRL_N:
                 wiz.wait_for("How much data")
-        assert _wait_until(lambda: _draft_req(state) == want), f"draft never matched: {_draft_req(state)}"
+        assert _wait_until(lambda: _draft_req(state) == want, 30), \
+            f"draft never matched: {_draft_req(state)}; {_why(state)}; screen: {wiz.text()[-800:]}"
         mark = len(wiz.buf)
         wiz.proc.send_signal(sig)
         rc = wiz.proc.wait(timeout=20)
@@ -136,7 +150,9 @@ async def test_signal_keeps_the_draft_and_the_next_start_restores_it(tmp_path, s
     assert draft is not None, "the draft is gone after the signal"
     assert draft.requirements == want
     assert draft.step == step
-    assert [p.name for p in state.iterdir()] == ["draft.json"], "temp files left in the state dir"
+    names = sorted(p.name for p in state.iterdir())
+    assert len(names) == 2 and names[0].startswith("draft-") and names[0].endswith(".json") \
+        and names[1] == names[0][:-5] + ".lock", f"temp files left in the state dir: {names}"
 
     # The next start offers to restore it, and restoring gives back exactly the edited requirements.
     app = create_app(state_dir=state, handle_signals=False)

@@ -58,3 +58,4 @@ def make_app(state_dir: Path) -> Callable[..., GpuwizApp]:
         return create_app(config_path, **kw)
 
     return make
+

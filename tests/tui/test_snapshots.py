@@ -7,18 +7,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wizhelp import settle
 
 from gpuwiz.tui.app import GpuwizApp
+
+
+def keys_then_settle(app: GpuwizApp, keys: list[str]) -> Callable[[Any], Any]:
+    """Press the keys, then wait until the answer on screen is the one for what is on screen."""
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot, app)
+        for key in keys:
+            await pilot.press(key)
+        await settle(pilot, app)
+
+    return run_before
 
 SIZES = {"80x24": (80, 24), "wide": (132, 40)}
 
 # screen -> keys from the opened config (which lands on the Result screen); None = start screen
 SCREENS: dict[str, list[str] | None] = {
     "start": None,
-    "model": ["ctrl+b", "ctrl+b", "ctrl+b", "ctrl+b"],
-    "data": ["ctrl+b", "ctrl+b", "ctrl+b"],
-    "schedule": ["ctrl+b", "ctrl+b"],
-    "deploy": ["ctrl+b"],
+    "model": ["alt+left", "alt+left", "alt+left", "alt+left"],
+    "data": ["alt+left", "alt+left", "alt+left"],
+    "schedule": ["alt+left", "alt+left"],
+    "deploy": ["alt+left"],
     "result": [],
     "result-rent-vs-buy": ["4"],
     "whatif": ["m", "plus"],
@@ -33,14 +45,15 @@ def test_screen(snap_compare: Any, make_app: Callable[..., GpuwizApp], config_fi
                 size: str) -> None:
     keys = SCREENS[screen]
     app = make_app(None if keys is None else config_file)
-    assert snap_compare(app, press=keys or [], terminal_size=SIZES[size])
+    assert snap_compare(app, run_before=keys_then_settle(app, keys or []), terminal_size=SIZES[size])
 
 
 def test_invalid_field(snap_compare: Any, make_app: Callable[..., GpuwizApp], config_file: Path) -> None:
     app = make_app(config_file)
-    assert snap_compare(app, press=["ctrl+b", "ctrl+b", "ctrl+b", "tab", "ctrl+u", "minus", "5"],
-                        terminal_size=(80, 24))
+    keys = ["alt+left", "alt+left", "alt+left", "tab", "ctrl+u", "minus", "5"]
+    assert snap_compare(app, run_before=keys_then_settle(app, keys), terminal_size=(80, 24))
 
 
 def test_too_small(snap_compare: Any, make_app: Callable[..., GpuwizApp]) -> None:
-    assert snap_compare(make_app(), terminal_size=(60, 20))
+    app = make_app()
+    assert snap_compare(app, run_before=keys_then_settle(app, []), terminal_size=(60, 20))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input, Select, Static
+from wizhelp import settle
 
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.errors import GpuwizError
@@ -50,7 +51,7 @@ async def submit_path(pilot, app: GpuwizApp, path: object) -> None:  # type: ign
     assert isinstance(app.screen, PathDialog)
     app.screen.query_one("#path", Input).value = str(path)
     await pilot.press("enter")
-    await pilot.pause()
+    await settle(pilot, app)
 
 
 async def focus_field(pilot, app: GpuwizApp, path: tuple[str, ...]) -> Input:  # type: ignore[no-untyped-def]
@@ -58,7 +59,7 @@ async def focus_field(pilot, app: GpuwizApp, path: tuple[str, ...]) -> Input:  #
     assert isinstance(scr, StepScreen)
     w = scr.field_widget(path)
     w.focus()
-    await pilot.pause()
+    await settle(pilot, app)
     assert isinstance(w, Input)
     return w
 
@@ -66,17 +67,17 @@ async def focus_field(pilot, app: GpuwizApp, path: tuple[str, ...]) -> Input:  #
 async def type_into(pilot, app: GpuwizApp, path: tuple[str, ...], text: str) -> Input:  # type: ignore[no-untyped-def]
     w = await focus_field(pilot, app, path)
     await pilot.press("ctrl+u", *list(text))
-    await pilot.pause()
+    await settle(pilot, app)
     return w
 
 
 async def test_walk_all_steps_with_the_keyboard(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "start"
         await pilot.press("enter")  # "New config"
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "model" and isinstance(app.screen, StepScreen)
         # defaults are incomplete: the engine's one-line message is shown, nothing crashes
         assert app.recommendation is None and app.engine_error
@@ -85,34 +86,34 @@ async def test_walk_all_steps_with_the_keyboard(make_app: MakeApp) -> None:
         sel = app.screen.query_one("#f-model-preset", Select)
         assert sel.has_focus
         await pilot.press("enter", "down", "enter")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.model.preset is not None  # picked with the keyboard
         sel.value = "llama-3-8b"  # the story needs a token model; the catalog order may change
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.model.preset == "llama-3-8b"
         await type_into(pilot, app, ("model", "seq_len"), "2048")
         assert app.requirements.model.seq_len == 2048
         await pilot.press("ctrl+n")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "data"
         await type_into(pilot, app, ("data", "tokens"), "1B")
         assert app.requirements.data.tokens == 1e9
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.recommendation is not None and app.recommendation.found
         assert "×" in panel_text(app) and "Time/run" in panel_text(app)
         await pilot.press("pagedown")  # the alternative "next" key works inside an Input
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "schedule"
         await type_into(pilot, app, ("schedule", "runs_per_month"), "3")
         await pilot.press("enter", "enter")  # enter walks the fields, then the steps
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "deploy"
         await pilot.press("ctrl+b")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "schedule"
         assert app.screen.query_one("#f-schedule-runs-per-month", Input).value == "3"  # kept
         await pilot.press("ctrl+n", "ctrl+n")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "result" and isinstance(app.screen, ResultScreen)
         assert app.requirements.schedule.runs_per_month == 3
         assert app.dirty
@@ -120,35 +121,35 @@ async def test_walk_all_steps_with_the_keyboard(make_app: MakeApp) -> None:
         assert app.baseline is not None
         assert "Time/run" in whatif_text and "Cost/run" in whatif_text
         await pilot.press("ctrl+n")  # no step after the result: nothing happens
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "result"
 
 
 async def test_invalid_input_marks_field_and_keeps_last_answer(make_app: MakeApp, config_file: Path) -> None:
     app = make_app(config_file)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         await pilot.press("ctrl+b", "ctrl+b", "ctrl+b")  # result -> deploy -> schedule -> data
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "data"
         await type_into(pilot, app, ("data", "tokens"), "300M")
         before_req, before_rec = app.requirements, app.recommendation
         assert before_rec is not None and before_req.data.tokens == 3e8
         await pilot.press("end", "x")  # "300Mx"
-        await pilot.pause()
+        await settle(pilot, app)
         scr = app.screen
         assert isinstance(scr, StepScreen)
         assert app.requirements == before_req and app.recommendation == before_rec
         assert scr.query_one("#row-f-data-tokens").has_class("-invalid")
-        assert "valid number" in str(scr.query_one("#err-f-data-tokens", Static).render())
+        assert "must be a number" in str(scr.query_one("#err-f-data-tokens", Static).render())
         scr.query_one("#f-data-tokens", Input).value = "-5"
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements == before_req
         err = str(scr.query_one("#err-f-data-tokens", Static).render())
-        assert "Tokens" in err and "greater than 0" in err
+        assert "Tokens" in err and "at least 1" in err
         assert "last valid answer" in panel_text(app)
         await pilot.press("ctrl+n")  # Next is disabled while the step is invalid
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "data"
         await type_into(pilot, app, ("data", "epochs"), "lots")  # a second invalid field, independently
         assert "#row-f-data-epochs" and scr.query_one("#row-f-data-epochs").has_class("-invalid")
@@ -157,34 +158,34 @@ async def test_invalid_input_marks_field_and_keeps_last_answer(make_app: MakeApp
         assert not scr.query_one("#row-f-data-tokens").has_class("-invalid")
         await type_into(pilot, app, ("data", "epochs"), "3")
         assert not scr.invalid
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.recommendation != before_rec  # the answer followed the valid change
         await pilot.press("ctrl+n")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "schedule"
 
 
 async def test_whatif_keys_change_the_answer_against_the_baseline(make_app: MakeApp, config_file: Path) -> None:
     app = make_app(config_file)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "result" and not app.dirty
         base_req = app.requirements
         await pilot.press("m")  # lora -> qlora
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.training.method == "qlora"
         assert app.dirty
         await pilot.press("d")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.data.tokens == 4e8
         await pilot.press("D", "D")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.data.tokens == 1e8
         rec = app.recommendation
         assert rec is not None and rec.estimate is not None
         count = rec.estimate.plan.gpus
         await pilot.press("plus")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.hardware is not None and app.requirements.hardware.count is not None
         assert app.requirements.hardware.count > count
         scr = app.screen
@@ -192,23 +193,23 @@ async def test_whatif_keys_change_the_answer_against_the_baseline(make_app: Make
         changed = {d.key for d in scr.deltas if d.change}
         assert "gpu" in changed
         await pilot.press("g")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.hardware is not None and app.requirements.hardware.gpu is not None
         await pilot.press("right_square_bracket", "r", "p")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.schedule.deadline_days == 3
         assert app.requirements.deployment.mode == "rent"
         assert app.requirements.training.precision == "fp8"
         await pilot.press("b")  # pin: deltas go quiet
-        await pilot.pause()
+        await settle(pilot, app)
         assert all(not d.change for d in scr.deltas)
         await pilot.press("0")  # back to the pinned baseline = now
         await pilot.press("a")  # unpin hardware
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements.hardware is None
         # the input steps follow what-if changes
         await pilot.press("ctrl+b", "ctrl+b", "ctrl+b", "ctrl+b")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "model"
         assert app.screen.query_one("#f-training-method", Select).value == "qlora"
         assert base_req.training.method == "lora"
@@ -218,9 +219,9 @@ async def test_save_and_open_round_trip(make_app: MakeApp, config_file: Path, tm
     out = tmp_path / "saved.yaml"
     app = make_app(config_file)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         await pilot.press("m", "f2")
-        await pilot.pause()
+        await settle(pilot, app)
         assert isinstance(app.screen, PathDialog)
         await submit_path(pilot, app, out)
         assert not isinstance(app.screen, PathDialog)
@@ -233,30 +234,30 @@ async def test_save_and_open_round_trip(make_app: MakeApp, config_file: Path, tm
         assert isinstance(app.screen, PathDialog)
         assert "does not exist" in str(app.screen.query_one("#path-error", Static).render())
         await pilot.press("escape")
-        await pilot.pause()
+        await settle(pilot, app)
     app2 = make_app()
     async with app2.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app2)
         await pilot.press("ctrl+o")
-        await pilot.pause()
+        await settle(pilot, app2)
         assert isinstance(app2.screen, PathDialog)
         await pilot.press(*list("missing.yaml"), "enter")  # typed for real once
-        await pilot.pause()
+        await settle(pilot, app2)
         assert isinstance(app2.screen, PathDialog)  # error shown in the dialog
         await submit_path(pilot, app2, out)
         assert app2.requirements == saved and app2.step == "result" and not app2.dirty
         await pilot.press("m")  # change, then ctrl+s saves in place
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        await settle(pilot, app2)
         assert not app2.dirty and load_config(out) == app2.requirements
 
 
 async def test_restore_after_a_killed_session(make_app: MakeApp, config_file: Path, state_dir: Path) -> None:
     app = make_app(config_file)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         await pilot.press("m", "d", "plus")
-        await pilot.pause()
+        await settle(pilot, app)
         edited = app.requirements
         assert drafts.read_draft(state_dir) is not None
         # the session dies here (no quit): the draft stays behind
@@ -264,14 +265,14 @@ async def test_restore_after_a_killed_session(make_app: MakeApp, config_file: Pa
     assert draft is not None and draft.requirements == edited and draft.source == str(config_file)
     app2 = make_app()
     async with app2.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app2)
         assert isinstance(app2.screen, ChoiceDialog)
         await pilot.press("enter")  # Restore
-        await pilot.pause()
+        await settle(pilot, app2)
         assert app2.requirements == edited
         assert app2.config_path == str(config_file) and app2.dirty
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        await settle(pilot, app2)
         assert drafts.read_draft(state_dir) is None
         assert load_config(config_file) == edited
 
@@ -279,9 +280,9 @@ async def test_restore_after_a_killed_session(make_app: MakeApp, config_file: Pa
 async def test_sighup_flushes_the_draft_and_exits(make_app: MakeApp, config_file: Path, state_dir: Path) -> None:
     app = make_app(config_file, handle_signals=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot, app)
         edited = app.requirements
         drafts.clear_draft(state_dir)  # prove the handler writes it
         if signal.SIGHUP not in app._signals_installed:
@@ -297,10 +298,10 @@ async def test_discarding_the_draft_starts_clean(make_app: MakeApp, state_dir: P
     drafts.write_draft(state_dir, Requirements.model_validate({"model": {"preset": "llama-3-8b"}}), None, "data")
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         assert isinstance(app.screen, ChoiceDialog)
         await pilot.press("right", "enter")  # Discard
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.requirements == Requirements() and app.step == "start"
     assert drafts.read_draft(state_dir) is None
 
@@ -310,9 +311,9 @@ async def test_compare_baseline_vs_now_and_a_file(make_app: MakeApp, config_file
     other.write_text(config_file.read_text().replace("method: lora", "method: full"))
     app = make_app(config_file)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         await pilot.press("m", "c")
-        await pilot.pause()
+        await settle(pilot, app)
         scr = app.screen
         assert isinstance(scr, CompareScreen)
         changes = shown(scr.query_one("#compare-changes", Static))
@@ -320,30 +321,30 @@ async def test_compare_baseline_vs_now_and_a_file(make_app: MakeApp, config_file
         numbers = shown(scr.query_one("#compare-numbers", Static))
         assert "baseline" in numbers and "now" in numbers and "Time/run" in numbers
         await pilot.press("l")
-        await pilot.pause()
+        await settle(pilot, app)
         assert isinstance(app.screen, PathDialog)
         await submit_path(pilot, app, other)
         assert app.screen is scr and scr.left.label == "other.yaml"
         assert "full" in shown(scr.query_one("#compare-changes", Static))
         await pilot.press("ctrl+b")  # back closes the compare view
-        await pilot.pause()
+        await settle(pilot, app)
         assert isinstance(app.screen, ResultScreen)
 
 
 async def test_quit_with_unsaved_changes_asks(make_app: MakeApp, config_file: Path, state_dir: Path) -> None:
     app = make_app(config_file)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         await pilot.press("m", "ctrl+q")
-        await pilot.pause()
+        await settle(pilot, app)
         assert isinstance(app.screen, ChoiceDialog)
         await pilot.press("escape")  # cancel
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.is_running and isinstance(app.screen, ResultScreen)
         await pilot.press("ctrl+q")
-        await pilot.pause()
+        await settle(pilot, app)
         app.screen.query_one("#choice-discard").press()
-        await pilot.pause()
+        await settle(pilot, app)
     assert app.return_code == 0
     assert drafts.read_draft(state_dir) is None  # a deliberate discard leaves no draft
 
@@ -354,28 +355,28 @@ async def test_export_markdown_and_copy(make_app: MakeApp, config_file: Path, tm
     copied: list[str] = []
     app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         await pilot.press("e")
-        await pilot.pause()
+        await settle(pilot, app)
         assert isinstance(app.screen, PathDialog)
         await submit_path(pilot, app, out)
         assert out.read_text().startswith("#")
         await pilot.press("y")
-        await pilot.pause()
+        await settle(pilot, app)
         assert copied and copied[0] == out.read_text()
 
 
 async def test_help_palette_and_too_small(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         await pilot.press("f1")
-        await pilot.pause()
+        await settle(pilot, app)
         assert isinstance(app.screen, HelpScreen)
         keys = [r[0] for r in app.help_rows()]
         assert "^n" in keys and "g" in keys and "^s" in keys and "+/-" in keys and "-" in keys
         await pilot.press("escape")
-        await pilot.pause()
+        await settle(pilot, app)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for needed in ("Go to: Model", "Go to: Deploy", "Go to: Result", "Save as…", "Export Markdown…",
                        "Compare: baseline vs now", "What-if: next GPU type"):
@@ -383,14 +384,14 @@ async def test_help_palette_and_too_small(make_app: MakeApp) -> None:
         await pilot.press("ctrl+p", *list("go to deploy"))
         await pilot.pause(0.3)
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "deploy"
         await pilot.resize_terminal(60, 20)
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.screen.query_one(".too-small").display
         assert not app.screen.query_one("#body").display
         await pilot.resize_terminal(80, 24)
-        await pilot.pause()
+        await settle(pilot, app)
         assert not app.screen.query_one(".too-small").display
 
 
@@ -399,7 +400,7 @@ async def test_broken_config_shows_one_line_error(make_app: MakeApp, tmp_path: P
     bad.write_text("version: 1\ndata:\n  tokens: -3\n")
     app = make_app(bad)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         assert app.step == "start"
         msgs = [n.message for n in app._notifications]
         assert any("bad.yaml:3" in m for m in msgs)
@@ -418,7 +419,7 @@ async def test_the_strip_shows_the_capex_of_the_build_to_own_when_renting_wins(m
 
     app = make_app(config_file)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await settle(pilot, app)
         for _ in range(40):
             if app.recommendation is not None and isinstance(app.screen, ResultScreen):
                 break
@@ -430,7 +431,7 @@ async def test_the_strip_shows_the_capex_of_the_build_to_own_when_renting_wins(m
         capex = next(d for d in scr.deltas if d.key == "capex")
         assert capex.after.startswith("$"), capex
         await pilot.press("m", "plus", "plus")
-        await pilot.pause()
+        await settle(pilot, app)
         assert any("%" in d.change for d in scr.deltas)
         from rich.console import Console
 

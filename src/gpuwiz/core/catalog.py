@@ -7,12 +7,14 @@ is merged on top: list entries override by ``id`` (field by field), facility val
 
 from __future__ import annotations
 
+import math
 import os
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from gpuwiz.core import cache
 from gpuwiz.core.errors import GpuwizError
@@ -21,12 +23,75 @@ from gpuwiz.core.yamlio import LineMap, parse, read_text
 Segment = Literal["consumer", "workstation", "datacenter"]
 
 
+# Physical ranges of catalog numbers (a check on overlays: a GPU of inf GiB, a PSU of 0 W or a
+# subnormal NVLink bandwidth is a typo, not hardware). Inclusive (smallest, largest) per class and
+# field; fields in _ZERO_OK may also be exactly 0 ("none"). Every number field of every entry must
+# be finite and >= 0 in any case (allow_inf_nan=False + the check below).
+_RANGES: dict[str, dict[str, tuple[float, float]]] = {
+    "GPU": {
+        "memory_gib": (1, 4096), "memory_bandwidth_gbps": (1, 1e5), "fp32_tflops": (0.01, 1e5),
+        "tf32_tflops": (0.01, 1e5), "bf16_tflops": (0.01, 1e5), "fp16_tflops": (0.01, 1e5),
+        "fp8_tflops": (0.01, 1e5), "tdp_w": (1, 10_000), "nvlink_gbps": (1, 1e5),
+        "price_new_usd": (1, 1e7), "price_used_usd": (1, 1e7), "mig_max_instances": (1, 64),
+    },
+    "ModelPreset": {
+        "params_b": (1e-6, 1e5), "layers": (1, 10_000), "hidden": (1, 1e6), "heads": (1, 1e5),
+        "kv_heads": (1, 1e5), "ffn": (1, 1e7), "vocab": (1, 1e8), "seq_len": (1, 4_194_304),
+        "experts": (1, 10_000), "top_k": (1, 10_000), "train_gflops_per_sample": (1e-6, 1e9),
+        "act_gib_per_sample": (1e-6, 1e4), "resolution": (8, 16_384), "sample_kb": (1e-3, 1e9),
+        "default_micro_batch": (1, 1e6),
+    },
+    "CloudInstance": {
+        "gpu_count": (1, 100_000), "vcpus": (1, 1e5), "ram_gb": (1e-3, 1e7), "price_usd_per_hour": (1e-4, 1e6),
+        "spot_usd_per_hour": (1e-4, 1e6), "reserved_1y_usd_per_hour": (1e-4, 1e6),
+        "reserved_3y_usd_per_hour": (1e-4, 1e6), "network_gbps": (0.01, 1e5), "local_nvme_tb": (1e-3, 1e6),
+    },
+    "CPU": {"cores": (1, 4096), "pcie_lanes": (1, 1024), "memory_channels": (1, 64), "max_memory_gb": (1, 1e6),
+            "tdp_w": (1, 5000), "price_usd": (1, 1e7)},
+    "Chassis": {"max_gpus": (1, 1024), "psu_w": (100, 1e6), "price_usd": (0, 1e8), "rack_units": (1, 60)},
+    "Dimm": {"capacity_gb": (1, 4096), "price_usd": (0.01, 1e6)},
+    "StorageTier": {"capacity_tb": (1e-3, 1e6), "read_gbps": (1e-3, 1e5), "price_usd": (0, 1e8),
+                    "usd_per_tb_month": (0, 1e5)},
+    "NetworkOption": {"gbps": (0.01, 1e5), "nic_price_usd": (0, 1e6), "switch_port_usd": (0, 1e6)},
+}
+_ZERO_OK = {"nvlink_gbps", "network_gbps", "local_nvme_tb"}
+_MAX_NUMBER = 1e12  # any other number field
+
+# facility values: (smallest, largest), inclusive
+FACILITY_RANGES: dict[str, tuple[float, float]] = {
+    "pue": (1.0, 3.0), "pue_office": (1.0, 3.0), "electricity_usd_per_kwh": (0.0, 10.0),
+    "colo_usd_per_kw_month": (0.0, 10_000.0), "office_space_usd_per_gpu_year": (0.0, 1e6),
+    "maintenance_frac_per_year": (0.0, 1.0), "staff_usd_per_year": (0.0, 1e8), "staff_nodes_per_fte": (0.01, 1e6),
+    "depreciation_years": (0.1, 30.0), "residual_value_frac": (0.0, 1.0), "utilization": (0.01, 1.0),
+    "spot_overhead_frac": (0.0, 2.0), "goodput": (0.01, 1.0), "reserved_1y_discount": (0.0, 0.99),
+    "reserved_3y_discount": (0.0, 0.99), "server_overhead_frac": (0.0, 10.0),
+    "cloud_storage_usd_per_tb_month": (0.0, 1e5), "office_circuit_w": (100.0, 1e6),
+}
+
+
 class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$")
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$", max_length=200)
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=4)
     notes: list[str] = Field(default_factory=list)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _physical(cls, value: Any, info: ValidationInfo) -> Any:
+        """Physical ranges (see _RANGES): finite, never negative, and inside the field's range."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return value
+        name = info.field_name or ""
+        if not math.isfinite(value):  # ints cannot be inf; floats are refused earlier (allow_inf_nan)
+            raise ValueError("must be a finite number")
+        lo, hi = _RANGES.get(cls.__name__, {}).get(name, (0.0, _MAX_NUMBER))
+        if value == 0 and name in _ZERO_OK:
+            return value
+        if not lo <= value <= hi:
+            zero = " (or 0 for none)" if name in _ZERO_OK else ""
+            raise ValueError(f"must be between {lo:g} and {hi:g}{zero}, got {value:g}")
+        return value
 
 
 class GPU(_Entry):
@@ -186,7 +251,7 @@ class Dimm(_Entry):
 
 
 class Platforms(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     cpus: list[CPU]
     chassis: list[Chassis]
     memory: list[Dimm]
@@ -212,7 +277,7 @@ class NetworkOption(_Entry):
 
 
 class FacilityValue(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     value: float
     unit: str
     source: str = Field(min_length=1)
@@ -243,7 +308,7 @@ FACILITY_KEYS = (
 
 
 class Catalog(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     version: int = 1
     as_of: str
     gpus: list[GPU]
@@ -293,9 +358,10 @@ _PLATFORM_LISTS = ("cpus", "chassis", "memory")
 
 def _merge_by_id(base: list[Any], over: list[Any]) -> list[Any]:
     out = [dict(e) for e in base]
-    index = {e.get("id"): i for i, e in enumerate(out) if isinstance(e, dict)}
+    index = {e.get("id"): i for i, e in enumerate(out) if isinstance(e, dict) and isinstance(e.get("id"), str)}
     for e in over:
-        if isinstance(e, dict) and e.get("id") in index:
+        # an id that is not a string (a list, a mapping) is appended as is and refused by validation
+        if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"] in index:
             out[index[e["id"]]] = {**out[index[e["id"]]], **e}
         else:
             out.append(e)
@@ -335,7 +401,8 @@ def _entry_label(data: Any, loc: tuple[Any, ...]) -> str:
             try:
                 node = node[part]
                 if isinstance(node, dict) and "id" in node:
-                    out += f" ({node['id']})"
+                    label = str(node["id"])
+                    out += f" ({label if len(label) <= 40 else label[:37] + '...'})"
             except (IndexError, KeyError, TypeError):
                 node = None
         else:
@@ -378,19 +445,29 @@ def validate_catalog(data: Any, name: str, lines: LineMap | None = None, over: A
             loc = tuple(err["loc"])
             line = lines.line(_overlay_loc(data, over, loc) if over is not None else loc) if lines else None
             where = f"{name}:{line}" if line else name
-            problems.append(f"{where}: {_entry_label(data, loc)}: {err['msg']}")
+            problems.append(f"{where}: {_entry_label(data, loc)}: {err['msg'].removeprefix('Value error, ')}")
         raise GpuwizError(problems[0], problems=problems) from None
     missing = [k for k in FACILITY_KEYS if k not in cat.facility]
     if missing:
         raise GpuwizError(f"{name}: facility: missing value(s) {', '.join(missing)}")
+    bad = []
+    for key, (lo, hi) in FACILITY_RANGES.items():
+        fv = cat.facility.get(key)
+        if fv is not None and not lo <= fv.value <= hi:
+            loc = ("facility", key, "value")
+            line = lines.line(_overlay_loc(data, over, loc) if over is not None else loc) if lines else None
+            bad.append(f"{name}:{line}: " if line else f"{name}: ")
+            bad[-1] += f"facility.{key}.value: must be between {lo:g} and {hi:g} ({fv.unit}), got {fv.value:g}"
+    if bad:
+        raise GpuwizError(bad[0], problems=bad)
     _check_refs(cat, name)
     return cat
 
 
 def _check_refs(cat: Catalog, name: str) -> None:
     for section in ("gpus", "models", "cloud_instances", "storage", "network"):
-        ids = [e.id for e in getattr(cat, section)]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        counts = Counter(e.id for e in getattr(cat, section))  # linear, even for a huge overlay
+        dupes = sorted(i for i, n in counts.items() if n > 1)
         if dupes:
             raise GpuwizError(f"{name}: {section}: duplicate id(s) {', '.join(dupes)}")
     gpu_ids = {g.id for g in cat.gpus}

@@ -23,6 +23,7 @@ from gpuwiz.core.models import CONFIG_VERSION, Requirements
 from gpuwiz.core.yamlio import LineMap, atomic_write_text, dotted, parse, read_text
 
 MAX_CONFIG_BYTES = 1_000_000
+MAX_PROBLEMS = 20  # problems reported for one file; the rest are counted
 
 
 def _short(value: Any) -> str:
@@ -65,8 +66,14 @@ def _message(err: ErrorDetails) -> str:
 
 
 def _from_validation(exc: ValidationError, name: str, lines: LineMap) -> GpuwizError:
-    problems = []
-    for err in exc.errors():
+    problems: list[str] = []
+    seen: set[str] = set()
+    errors = exc.errors()
+    more = 0
+    for n_err, err in enumerate(errors):
+        if len(problems) >= MAX_PROBLEMS:  # bounded work: 99,000 unknown keys report 20 and a count
+            more = len(errors) - n_err
+            break
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         # drop union-branch tags pydantic inserts (e.g. 'float', 'int', 'literal[...]'), but never a
         # key the user actually wrote (a key may well contain "[")
@@ -77,13 +84,13 @@ def _from_validation(exc: ValidationError, name: str, lines: LineMap) -> GpuwizE
                 continue
             kept += (p,)
         loc = kept
-        problems.append(format_problem(name, lines.line(loc), dotted(loc) or None, _message(err)))
-    # one line per problem, de-duplicated, in file order
-    seen: list[str] = []
-    for p in problems:
-        if p not in seen:
-            seen.append(p)
-    return GpuwizError(seen[0], problems=seen)
+        problem = format_problem(name, lines.line(loc), dotted(loc) or None, _message(err))
+        if problem not in seen:  # one line per problem, de-duplicated (a set: linear), in file order
+            seen.add(problem)
+            problems.append(problem)
+    if more:
+        problems.append(format_problem(name, None, None, f"... and {more} more problem(s) not shown"))
+    return GpuwizError(problems[0], problems=problems)
 
 
 def _check_numbers(data: Any, path: tuple[Any, ...], name: str, lines: LineMap) -> None:
@@ -125,9 +132,12 @@ def requirements_from_data(data: Any, name: str = "<config>", lines: LineMap | N
     _check_numbers(data, (), name, lines)
     model = data.get("model")
     if base_dir is not None and isinstance(model, dict) and isinstance(model.get("hf_config"), str):
-        hf = Path(model["hf_config"]).expanduser()
-        if not hf.is_absolute() and (base_dir / hf).exists():
-            data = {**data, "model": {**model, "hf_config": str((base_dir / hf).resolve())}}
+        hf = Path(os.path.expanduser(model["hf_config"]))  # (Path.expanduser raises for ~unknownuser)
+        try:
+            if not hf.is_absolute() and (base_dir / hf).exists():
+                data = {**data, "model": {**model, "hf_config": str((base_dir / hf).resolve())}}
+        except (OSError, ValueError):  # a name over PATH_MAX, a NUL: the HF reader says what is wrong
+            pass
     try:
         req = Requirements.model_validate(data)
     except ValidationError as exc:

@@ -276,6 +276,15 @@ def _calibrate(ctx: Context) -> None:
         ref = quick(ctx, ref_gpu, int(ref_n or 1), ref_gpn)
         where = f"{ref_n or 1}× {ref_gpu.name}"
     if cal.peak_memory_gib:
+        # a measured peak below the weights alone (fully sharded over the reference GPUs, ZeRO-3)
+        # is a typo (MB for GiB, a per-node figure split wrongly), not a measurement: refuse it
+        n_ref = int(hw.count or 1) if ref is not None and hw is not None else 1
+        floor = plan_memory(ctx.mc, n_ref, n_ref, 1, 1, 3, "none", 1, "full").weights / GIB
+        if cal.peak_memory_gib < floor:
+            raise GpuwizError(
+                f"calibration.peak_memory_gib: measured {cal.peak_memory_gib:g} GiB per GPU is below the model's "
+                f"weights alone ({floor:.2f} GiB per GPU even when sharded over {n_ref} GPU(s)); "
+                "give the peak GPU memory of one GPU in GiB")
         if ref is not None:
             raw = ref.per_gpu_gib
             where_m = where

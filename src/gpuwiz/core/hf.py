@@ -32,12 +32,15 @@ understands (``tied_embeddings``, ``norm``, ``bias``, ``qkv_bias``, ``learned_po
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
 from functools import lru_cache
 from typing import Any
 
-from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.errors import GpuwizError, printable
+from gpuwiz.core.yamlio import decode_utf8, read_file_bytes
 
 FIELD = "model.hf_config"
 
@@ -59,37 +62,120 @@ _MOE_ONLY_KEYS = ("moe_intermediate_size", "n_shared_experts", "shared_expert_in
                   "first_k_dense_replace")
 
 
+MAX_HF_CONFIG_BYTES = 4_000_000  # real config.json files are 1-10 KB; the largest seen ~100 KB
+MAX_HF_DEPTH = 32  # real files nest 2-3 levels (text_config, rope_scaling, quantization_config)
+MAX_HF_DIGITS = 18  # integers past 1e18 are no architecture figure (and would overflow floats)
+
+
 def read_hf_config(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Architecture fields from a local config.json (or a folder holding one). Cached by mtime."""
-    p = os.fspath(path)
-    if os.path.isdir(p):
-        p = os.path.join(p, "config.json")
+    """Architecture fields from a local config.json (or a folder holding one). Cached by mtime.
+
+    The file goes through the one safe reader (regular files only, size-capped, strict UTF-8), and
+    the JSON is checked before it is mapped: no NaN / Infinity, no huge integers, bounded nesting,
+    no control characters in strings, ``architectures`` a list of names.
+    """
+    p = os.path.expanduser(os.fspath(path))
+    if "\x00" in p:
+        raise GpuwizError(f"{FIELD}: {printable(p)!s}: not a valid file name (contains a NUL character)")
     try:
-        mtime = os.stat(p).st_mtime_ns
+        if os.path.isdir(p):
+            p = os.path.join(p, "config.json")
+        st = os.stat(p)
+        key = (st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError as exc:
-        raise GpuwizError(f"{FIELD}: cannot read {p!r}: {exc.strerror or exc}") from None
-    return dict(_read_cached(p, mtime))
+        if exc.errno == errno.ENAMETOOLONG:
+            raise GpuwizError(f"{FIELD}: {printable(p[:60])}...: file name too long") from None
+        if isinstance(exc, FileNotFoundError):
+            parent = os.path.dirname(p) or "."
+            if p.startswith("~"):
+                user = p.split("/")[0]
+                raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file (unknown user in {user!r})") from None
+            if not os.path.isdir(parent):
+                raise GpuwizError(
+                    f"{FIELD}: cannot read {p!r}: no such file (folder {printable(parent)} does not exist)") from None
+            raise GpuwizError(f"{FIELD}: cannot read {p!r}: no such file") from None
+        raise GpuwizError(f"{FIELD}: cannot read {printable(p)!r}: {exc.strerror or exc}") from None
+    return dict(_read_cached(p, key))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a config.json may hold")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_HF_DIGITS:
+        raise ValueError(f"integer {text[:20]}... has {len(text)} digits")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return v
+
+
+def _check_json(value: Any, where: str, depth: int = 0) -> None:
+    if depth > MAX_HF_DEPTH:
+        raise ValueError(f"nested more than {MAX_HF_DEPTH} levels deep")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_json(k, where, depth + 1)
+            _check_json(v, f"{where}.{k}" if where else str(k), depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _check_json(v, where, depth + 1)
+    elif isinstance(value, str):
+        if len(value) > 10_000:
+            raise ValueError(f"{where or 'a key'}: a string of {len(value)} characters")
+        if not value.isprintable():
+            bad = next(ch for ch in value if not ch.isprintable())
+            raise ValueError(f"{where or 'a key'}: contains the control character {bad!a}")
 
 
 @lru_cache(maxsize=64)
-def _read_cached(path: str, mtime: int) -> dict[str, Any]:  # mtime: only the cache key (a changed file reloads)
+def _read_cached(path: str, key: tuple[int, int, int]) -> dict[str, Any]:  # key: mtime, size, inode (a change reloads)
+    shown = printable(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise GpuwizError(f"{FIELD}: cannot read {path!r}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise GpuwizError(f"{FIELD}: {path!r} is not a UTF-8 text file") from None
+        raw = read_file_bytes(path, max_bytes=MAX_HF_CONFIG_BYTES, what="config.json")
+        text = decode_utf8(raw, path, what="JSON")
+    except GpuwizError as exc:
+        raise GpuwizError(f"{FIELD}: {exc}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
-        raise GpuwizError(f"{FIELD}: {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        raise GpuwizError(f"{FIELD}: {shown}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise GpuwizError(f"{FIELD}: {shown}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise GpuwizError(f"{FIELD}: {shown}: {printable(str(exc))}") from None
     if not isinstance(data, dict):
-        raise GpuwizError(f"{FIELD}: {path}: a config.json must hold a JSON object")
+        raise GpuwizError(f"{FIELD}: {shown}: a config.json must hold a JSON object")
+    try:
+        _check_json(data, "")
+    except ValueError as exc:
+        raise GpuwizError(f"{FIELD}: {shown}: {printable(str(exc))}") from None
+    except RecursionError:
+        raise GpuwizError(f"{FIELD}: {shown}: JSON nested too deeply") from None
     # Multimodal wrappers (e.g. Llava) keep the language model under text_config.
     if "hidden_size" not in data and "n_embd" not in data and isinstance(data.get("text_config"), dict):
         data = {**data["text_config"], "model_type": data["text_config"].get("model_type", data.get("model_type"))}
+    _check_shape(data, shown)
     return parse_hf_config(data, path)
+
+
+def _check_shape(data: dict[str, Any], shown: str) -> None:
+    """The few keys parse_hf_config reads as names must have the types transformers writes."""
+    archs = data.get("architectures")
+    if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
+        raise GpuwizError(f"{FIELD}: {shown}: architectures must be a list of class names "
+                          f"(got {type(archs).__name__})")
+    for k in ("model_type", "_name_or_path", "hidden_act", "hidden_activation", "norm_type"):
+        v = data.get(k)
+        if v is not None and not isinstance(v, str):
+            raise GpuwizError(f"{FIELD}: {shown}: {k} must be a string (got {type(v).__name__})")
+        if isinstance(v, str) and len(v) > 200:
+            raise GpuwizError(f"{FIELD}: {shown}: {k} is {len(v)} characters long (at most 200)")
 
 
 def _int(data: dict[str, Any], path: str, *keys: str, required: bool = True) -> int | None:

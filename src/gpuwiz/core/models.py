@@ -12,7 +12,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
+from gpuwiz.core.units import HumanFloat, HumanInt, HumanUSD, SizeGB, SizeKB
 
 CONFIG_VERSION: Final = 1
 
@@ -134,7 +134,7 @@ class TrainingSpec(_Strict):
 
 
 class DataSpec(_Strict):
-    tokens: HumanFloat | None = Field(None, gt=0, le=MAX_TOKENS)
+    tokens: HumanFloat | None = Field(None, ge=1, le=MAX_TOKENS)  # a fraction of a token is no data
     samples: HumanFloat | None = Field(None, gt=0, le=MAX_SAMPLES)
     epochs: HumanFloat = Field(1.0, gt=0, le=100_000)
     dataset_gb: SizeGB | None = Field(None, gt=0, le=MAX_DATASET_GB)
@@ -149,7 +149,7 @@ class ScheduleSpec(_Strict):
 class DeploymentSpec(_Strict):
     mode: DeployMode = "either"
     objective: Objective = "cheapest"
-    budget_usd: HumanFloat | None = Field(None, gt=0, le=MAX_BUDGET_USD)
+    budget_usd: HumanUSD | None = Field(None, gt=0, le=MAX_BUDGET_USD)
     horizon_years: HumanFloat = Field(3.0, gt=0, le=15)
     electricity_usd_per_kwh: HumanFloat | None = Field(None, ge=0, le=10)
     country: str = Field("US", min_length=2, max_length=2, pattern=r"^[A-Za-z]{2}$")

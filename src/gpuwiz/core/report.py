@@ -6,6 +6,7 @@ Pure functions from result models to strings; the CLI prints them, the TUI expor
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Literal
 
 from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, Recommendation, Requirements
@@ -42,8 +43,24 @@ def recommendation_data(rec: Recommendation) -> dict[str, Any]:
     return rec.model_dump(mode="json")
 
 
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, +-inf) made null, recursively (JSON has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def to_json(data: Any) -> str:
+    """Strict JSON (``allow_nan=False``): numbers are finite or null, never NaN / Infinity."""
+    return json.dumps(finite(data), indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
 def _json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+    return to_json(data)
 
 
 # ---- Estimate ------------------------------------------------------------------------------------

@@ -89,7 +89,24 @@ def _human_kb(v: Any) -> Any:
     return _finite(parse_number(v, byte_unit=1e3))
 
 
+_MONEY = re.compile(r"^\s*(?:US)?\$\s*(.*?)\s*$|^\s*(.*?)\s*USD\s*$", re.IGNORECASE)
+
+
+def parse_money(value: Any) -> Any:
+    """``$250,000``, ``US$ 250K`` or ``250,000 USD`` → a number (other forms as ``parse_number``)."""
+    if isinstance(value, str):
+        mt = _MONEY.match(value)
+        if mt:
+            value = mt.group(1) if mt.group(1) is not None else mt.group(2)
+    return parse_number(value)
+
+
+def _human_usd(v: Any) -> Any:
+    return _finite(parse_money(v))
+
+
 HumanFloat = Annotated[float, BeforeValidator(_human)]
+HumanUSD = Annotated[float, BeforeValidator(_human_usd)]
 HumanInt = Annotated[int, BeforeValidator(lambda v: _int_like(_human(v)))]
 SizeGB = Annotated[float, BeforeValidator(_human_gb)]
 SizeKB = Annotated[float, BeforeValidator(_human_kb)]

@@ -19,15 +19,12 @@ nothing for activations or overhead).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.compute import EFF, EfficiencyParams, arch_key
@@ -48,17 +45,19 @@ def bundled_data_path() -> Path:
 
 
 def load_data(path: str | None = None) -> dict[str, Any]:
+    from gpuwiz.core.yamlio import load_file  # the hardened loader: regular files, size cap, safe tags
+
     p = Path(path) if path else bundled_data_path()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise GpuwizError(f"{p}: cannot read published runs ({exc.strerror or exc})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise GpuwizError(f"{p}: not valid YAML ({exc})") from None
+    data, _ = load_file(p, max_bytes=8_000_000)
     if not isinstance(data, dict) or not any(k in data for k in ("time_runs", "throughput_runs", "memory_runs")):
         raise GpuwizError(f"{p}: expected time_runs / throughput_runs / memory_runs lists")
+    for section in ("time_runs", "throughput_runs", "memory_runs"):  # the shape every entry reader relies on
+        entries = data.get(section, [])
+        if not isinstance(entries, list):
+            raise GpuwizError(f"{p}: {section}: must be a list of entries")
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or not isinstance(e.get("id"), str) or not e["id"]:
+                raise GpuwizError(f"{p}: {section}[{i}]: each entry must be a mapping with a string `id`")
     return data
 
 
@@ -1034,7 +1033,9 @@ def render_json(r: Report) -> str:
         "cases": [case(c) for c in r.cases],
         "unmapped": [{"id": s.id, "kind": s.kind, "reason": s.reason} for s in r.skipped],
     }
-    return json.dumps(out, indent=2, default=lambda x: None if isinstance(x, float) and math.isnan(x) else x) + "\n"
+    from gpuwiz.core.report import to_json  # finite numbers or null, allow_nan=False
+
+    return to_json(out)
 
 
 def validate(data: str | None = None, catalog_overlay: str | None = None) -> Report:

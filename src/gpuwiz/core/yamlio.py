@@ -8,14 +8,16 @@ not code execution), (2) alias expansion is bounded ("billion laughs" cannot blo
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpuwiz.core.errors import GpuwizError, format_problem
+from gpuwiz.core.errors import GpuwizError, format_problem, printable
 
 MAX_FILE_BYTES = 2_000_000  # configs are a few KB and the catalog ~200 KB; 2 MB is generous
 MAX_NODES = 200_000  # bound on constructed values, counts alias re-use (billion laughs)
@@ -71,35 +73,116 @@ def dotted(path: Path_t) -> str:
     return out
 
 
-def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """Read a text file, turning every OS-level failure into a one-line GpuwizError."""
-    p = Path(path)
-    name = str(path)
+def _describe_kind(mode: int) -> str | None:
+    """What a non-regular file is, for the one-line refusal (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    if stat.S_ISFIFO(mode):
+        return "is a named pipe (FIFO), not a regular file; gpuwiz reads regular files only"
+    if stat.S_ISSOCK(mode):
+        return "is a socket, not a regular file; gpuwiz reads regular files only"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a regular file; gpuwiz reads regular files only"
+    return "is not a regular file; gpuwiz reads regular files only"
+
+
+def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES,
+                    what: str = "file", follow_symlinks: bool = True) -> bytes:
+    """THE reader for every file gpuwiz opens (configs, overlays, HF config.json, drafts, published runs).
+
+    Opens with ``O_NONBLOCK`` (a FIFO never blocks the open), ``fstat``s the open descriptor and
+    refuses anything that is not a regular file (FIFO, device, directory, socket) with one line
+    naming the path; checks the size before reading and never reads more than ``max_bytes`` (+1,
+    to notice a file that grew). ``follow_symlinks=False`` adds ``O_NOFOLLOW``. Every OS failure
+    becomes a one-line GpuwizError.
+    """
+    name = printable(os.fspath(path))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        if p.is_dir():
-            raise GpuwizError(f"{name}: is a directory, not a YAML file")
-        size = p.stat().st_size
-        if size > max_bytes:
-            raise GpuwizError(
-                f"{name}: file is {size / 1e6:.1f} MB; gpuwiz reads YAML files up to {max_bytes / 1e6:.0f} MB"
-            )
-        data = p.read_bytes()
-    except GpuwizError:
-        raise
+        fd = os.open(os.fspath(path), flags)
     except FileNotFoundError:
+        parent = os.path.dirname(os.fspath(path)) or "."
+        if not os.path.isdir(parent):
+            raise GpuwizError(f"{name}: no such file (folder {printable(parent)} does not exist)") from None
         raise GpuwizError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise GpuwizError(f"{name}: is a directory, not a {what}") from None
+    except NotADirectoryError:
+        raise GpuwizError(f"{name}: no such file (a part of the path is a file, not a folder)") from None
     except PermissionError:
-        raise GpuwizError(f"{name}: permission denied (cannot read the file)") from None
+        raise GpuwizError(f"{name}: permission denied (cannot read the {what})") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise GpuwizError(f"{name}: is a symbolic link; gpuwiz does not follow it here") from None
+        if exc.errno == errno.ENAMETOOLONG:
+            raise GpuwizError(f"{printable(name[:60])}...: file name too long") from None
+        if exc.errno == errno.ENXIO:  # a socket (or a device without a driver) cannot be opened
+            try:
+                kind = _describe_kind(os.stat(path).st_mode)
+            except OSError:
+                kind = None
+            if kind:
+                raise GpuwizError(f"{name}: {kind}") from None
+        raise GpuwizError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    except ValueError:  # an embedded NUL in the name
+        raise GpuwizError(f"{name}: not a valid file name (contains a NUL character)") from None
+    try:
+        st = os.fstat(fd)
+        kind = _describe_kind(st.st_mode)
+        if kind is not None:
+            if stat.S_ISDIR(st.st_mode):
+                kind = f"is a directory, not a {what}"
+            raise GpuwizError(f"{name}: {kind}")
+        if st.st_size > max_bytes:
+            raise GpuwizError(
+                f"{name}: file is {st.st_size / 1e6:.1f} MB; gpuwiz reads {what}s up to {_mb(max_bytes)} MB")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:  # it grew while we read it
+            raise GpuwizError(f"{name}: file is over {_mb(max_bytes)} MB; gpuwiz reads {what}s up to "
+                              f"{_mb(max_bytes)} MB")
+        return b"".join(chunks)
+    except PermissionError:
+        raise GpuwizError(f"{name}: permission denied (cannot read the {what})") from None
+    except IsADirectoryError:
+        raise GpuwizError(f"{name}: is a directory, not a {what}") from None
     except OSError as exc:
         raise GpuwizError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.0f}" if n >= 1e6 else f"{n / 1e6:.1f}"
+
+
+def decode_utf8(data: bytes, name: str, *, what: str = "YAML") -> str:
+    """Strict UTF-8 (a BOM is accepted); NUL bytes mean a binary file. One-line errors."""
     if b"\x00" in data:
-        raise GpuwizError(f"{name}: looks like a binary file, not YAML")
+        raise GpuwizError(f"{printable(name)}: looks like a binary file, not {what}")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise GpuwizError(format_problem(
             name, line, None, f"not UTF-8 text (bad byte 0x{data[exc.start]:02x}; save the file as UTF-8)")) from None
+
+
+def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES, what: str = "YAML file") -> str:
+    """Read a UTF-8 text file through :func:`read_file_bytes` (regular files only, size-capped)."""
+    data = read_file_bytes(path, max_bytes=max_bytes, what=what)
+    return decode_utf8(data, os.fspath(path), what="YAML" if what == "YAML file" else what)
 
 
 def parse(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
@@ -162,9 +245,16 @@ def parse(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
             return [build(item, (*path, i)) for i, item in enumerate(n.value)]
         try:
             return constructor.construct_object(n, deep=True)
-        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+        except (yaml.YAMLError, ValueError, OverflowError, KeyError, TypeError, AttributeError,
+                IndexError) as exc:
+            # PyYAML's constructors fail on explicit tags with bad or empty values in many ways
+            # (`!!bool maybe` -> KeyError, `!!timestamp x` -> AttributeError, `!!float ""` -> ...)
+            tag = n.tag.rsplit(":", 1)[-1]
+            detail = f": {exc}" if isinstance(exc, (yaml.YAMLError, ValueError, OverflowError)) else ""
+            if "digits" in detail and "limit" in detail:  # int() refuses > 4300 digits
+                detail = ": a number with thousands of digits"
             raise GpuwizError(format_problem(name, n.start_mark.line + 1, dotted(path) or None,
-                                             f"bad value: {exc}")) from None
+                                             f"bad value {_clip(n.value)} for YAML tag !!{tag}{detail}")) from None
 
     try:
         return build(node, ()), lines
@@ -172,19 +262,55 @@ def parse(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
         raise GpuwizError(format_problem(name, None, None, "YAML nested too deeply")) from None
 
 
-def load_file(path: str | os.PathLike[str]) -> tuple[Any, LineMap]:
-    return parse(read_text(path), str(path))
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def load_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) -> tuple[Any, LineMap]:
+    return parse(read_text(path, max_bytes=max_bytes), str(path))
+
+
+def check_output_target(path: str | os.PathLike[str]) -> None:
+    """Refuse to replace anything but a regular file (a symlink, FIFO, device node, socket, folder).
+
+    ``os.replace`` would swap such a target for a plain file: as root, ``-o /dev/null`` would
+    replace the system's /dev/null. Raises a one-line GpuwizError.
+    """
+    name = printable(os.fspath(path))
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise GpuwizError(f"{name}: cannot save: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise GpuwizError(f"{name}: is a symbolic link; gpuwiz does not replace links (give the real file name)")
+    kind = _describe_kind(st.st_mode)
+    if kind is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise GpuwizError(f"{name}: is a directory; give a file name to save to")
+        raise GpuwizError(f"{name}: {kind.split(';')[0]}; gpuwiz replaces only regular files")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically: temp file beside it, fsync, rename.
 
+    A symlink is followed (its target is replaced, the link kept); a FIFO, device node, socket or
+    folder is refused (``check_output_target``). ``gpuwiz ... -o`` refuses symlinks before this.
     On any failure the previous file (if any) is untouched and a GpuwizError says what happened.
     """
     p = Path(path)
-    name = str(path)
-    if p.is_dir():
-        raise GpuwizError(f"{name}: is a directory; give a file name to save to")
+    name = printable(str(path))
+    if p.is_symlink():  # a linked config (dotfiles): replace the file it points to, keep the link
+        p = Path(os.path.realpath(p))
+    check_output_target(p)  # a FIFO, device node, socket or folder is never replaced
     parent = p.parent if str(p.parent) else Path(".")
     tmp_name: str | None = None
     try:
@@ -193,11 +319,10 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        if p.exists():
-            try:
-                os.chmod(tmp_name, p.stat().st_mode & 0o777)
-            except OSError:
-                pass
+        try:  # mkstemp makes 0600: keep the old file's mode, or honour the umask for a new one
+            os.chmod(tmp_name, p.stat().st_mode & 0o777 if p.exists() else 0o666 & ~_umask())
+        except OSError:
+            pass
         os.replace(tmp_name, p)
         tmp_name = None
         try:  # make the rename durable too
@@ -209,7 +334,12 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         except OSError:
             pass
     except FileNotFoundError:
-        raise GpuwizError(f"{name}: cannot save: folder {parent} does not exist") from None
+        if not parent.is_dir():
+            raise GpuwizError(f"{name}: cannot save: folder {printable(str(parent))} does not exist") from None
+        raise GpuwizError(
+            f"{name}: cannot save: the file vanished while saving (previous file left unchanged)") from None
+    except NotADirectoryError:
+        raise GpuwizError(f"{name}: cannot save: {printable(str(parent))} is not a folder") from None
     except PermissionError:
         raise GpuwizError(f"{name}: cannot save: permission denied (previous file left unchanged)") from None
     except OSError as exc:

@@ -21,13 +21,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.reactive import reactive, var
 from textual.screen import ModalScreen, Screen
 
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.tui.engine import Engine
+from gpuwiz.tui.engine import Engine, Outcome
+from gpuwiz.tui.plain import clean
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
 if TYPE_CHECKING:  # pydantic and the core load after the first frame (startup budget)
@@ -38,6 +41,16 @@ if TYPE_CHECKING:  # pydantic and the core load after the first frame (startup b
 _T_IMPORT = time.perf_counter()
 
 
+class EngineDone(Message):
+    """The engine worker's answer for requirements revision ``seq`` (older answers are dropped)."""
+
+    def __init__(self, seq: int, req: Requirements, outcome: Outcome) -> None:
+        super().__init__()
+        self.seq = seq
+        self.req = req
+        self.outcome = outcome
+
+
 class GpuwizApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "gpuwiz"
@@ -45,17 +58,30 @@ class GpuwizApp(App[None]):
     HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-too-narrow"), (80, "-narrow"), (120, "-wide")]  # noqa: RUF012
     VERTICAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-too-short"), (24, "-short"), (34, "-tall")]  # noqa: RUF012
 
+    # Every action has a key that is neither ctrl+b (tmux's prefix) nor an F-key; ids are what
+    # settings.yaml's ``keys:`` rebinds (see gpuwiz.tui.settings).
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+n", "next", "Next", priority=True, id="next"),
-        Binding("ctrl+b", "back", "Back", priority=True, id="back"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="quit"),
+        Binding("alt+left", "back", "Back", key_display="alt+←", priority=True, id="back"),
+        Binding("alt+right", "next", "Next", key_display="alt+→", priority=True, id="next"),
+        Binding("ctrl+n", "next", "Next", show=False, priority=True, id="next-ctrl"),
+        Binding("ctrl+b", "back", "Back", show=False, priority=True, id="back-ctrl"),
         Binding("pagedown", "next", "Next", show=False, id="next-alt"),
         Binding("pageup", "back", "Back", show=False, id="back-alt"),
         Binding("ctrl+s", "save", "Save", id="save"),
         Binding("f2", "save_as", "Save as", show=False, id="save-as"),
         Binding("ctrl+o", "open", "Open", id="open"),
         Binding("f1", "help", "Help", id="help"),
-        Binding("ctrl+q", "quit", "Quit", priority=True, id="quit"),
     ]
+    # full names for the help screen (the footer shows the short descriptions)
+    ACTION_NAMES: ClassVar[dict[str, str]] = {
+        "quit": "Quit gpuwiz (asks when there are unsaved changes)",
+        "back": "Back: the previous step", "next": "Next: the next step (greyed while a field is invalid)",
+        "next-ctrl": "Next: the next step", "back-ctrl": "Back: the previous step (outside tmux)",
+        "next-alt": "Next: the next step", "back-alt": "Back: the previous step",
+        "save": "Save the config (refuses while a field is invalid)", "save-as": "Save the config as a new file",
+        "open": "Open a config file", "help": "Help: this list of keys",
+    }
 
     requirements: reactive[Requirements] = reactive(None, init=False)  # type: ignore[arg-type]
     recommendation: reactive[Recommendation | None] = reactive(None, init=False)
@@ -87,7 +113,12 @@ class GpuwizApp(App[None]):
         self._saved: Requirements | None = None
         self._core_ready = False
         self._recompute_pending = False
+        self._seq = 0  # requirements revision sent to the engine worker
+        self._answered_seq = 0  # the revision whose answer is shown
+        self.answer_for: Requirements | None = None  # the requirements the shown answer is for
+        self._fingerprint: str | None = None  # sha256 of the config file as opened / last saved
         self._draft_error_shown = False
+        self._keep_foreign_draft = False  # a draft of an earlier session, offered but not chosen
         self._signals_installed: list[int] = []
         self.baseline: tuple[Requirements, Recommendation] | None = None
         self.last_change: str = ""
@@ -113,8 +144,7 @@ class GpuwizApp(App[None]):
 
         from gpuwiz.tui.widgets.palette import SafeCommandPalette
 
-        # Textual types is_open(app: App[object]), and App is invariant in its return type
-        if self.use_command_palette and not CommandPalette.is_open(self):  # type: ignore[arg-type]
+        if self.use_command_palette and not any(isinstance(s, CommandPalette) for s in self.screen_stack):
             self.push_screen(SafeCommandPalette(id="--command-palette"))
 
     # ---- running ---------------------------------------------------------------------------------
@@ -159,30 +189,65 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui import drafts
 
         self.ensure_core()
+        self._apply_settings()
         # Textual, pydantic, the core and the catalog are loaded and live as long as the app: move
         # them out of the collector's sight, or every full collection walks them all (a ~50 ms pause
         # in the middle of typing, every few hundred keys).
         gc.freeze()
-        draft = drafts.read_draft(self.state_dir) if self.offer_restore else None
+        notices: list[str] = []
+        draft = drafts.read_draft(self.state_dir, notices) if self.offer_restore else None
+        for notice in notices:  # a bad draft was set aside: say so once, as plain text
+            self.notify(notice, title="Draft set aside", severity="warning", timeout=15, markup=False)
+        if draft is not None:
+            draft = drafts.claim_draft(self.state_dir, draft)  # this session's now (None: another took it)
         if draft is not None:
             from gpuwiz.tui.dialogs.confirm import ChoiceDialog
 
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(draft.saved_at)) if draft.saved_at else "earlier"
             src = draft.source or "a new config"
+            choices = [("restore", "Restore"), ("discard", "Discard")]
             msg = (f"An unsaved draft of {src} from {when} was left behind (the last session ended "
                    f"without saving). Restore it?")
+            if self._initial_config:  # the file named on the command line wins; the draft is only offered
+                self._keep_foreign_draft = True
+                self._open_initial()
+                msg = (f"An unsaved draft of {src} from {when} was left behind. You opened "
+                       f"{self._initial_config}: keep it, or restore the draft instead?")
+                choices = [("keep", "Keep " + Path(self._initial_config).name), ("restore", "Restore draft"),
+                           ("discard", "Discard draft")]
 
             def done(choice: str | None) -> None:
                 if choice == "restore":
+                    self._keep_foreign_draft = False
                     self.restore_draft(draft)
+                elif choice == "keep":
+                    pass  # the old draft stays on disk (until this session has a draft of its own)
                 else:
+                    self._keep_foreign_draft = False
                     drafts.clear_draft(self.state_dir)
-                    self._open_initial()
+                    if not self._initial_config:
+                        self._open_initial()
 
-            self.push_screen(ChoiceDialog("Restore draft?", msg, [("restore", "Restore"), ("discard", "Discard")]),
-                             done)
+            self.push_screen(ChoiceDialog("Restore draft?", msg, choices), done)
         else:
             self._open_initial()
+
+    def binding_ids(self) -> set[str]:
+        from gpuwiz.tui.screens.compare import CompareScreen
+        from gpuwiz.tui.screens.result import ResultScreen
+
+        return {b.id for bs in (self.BINDINGS, ResultScreen.BINDINGS, CompareScreen.BINDINGS) for b in bs
+                if isinstance(b, Binding) and b.id}
+
+    def _apply_settings(self) -> None:
+        """Key bindings from settings.yaml (by binding id); a bad file: one line, the defaults."""
+        from gpuwiz.tui.settings import load_settings
+
+        settings = load_settings(self.binding_ids())
+        if settings.problem:
+            self.notify(settings.problem, title="settings.yaml ignored", severity="warning", timeout=10)
+        elif settings.keymap:
+            self.set_keymap(settings.keymap)
 
     def _open_initial(self) -> None:
         if self._initial_config:
@@ -251,6 +316,8 @@ class GpuwizApp(App[None]):
         return Path(self.config_path).name if self.config_path else "new config"
 
     def _schedule_recompute(self) -> None:
+        """Send the current requirements to the engine worker (a burst of changes in one event-loop
+        turn sends one). The UI thread never runs the engine: typing stays immediate whatever it costs."""
         if not self._recompute_pending:
             self._recompute_pending = True
             self.call_later(self._recompute)
@@ -259,7 +326,23 @@ class GpuwizApp(App[None]):
         self._recompute_pending = False
         if self.requirements is None:
             return
-        out = self.engine.run(self.requirements)
+        self._seq += 1
+        self.engine.try_catalog()  # loaded once, here (the worker thread only reads it)
+        self._engine_worker(self._seq, self.requirements)
+
+    @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
+    def _engine_worker(self, seq: int, req: Requirements) -> None:
+        out = self.engine.run(req)
+        self.post_message(EngineDone(seq, req, out))
+
+    def on_engine_done(self, message: EngineDone) -> None:
+        if message.seq != self._seq:
+            return  # a newer change is on its way: this answer is already stale
+        self._answered_seq = message.seq
+        self.answer_for = message.req
+        self._apply_outcome(message.outcome)
+
+    def _apply_outcome(self, out: Outcome) -> None:
         self.last_engine_ms = out.ms
         if out.rec is not None:
             self.engine_error = None
@@ -267,9 +350,24 @@ class GpuwizApp(App[None]):
         else:
             self.engine_error = out.error
 
+    @property
+    def answered(self) -> bool:
+        """True when the answer on screen belongs to the current requirements (tests wait for it)."""
+        return not self._recompute_pending and self._answered_seq == self._seq
+
     def recompute_now(self) -> None:
-        """Synchronous recompute (tests and the bench)."""
-        self._recompute()
+        """Synchronous recompute on the calling thread (tests and the bench)."""
+        self._recompute_pending = False
+        self._seq += 1
+        self._answered_seq = self._seq
+        self.answer_for = self.requirements
+        self._apply_outcome(self.engine.run(self.requirements))
+
+    # ---- plain text for everything from outside --------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Notifications carry file names, paths and error messages: never read as markup."""
+        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     def edit_field(self, spec: FieldSpec, raw: str) -> str | None:
         """Apply one field's text; returns why it is invalid, or None (requirements updated)."""
@@ -287,6 +385,7 @@ class GpuwizApp(App[None]):
         self.last_change = change
         self.requirements = req
         self.revision += 1
+        self._schedule_recompute()  # also when req equals the old one (its answer was forgotten)
 
     def flush_draft(self) -> None:
         from gpuwiz.tui import drafts
@@ -296,7 +395,7 @@ class GpuwizApp(App[None]):
         try:
             if self.dirty:
                 drafts.write_draft(self.state_dir, self.requirements, self.config_path, self.step)
-            else:
+            elif not self._keep_foreign_draft:
                 drafts.clear_draft(self.state_dir)
         except OSError as exc:
             if not self._draft_error_shown:
@@ -348,6 +447,8 @@ class GpuwizApp(App[None]):
         return isinstance(scr, StepScreen) and bool(scr.invalid)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in ("quit", "help") and getattr(self.screen, "too_small", False):
+            return False  # keys do not act behind the "Terminal too small" notice
         if action in ("next", "back"):
             if self._core_ready:
                 from gpuwiz.tui.screens.compare import CompareScreen
@@ -398,11 +499,23 @@ class GpuwizApp(App[None]):
             return f"{path}: cannot open: {exc}"
         self._saved = req
         self.config_path = path
+        self._fingerprint = _fingerprint(path)
+        self._forget_answer()
         self.replace_requirements(req, f"opened {Path(path).name}")
         self.dirty = False
-        self.baseline = None
         self.flush_draft()
+        from gpuwiz.tui import recent
+
+        recent.remember(self.state_dir, path)
         return None
+
+    def _forget_answer(self) -> None:
+        """A new config starts with no answer and no pinned baseline (nothing is measured against
+        the discarded one); the engine worker fills both in for the new requirements."""
+        self.baseline = None
+        self.last_change = ""
+        self.engine_error = None
+        self.recommendation = None
 
     def load_example(self, name: str, text: str) -> str | None:
         from gpuwiz.core.config_io import loads_config
@@ -414,8 +527,9 @@ class GpuwizApp(App[None]):
             return str(exc).splitlines()[0]
         self._saved = Requirements()
         self.config_path = None
+        self._fingerprint = None
+        self._forget_answer()
         self.replace_requirements(req, f"example {name}")
-        self.baseline = None
         return None
 
     def new_config(self) -> None:
@@ -423,46 +537,117 @@ class GpuwizApp(App[None]):
 
         self._saved = Requirements()
         self.config_path = None
+        self._fingerprint = None
+        self._forget_answer()
         self.replace_requirements(Requirements(), "new config")
-        self.baseline = None
 
     def save_to(self, path: str) -> str | None:
-        from gpuwiz.core.config_io import save_config
+        from gpuwiz.core.config_io import dumps_config, loads_config
+        from gpuwiz.core.yamlio import atomic_write_text
 
+        text = dumps_config(self.requirements)
+        try:  # never write a file this wizard could not open again
+            back = loads_config(text, path)
+        except GpuwizError as exc:
+            return f"not saved: the file would not open again: {str(exc).splitlines()[0]}"
+        if back != self.requirements:
+            return "not saved: the file would not read back as what is on screen"
         try:
-            save_config(self.requirements, path)
+            atomic_write_text(path, text)
         except GpuwizError as exc:
             return str(exc).splitlines()[0]
         except OSError as exc:
             return f"{path}: cannot save: {exc.strerror or exc}"
         self._saved = self.requirements
         self.config_path = path
+        self._fingerprint = _fingerprint(path)
         self.dirty = False
         self.flush_draft()
+        from gpuwiz.tui import recent
+
+        recent.remember(self.state_dir, path)
         self.notify(f"Saved {path}", title="Saved")
         return None
 
+    def first_invalid_field(self) -> tuple[str, FieldSpec, str] | None:
+        """(step id, field, why) of the first field whose text on screen is not accepted."""
+        if not self._core_ready:
+            return None
+        from gpuwiz.tui.forms import STEPS
+        from gpuwiz.tui.screens.steps import StepScreen
+
+        for spec in STEPS:
+            scr = self.get_screen(spec.id)
+            if isinstance(scr, StepScreen) and scr.invalid:
+                for f in spec.fields:
+                    if f.id in scr.invalid:
+                        return spec.id, f, scr.invalid[f.id]
+        return None
+
+    def _refuse_invalid(self) -> bool:
+        """True (and the field shown, named and focused) when a field on screen is invalid: saving
+        then would write the last valid value instead of what the user sees."""
+        bad = self.first_invalid_field()
+        if bad is None:
+            return False
+        step, f, why = bad
+        self.notify(f"{f.label} is not valid: {why}. Fix it first; nothing was written.", title="Not saved",
+                    severity="error", timeout=8)
+        from gpuwiz.tui.screens.steps import StepScreen
+
+        if self.step != step or len(self.screen_stack) > 2:
+            self.goto(step)
+        scr = self.get_screen(step)
+        if isinstance(scr, StepScreen):
+            self.call_after_refresh(scr.focus_field, f)
+        return True
+
     def action_save(self, then: Callable[[], None] | None = None) -> None:
+        if self._refuse_invalid():
+            return
         if self.config_path:
-            error = self.save_to(self.config_path)
-            if error:
-                self.notify(error, title="Not saved", severity="error", timeout=10)
+            path = self.config_path
+            if self._fingerprint is not None and _fingerprint(path) != self._fingerprint:
+                from gpuwiz.tui.dialogs.confirm import ChoiceDialog
+
+                def done(choice: str | None) -> None:
+                    if choice == "overwrite":
+                        self._save_then(path, then)
+                    elif choice == "save-as":
+                        self.action_save_as(then)
+
+                self.push_screen(ChoiceDialog(
+                    "File changed on disk", f"{path} was changed since gpuwiz opened it. Overwrite those changes?",
+                    [("save-as", "Save as…"), ("overwrite", "Overwrite"), ("cancel", "Cancel")], default="save-as"),
+                    done)
                 return
-            if then:
-                then()
+            self._save_then(path, then)
         else:
             self.action_save_as(then)
+
+    def _save_then(self, path: str, then: Callable[[], None] | None) -> None:
+        error = self.save_to(path)
+        if error:
+            self.notify(error, title="Not saved", severity="error", timeout=10)
+            return
+        if then:
+            then()
 
     def action_save_as(self, then: Callable[[], None] | None = None) -> None:
         from gpuwiz.tui.dialogs.path_dialog import PathDialog
 
+        if self._refuse_invalid():
+            return
         initial = self.config_path or "gpuwiz.yaml"
 
         def done(path: str | None) -> None:
             if path and then:
                 then()
 
-        self.push_screen(PathDialog("Save config as", initial, self.save_to, verb="Save",
+        def ask(path: str) -> bool:  # the config being edited is not "another file"
+            return not (self.config_path and _same_file(path, self.config_path))
+
+        self.push_screen(PathDialog("Save config as", initial, self.save_to, verb="Save", confirm_overwrite=ask,
                                     hint="YAML; written atomically (the old file survives any failure)."), done)
 
     def _guard_unsaved(self, then: Callable[[], None], what: str) -> None:
@@ -499,7 +684,8 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui import drafts
 
         def leave() -> None:
-            drafts.clear_draft(self.state_dir)
+            if self.dirty or not self._keep_foreign_draft:
+                drafts.clear_draft(self.state_dir)
             self.exit()
 
         if not self.dirty:
@@ -535,6 +721,8 @@ class GpuwizApp(App[None]):
     def export_to(self, path: str, text: str) -> str | None:
         from gpuwiz.core.yamlio import atomic_write_text
 
+        if self.config_path and _same_file(path, self.config_path):
+            return f"{path} is the config itself; choose another file for the report"
         try:
             atomic_write_text(path, text)
         except GpuwizError as exc:
@@ -542,15 +730,21 @@ class GpuwizApp(App[None]):
         self.notify(f"Wrote {path}", title="Exported")
         return None
 
+    def export_path(self) -> str:
+        """Where Export proposes to write: next to the config (``a/team.yaml`` → ``a/team-recommendation.md``)."""
+        if self.config_path:
+            p = Path(self.config_path)
+            return str(p.with_name(p.stem + "-recommendation.md"))
+        return "gpuwiz-recommendation.md"
+
     def action_export(self) -> None:
         from gpuwiz.tui.dialogs.path_dialog import PathDialog
 
         text = self.markdown()
         if text is None:
             return
-        stem = Path(self.config_path).stem if self.config_path else "gpuwiz"
-        self.push_screen(PathDialog("Export recommendation (Markdown)", f"{stem}-recommendation.md",
-                                    lambda p: self.export_to(p, text), verb="Export"))
+        self.push_screen(PathDialog("Export recommendation (Markdown)", self.export_path(),
+                                    lambda p: self.export_to(p, text), verb="Export", confirm_overwrite=True))
 
     def action_copy(self) -> None:
         text = self.markdown()
@@ -611,10 +805,13 @@ class GpuwizApp(App[None]):
                 if not isinstance(b, Binding) or not b.description:
                     continue
                 key = self.get_key_display(b)
-                if (key, b.description) in seen:
+                if b.id and b.id in self._keymap:  # a key the user chose in settings.yaml
+                    key = self._keymap[b.id]
+                desc = self.ACTION_NAMES.get(b.id or "") or FULL_NAMES.get(b.id or "", b.description)
+                if (key, desc) in seen:
                     continue
-                seen.add((key, b.description))
-                rows.append((key, b.description, where))
+                seen.add((key, desc))
+                rows.append((key, desc, where))
 
         from gpuwiz.tui.screens.result import ResultScreen
         from gpuwiz.tui.screens.steps import StepScreen
@@ -684,6 +881,43 @@ class GpuwizApp(App[None]):
             yield SystemCommand(f"What-if: {title}", help_text, self._result_action(name))
         yield from super().get_system_commands(screen)
 
+
+def _fingerprint(path: str) -> str | None:
+    """sha256 of the file's bytes (None when it cannot be read): "changed on disk since opened"."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read(16 * 2**20)).hexdigest()
+    except OSError:
+        return None
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+# full action names for the help screen, by binding id (the footer keeps its short labels)
+FULL_NAMES: dict[str, str] = {
+    "whatif-gpu": "What-if: the next GPU type (the count may change to one that fits)",
+    "whatif-gpu-prev": "What-if: the previous GPU type",
+    "whatif-count-up": "What-if: one step more GPUs", "whatif-count-down": "What-if: one step fewer GPUs",
+    "whatif-method": "What-if: cycle the training method (full / LoRA / QLoRA)",
+    "whatif-precision": "What-if: cycle the precision (bf16 / fp8 / fp16 / tf32 / fp32)",
+    "whatif-data-double": "What-if: double the data", "whatif-data-half": "What-if: halve the data",
+    "whatif-deadline-later": "What-if: a later deadline", "whatif-deadline-sooner": "What-if: a sooner deadline",
+    "whatif-mode": "What-if: cycle rent / buy / either", "whatif-auto": "What-if: automatic hardware again",
+    "whatif-pin": "Pin the current answer as the baseline", "whatif-reset": "Back to the pinned baseline",
+    "compare": "Compare the baseline with now", "export": "Export the recommendation as Markdown",
+    "copy": "Copy the Markdown report to the clipboard", "help-alt": "Help: this list of keys",
+    "tab-1": "Result tab 1: Build", "tab-2": "Result tab 2: Memory", "tab-3": "Result tab 3: Options",
+    "tab-4": "Result tab 4: Rent vs buy", "tab-5": "Result tab 5: Pitfalls",
+    "compare-close": "Close the comparison", "compare-left": "Load the left side from a config file",
+    "compare-right": "Load the right side from a config file", "compare-swap": "Swap the two sides",
+}
 
 _PAGE_ACTIONS = ("page_down", "page_up")
 

@@ -1,43 +1,136 @@
 """Form fields of the step screens, and how one edited field becomes new Requirements.
 
-Each field names a path into ``Requirements`` (``("training", "method")``). An edit is applied to
-a plain dict copy of the current (last valid) requirements and validated as a whole with
-``Requirements.model_validate``; on failure the pydantic message for that path comes back and the
+A field is one declarative line: ``F("training.method", "Method", "help")``. Everything else comes
+from the pydantic schema: a ``Literal`` becomes a dropdown offering exactly its values, a ``bool``
+a yes/no dropdown, an optional field gets an "auto"/"unset" choice, and a field's default is shown
+as the placeholder of an empty input (so typing replaces it). Adding a config key to the wizard is
+adding one ``F(...)`` to a step below.
+
+An edit is applied to a plain dict copy of the current (last valid) requirements and validated as a
+whole with ``Requirements.model_validate``; on failure a message in words comes back and the
 requirements stay as they were. Fields are independent: an invalid field never blocks another.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+import re
+import types
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gpuwiz.core import models as m
 from gpuwiz.core.whatif import fmt_human, fmt_plain
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
-__all__ = ["STEPS", "STEP_IDS", "STEP_TITLES", "FieldSpec", "StepSpec", "apply_edit", "display", "get_value"]
+__all__ = [
+    "STEPS",
+    "STEP_IDS",
+    "STEP_TITLES",
+    "F",
+    "FieldSpec",
+    "StepSpec",
+    "all_fields",
+    "apply_edit",
+    "display",
+    "get_value",
+    "literal_values",
+    "schema_field",
+]
 
 Path_t = tuple[str, ...]
 NONE = "__none__"  # Select value standing for "unset / automatic"
+YES_NO = (("no", "false"), ("yes", "true"))
+
+
+def _unwrap_optional(ann: Any) -> tuple[Any, bool]:
+    """(the annotation without ``None`` and ``Annotated``, whether ``None`` was allowed)."""
+    optional = False
+    if get_origin(ann) in (Union, types.UnionType):
+        args = [a for a in get_args(ann) if a is not type(None)]
+        if len(args) == 1:
+            ann, optional = args[0], len(args) < len(get_args(ann))
+    if get_origin(ann) is Annotated:
+        ann = get_args(ann)[0]
+    return ann, optional
+
+
+def schema_field(path: Path_t) -> Any:
+    """The pydantic FieldInfo of ``path`` in ``Requirements`` (KeyError for an unknown path)."""
+    model: type[BaseModel] = m.Requirements
+    for part in path[:-1]:
+        inner, _ = _unwrap_optional(model.model_fields[part].annotation)
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            raise KeyError(path)
+        model = inner
+    return model.model_fields[path[-1]]
+
+
+def literal_values(path: Path_t) -> tuple[Any, ...] | None:
+    """The values the schema allows at ``path`` when it is a Literal (None otherwise)."""
+    inner, _ = _unwrap_optional(schema_field(path).annotation)
+    if get_origin(inner) is Literal:
+        return get_args(inner)
+    return None
 
 
 @dataclass(frozen=True)
 class FieldSpec:
     path: Path_t
     label: str
+    help: str = ""  # one line under the focused field: meaning, unit, example
+    _: KW_ONLY
     kind: Literal["text", "select"] = "text"
     placeholder: str = ""
     options: tuple[tuple[str, str], ...] = ()  # (label, value) for selects
     optional: bool = True  # selects: offer "auto"/"unset"
     none_label: str = "auto"
+    source: Literal["", "presets", "gpus"] = ""  # selects filled from the catalog
     bytes_unit: bool = False  # numbers shown without K/M/B suffixes (those mean bytes here)
-    help: str = ""
+    integer: bool = False  # a whole-number field: shown as 2,048 (not 2.048K)
+    default: Any = None  # the schema's default (shown as placeholder, never typed into the input)
+    parse: Literal["", "schedule"] = ""  # a field-specific reading of the typed text
 
     @property
     def id(self) -> str:
         return "f-" + "-".join(self.path).replace("_", "-")
+
+
+def F(dotted: str, label: str, help: str = "", *, placeholder: str = "", none_label: str = "auto",
+      source: Literal["", "presets", "gpus"] = "", parse: Literal["", "schedule"] = "") -> FieldSpec:
+    """One form field, its kind, options and default derived from the schema at ``dotted``."""
+    path = tuple(dotted.split("."))
+    info = schema_field(path)
+    inner, optional = _unwrap_optional(info.annotation)
+    default = info.get_default(call_default_factory=True)
+    bytes_unit = path[-1].endswith(("_gb", "_kb"))
+    if source:
+        return FieldSpec(path, label, help, kind="select", optional=optional, none_label=none_label, source=source,
+                         default=default)
+    if get_origin(inner) is Literal:
+        opts = tuple((str(v), str(v)) for v in get_args(inner))
+        return FieldSpec(path, label, help, kind="select", options=opts, optional=optional, none_label=none_label,
+                         default=default)
+    if inner is bool:
+        return FieldSpec(path, label, help, kind="select", options=YES_NO, optional=optional, default=default)
+    integer = inner is int
+    if not placeholder:
+        placeholder = "none" if default is None else _plain(default, bytes_unit, integer)
+    elif default is not None:
+        placeholder = f"{placeholder} (default {_plain(default, bytes_unit, integer)})"
+    return FieldSpec(path, label, help, placeholder=placeholder, bytes_unit=bytes_unit, integer=integer,
+                     default=default, parse=parse)
+
+
+def _plain(v: Any, bytes_unit: bool, integer: bool = False) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if integer and isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, (int, float)):
+        return fmt_plain(v) if bytes_unit else fmt_human(v)
+    return str(v)
 
 
 @dataclass(frozen=True)
@@ -48,72 +141,83 @@ class StepSpec:
     fields: tuple[FieldSpec, ...] = field(default_factory=tuple)
 
 
-def _lit(t: Any) -> tuple[tuple[str, str], ...]:
-    return tuple((str(v), str(v)) for v in get_args(t))
-
-
-YES_NO = (("no", "false"), ("yes", "true"))
-
 MODEL_STEP = StepSpec(
     "model", "Model", "What do you train? Pick a preset, or describe the architecture.",
     (
-        FieldSpec(("model", "preset"), "Preset", "select", none_label="custom (fields below)"),
-        FieldSpec(("model", "hf_config"), "HF config.json", placeholder="path to a Hugging Face config.json"),
-        FieldSpec(("model", "params_b"), "Params (B)", placeholder="billions, e.g. 7 or 70"),
-        FieldSpec(("model", "family"), "Family", "select", options=_lit(m.Family)),
-        FieldSpec(("model", "layers"), "Layers", placeholder="e.g. 32"),
-        FieldSpec(("model", "hidden"), "Hidden size", placeholder="e.g. 4096"),
-        FieldSpec(("model", "seq_len"), "Sequence length", placeholder="tokens, e.g. 4096"),
-        FieldSpec(("training", "method"), "Method", "select", options=_lit(m.Method), optional=False),
-        FieldSpec(("training", "precision"), "Precision", "select", options=_lit(m.Precision), optional=False),
-        FieldSpec(("training", "optimizer"), "Optimizer", "select", options=_lit(m.Optimizer), optional=False),
-        FieldSpec(("training", "micro_batch"), "Micro batch", placeholder="auto"),
-        FieldSpec(("training", "global_batch"), "Global batch", placeholder="auto (sequences/samples)"),
-        FieldSpec(("training", "activation_checkpointing"), "Checkpointing", "select", options=_lit(m.Checkpointing)),
-        FieldSpec(("training", "lora_rank"), "LoRA rank", placeholder="16"),
+        F("model.preset", "Preset", "a known model; its layers, hidden size and sequence length fill in",
+          source="presets", none_label="custom (fields below)"),
+        F("model.hf_config", "HF config.json", "path to a Hugging Face config.json, e.g. ./llama/config.json",
+          placeholder="path to a Hugging Face config.json"),
+        F("model.params_b", "Params (B)", "parameters in billions, e.g. 7 or 70", placeholder="e.g. 7 or 70"),
+        F("model.family", "Family", "the architecture kind; decoder = GPT/Llama-style"),
+        F("model.layers", "Layers", "transformer blocks, e.g. 32", placeholder="e.g. 32"),
+        F("model.hidden", "Hidden size", "width of the model, e.g. 4096", placeholder="e.g. 4096"),
+        F("model.seq_len", "Sequence length", "tokens per sample, e.g. 4096 or 8K", placeholder="e.g. 4096"),
+        F("training.method", "Method", "pretrain from scratch, full fine-tune, LoRA or QLoRA adapters"),
+        F("training.precision", "Precision", "number format of the training maths; bf16 is the usual choice"),
+        F("training.optimizer", "Optimizer", "AdamW keeps 2 states per parameter, SGD one, 8-bit AdamW less"),
+        F("training.micro_batch", "Micro batch", "sequences per GPU per step; empty = gpuwiz picks",
+          placeholder="auto"),
+        F("training.global_batch", "Global batch", "sequences (or samples) per optimizer step; empty = auto",
+          placeholder="auto"),
+        F("training.activation_checkpointing", "Checkpointing",
+          "recompute activations to save memory: none, selective or full"),
+        F("training.lora_rank", "LoRA rank", "rank of the LoRA adapters (LoRA/QLoRA only), e.g. 16"),
     ),
 )
 
 DATA_STEP = StepSpec(
     "data", "Data", "How much data, and how many passes over it?",
     (
-        FieldSpec(("data", "tokens"), "Tokens", placeholder="e.g. 2T, 500B, 20M"),
-        FieldSpec(("data", "samples"), "Samples", placeholder="images/clips, e.g. 1.28M"),
-        FieldSpec(("data", "epochs"), "Epochs", placeholder="1"),
-        FieldSpec(("data", "dataset_gb"), "Dataset size (GB)", placeholder="e.g. 150 or 2 TB", bytes_unit=True),
-        FieldSpec(("data", "sample_kb"), "Sample size (KB)", placeholder="e.g. 110", bytes_unit=True),
+        F("data.tokens", "Tokens", "training tokens per epoch, at least 1; e.g. 2T, 500B, 20M",
+          placeholder="e.g. 2T, 500B, 20M"),
+        F("data.samples", "Samples", "images/clips per epoch (vision/speech), e.g. 1.28M",
+          placeholder="e.g. 1.28M"),
+        F("data.epochs", "Epochs", "passes over the data, e.g. 1 or 3"),
+        F("data.dataset_gb", "Dataset size (GB)", "size on disk in GB; '2 TB' is read as 2000",
+          placeholder="e.g. 150 or 2 TB"),
+        F("data.sample_kb", "Sample size (KB)", "average size of one sample in KB, e.g. 110",
+          placeholder="e.g. 110"),
     ),
 )
 
 SCHEDULE_STEP = StepSpec(
     "schedule", "Schedule", "How often do you train, and by when must a run finish?",
     (
-        FieldSpec(("schedule", "runs_per_month"), "Runs per month", placeholder="1"),
-        FieldSpec(("schedule", "deadline_days"), "Deadline (days)", placeholder="none"),
+        F("schedule.runs_per_month", "Runs per month",
+          "a number, or: once (one run over the horizon), daily, weekly, 3 per month", parse="schedule",
+          placeholder="1, once, weekly, daily, 3 per month"),
+        F("schedule.deadline_days", "Deadline (days)", "a run must finish within this many days; empty = none",
+          placeholder="none"),
     ),
 )
 
 DEPLOY_STEP = StepSpec(
     "deploy", "Deploy", "Rent or buy, and the constraints around it.",
     (
-        FieldSpec(("deployment", "mode"), "Rent or buy", "select", options=_lit(m.DeployMode), optional=False),
-        FieldSpec(("deployment", "objective"), "Optimise for", "select", options=_lit(m.Objective), optional=False),
-        FieldSpec(("deployment", "budget_usd"), "Budget (USD)", placeholder="none, e.g. 250K"),
-        FieldSpec(("deployment", "horizon_years"), "Horizon (years)", placeholder="3"),
-        FieldSpec(("deployment", "electricity_usd_per_kwh"), "Electricity $/kWh", placeholder="catalog default"),
-        FieldSpec(("deployment", "country"), "Country", placeholder="US"),
-        FieldSpec(("deployment", "data_sensitivity"), "Data sensitivity", "select", options=_lit(m.Sensitivity),
-                  optional=False),
-        FieldSpec(("deployment", "site"), "Site", "select", options=_lit(m.Site), optional=False),
-        FieldSpec(("deployment", "used_hardware"), "Used hardware", "select", options=YES_NO, optional=False),
-        FieldSpec(("deployment", "require_cuda"), "CUDA only", "select", options=YES_NO, optional=False),
-        FieldSpec(("hardware", "gpu"), "Pin GPU", "select"),
-        FieldSpec(("hardware", "count"), "Pin GPU count", placeholder="auto"),
+        F("deployment.mode", "Rent or buy", "rent cloud GPUs, buy a server, or let gpuwiz compare (either)"),
+        F("deployment.objective", "Optimise for", "what 'best' means: lowest cost, shortest time, or per watt"),
+        F("deployment.budget_usd", "Budget (USD)", "the most you will spend, in US dollars, e.g. $250,000 or 250K",
+          placeholder="none, e.g. $250,000"),
+        F("deployment.horizon_years", "Horizon (years)", "how long you will use the hardware, e.g. 3"),
+        F("deployment.electricity_usd_per_kwh", "Electricity $/kWh", "your power price, e.g. 0.15",
+          placeholder="catalog default"),
+        F("deployment.country", "Country", "two-letter country code, e.g. US, DE, JP (export rules, prices)"),
+        F("deployment.data_sensitivity", "Data sensitivity", "confidential/regulated data rules out some clouds"),
+        F("deployment.site", "Site", "where a bought machine would live (noise, power, cooling differ)"),
+        F("deployment.used_hardware", "Used hardware", "allow second-hand GPUs in bought builds"),
+        F("deployment.require_cuda", "CUDA only", "yes if your code needs CUDA (custom kernels): NVIDIA only"),
+        F("hardware.gpu", "Pin GPU", "use this GPU type instead of the automatic pick", source="gpus"),
+        F("hardware.count", "Pin GPU count", "use exactly this many GPUs; empty = automatic", placeholder="auto"),
     ),
 )
 
 STEPS: tuple[StepSpec, ...] = (MODEL_STEP, DATA_STEP, SCHEDULE_STEP, DEPLOY_STEP)
 assert (*tuple(s.id for s in STEPS), "result") == STEP_IDS
+
+
+def all_fields() -> tuple[FieldSpec, ...]:
+    return tuple(f for s in STEPS for f in s.fields)
 
 
 def get_value(req: m.Requirements, path: Path_t) -> Any:
@@ -126,20 +230,19 @@ def get_value(req: m.Requirements, path: Path_t) -> Any:
 
 
 def display(spec: FieldSpec, value: Any) -> str:
-    """The text an Input shows, or the value a Select holds, for a requirement value."""
+    """The text an Input shows, or the value a Select holds, for a requirement value.
+
+    An Input whose value is the schema's default is empty: the default is its placeholder, so that
+    typing replaces it instead of appending to it."""
     if spec.kind == "select":
         if value is None:
             return NONE
         if isinstance(value, bool):
             return "true" if value else "false"
         return str(value)
-    if value is None:
+    if value is None or (spec.default is not None and value == spec.default):
         return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (int, float)):
-        return fmt_plain(value) if spec.bytes_unit else fmt_human(value)
-    return str(value)
+    return _plain(value, spec.bytes_unit, spec.integer)
 
 
 def _set(data: dict[str, Any], path: Path_t, value: Any, unset: bool) -> None:
@@ -161,18 +264,61 @@ def _set(data: dict[str, Any], path: Path_t, value: Any, unset: bool) -> None:
             data[path[0]] = None
 
 
+_WORDS: tuple[tuple[str, str], ...] = (
+    (r"^input should be greater than or equal to (\S+)$", r"must be at least \1"),
+    (r"^input should be greater than (\S+)$", r"must be more than \1"),
+    (r"^input should be less than or equal to (\S+)$", r"must be at most \1"),
+    (r"^input should be less than (\S+)$", r"must be less than \1"),
+    (r"^input should be a valid (number|integer).*$", r"must be a number, e.g. 7, 1.5B or 2T"),
+    (r"^input should be a valid string.*$", r"must be text"),
+    (r"^string should match pattern .*$", r"has the wrong form"),
+    (r"^string should have at least (\d+) characters?$", r"must have at least \1 characters"),
+    (r"^string should have at most (\d+) characters?$", r"must have at most \1 characters"),
+    (r"^input should be (.*)$", r"must be \1"),
+)
+
+
+def _words(msg: str) -> str:
+    """A pydantic message as a sentence a user reads ("must be at least 1")."""
+    msg = msg.removeprefix("Value error, ")
+    msg = msg[:1].lower() + msg[1:] if msg else msg
+    for pat, rep in _WORDS:
+        new, n = re.subn(pat, rep, msg)
+        if n:
+            return new
+    return msg
+
+
 def _error_for(exc: ValidationError, path: Path_t) -> str:
     errors = exc.errors()
     for err in errors:
         loc = tuple(str(p) for p in err["loc"])
         if loc[: len(path)] == path:
-            return _clean(err["msg"])
-    return _clean(errors[0]["msg"]) if errors else "invalid value"
+            return _words(err["msg"])
+    return _words(errors[0]["msg"]) if errors else "invalid value"
 
 
-def _clean(msg: str) -> str:
-    msg = msg.removeprefix("Value error, ")
-    return msg[:1].lower() + msg[1:] if msg else msg
+_SCHEDULE_WORDS = {"daily": 30.0, "every day": 30.0, "weekly": 52 / 12, "every week": 52 / 12,
+                   "monthly": 1.0, "every month": 1.0, "fortnightly": 26 / 12}
+_PER = re.compile(r"^\s*(\S+)\s*(?:runs?\s*)?(?:per|a|/|every)\s*(day|week|month|year|quarter)\s*$", re.IGNORECASE)
+_PER_UNIT = {"day": 30.0, "week": 52 / 12, "month": 1.0, "quarter": 1 / 3, "year": 1 / 12}
+
+
+def parse_schedule(raw: str, horizon_years: float) -> Any:
+    """``once`` (a single run over the horizon), ``daily``, ``weekly``, ``3 per month`` → runs per month."""
+    s = raw.strip().lower()
+    if s in ("once", "one run", "a single run"):
+        return 1.0 / (12.0 * horizon_years)
+    if s in _SCHEDULE_WORDS:
+        return _SCHEDULE_WORDS[s]
+    mt = _PER.match(s)
+    if mt:
+        from gpuwiz.core.units import parse_number
+
+        n = parse_number(mt.group(1))
+        if isinstance(n, float):
+            return n * _PER_UNIT[mt.group(2)]
+    return raw
 
 
 def apply_edit(req: m.Requirements, spec: FieldSpec, raw: str) -> tuple[m.Requirements | None, str | None]:
@@ -182,9 +328,13 @@ def apply_edit(req: m.Requirements, spec: FieldSpec, raw: str) -> tuple[m.Requir
     value: Any = raw
     if spec.kind == "select" and raw in ("true", "false"):
         value = raw == "true"
+    elif spec.parse == "schedule" and not unset:
+        value = parse_schedule(raw, req.deployment.horizon_years)
     data = req.model_dump()
     _set(data, spec.path, value, unset)
     try:
         return m.Requirements.model_validate(data), None
     except ValidationError as exc:
         return None, _error_for(exc, spec.path)
+
+

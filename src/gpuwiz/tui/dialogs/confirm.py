@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
 from gpuwiz.tui.dialogs.base import Dialog
+from gpuwiz.tui.plain import plain
 
 
 class ChoiceDialog(Dialog[str]):
@@ -29,11 +30,12 @@ class ChoiceDialog(Dialog[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self._title, classes="dialog-title")
-            yield Static(self._message, classes="dialog-message")
+            yield Label(plain(self._title), classes="dialog-title")
+            yield Static(plain(self._message), classes="dialog-message")
             with Horizontal(classes="dialog-buttons"):
                 for cid, label in self._choices:
-                    yield Button(label, id=f"choice-{cid}", variant="primary" if cid == self._default else "default")
+                    yield Button(plain(label), id=f"choice-{cid}",
+                                 variant="primary" if cid == self._default else "default")
 
     def on_mount(self) -> None:
         self.query_one(f"#choice-{self._default}", Button).focus()

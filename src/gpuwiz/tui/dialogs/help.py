@@ -11,11 +11,13 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Label, Static
 
 from gpuwiz.tui.dialogs.base import Dialog
+from gpuwiz.tui.plain import plain
 
 INTRO = (
     "gpuwiz asks what you train, on what data, how often and whether you rent or buy, and answers "
     "with a build. Every input step has a live answer on the right. Type human numbers: 2T, 1.5B, "
-    "150 GB. ctrl+p opens the command palette (every step and action)."
+    "150 GB. ctrl+p opens the command palette (every step and action). alt+←/alt+→ (or pgup/pgdn) go back "
+    "and on; inside tmux use those, not ctrl+b. Keys can be changed by id in settings.yaml."
 )
 
 
@@ -34,7 +36,7 @@ class HelpScreen(Dialog[None]):
         table.add_column("Action")
         table.add_column("Where", style="dim", no_wrap=True)
         for key, desc, where in self._rows:
-            table.add_row(key, desc, where)
+            table.add_row(plain(key), plain(desc), plain(where))
         with Vertical(classes="dialog help"):
             yield Label("Keys", classes="dialog-title")
             with VerticalScroll():

@@ -6,6 +6,7 @@ the dialog and the user can fix the path without losing what they typed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -16,14 +17,17 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
 from gpuwiz.tui.dialogs.base import Dialog
+from gpuwiz.tui.plain import plain
 
 
 class PathDialog(Dialog[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
 
     def __init__(self, title: str, initial: str = "", action: Callable[[str], str | None] | None = None,
-                 verb: str = "OK", hint: str = "") -> None:
+                 verb: str = "OK", hint: str = "",
+                 confirm_overwrite: bool | Callable[[str], bool] = False) -> None:
         super().__init__(classes="dialog-screen")
+        self._confirm_overwrite = confirm_overwrite
         self._title = title
         self._initial = initial
         self._action = action
@@ -32,9 +36,9 @@ class PathDialog(Dialog[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self._title, classes="dialog-title")
+            yield Label(plain(self._title), classes="dialog-title")
             if self._hint:
-                yield Static(self._hint, classes="dialog-hint")
+                yield Static(plain(self._hint), classes="dialog-hint")
             yield Input(self._initial, id="path", placeholder="path/to/file.yaml")
             yield Static("", id="path-error", classes="field-error")
             with Horizontal(classes="dialog-buttons"):
@@ -56,10 +60,30 @@ class PathDialog(Dialog[str | None]):
         if not path:
             err_box.update("give a file path")
             return
+        ask = self._confirm_overwrite(path) if callable(self._confirm_overwrite) else self._confirm_overwrite
+        if ask and os.path.lexists(path):
+            if os.path.isdir(path):
+                err_box.update(plain(f"{path} is a folder; give a file name"))
+                return
+            from gpuwiz.tui.dialogs.confirm import ChoiceDialog
+
+            def answered(choice: str | None) -> None:
+                if choice == "replace":
+                    self._run(path)
+
+            self.app.push_screen(ChoiceDialog("Replace file?", f"{path} already exists. Replace it?",
+                                              [("cancel", "Cancel"), ("replace", "Replace")], default="cancel"),
+                                 answered)
+            return
+        self._run(path)
+
+    def _run(self, path: str) -> None:
+        if self.dismissed:
+            return
         if self._action is not None:
             error = self._action(path)
             if error:
-                err_box.update(error)
+                self.query_one("#path-error", Static).update(plain(error))
                 return
         self.dismiss(path)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 
 from gpuwiz.tui.widgets.chrome import StepBar, TooSmall
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 class WizScreen(Screen[None]):
     STEP = "start"
     LIVES_WITH_APP = True
+    _focus_before_small: Widget | None = None  # focus taken away behind the too-small notice
 
     @property
     def wiz(self) -> GpuwizApp:
@@ -41,6 +43,32 @@ class WizScreen(Screen[None]):
         # (see GpuwizApp._startup). Not for short-lived screens (compare): frozen cycles are never freed.
         if self.LIVES_WITH_APP:
             self.call_after_refresh(gc.freeze)
+
+    @property
+    def too_small(self) -> bool:
+        from gpuwiz.tui.widgets.chrome import MIN_HEIGHT, MIN_WIDTH
+
+        w, h = self.app.size
+        return w < MIN_WIDTH or h < MIN_HEIGHT
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Behind the "Terminal too small" notice no key acts (only ctrl+q, an App binding, does)."""
+        if self.too_small:
+            return False
+        return super().check_action(action, parameters)
+
+    def on_resize(self) -> None:
+        # no typing into a field the notice hides: focus comes back when the terminal is big enough
+        if self.too_small:
+            if self.focused is not None:
+                self._focus_before_small = self.focused
+                self.set_focus(None)
+        else:
+            w = self._focus_before_small
+            if w is not None and self.focused is None and w.is_attached:
+                self.set_focus(w)
+            self._focus_before_small = None
+        self.refresh_bindings()
 
     def on_screen_resume(self) -> None:
         bar = self.query_one(StepBar)

@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from gpuwiz.core import whatif
 from gpuwiz.core.models import Recommendation, Requirements
+from gpuwiz.tui.plain import add_row
 from gpuwiz.tui.screens.base import WizScreen
 from gpuwiz.tui.widgets.result_views import DIRECTION_MARK, DIRECTION_STYLE
 
@@ -35,7 +36,7 @@ def compare_table(left: Side, right: Side) -> Table:
     t.add_column(right.label, ratio=1)
     t.add_column("Δ", ratio=1)
     for d in whatif.diff(a, b):
-        t.add_row(d.label, d.before, Text(d.after, style="bold" if d.change else ""),
+        add_row(t, d.label, d.before, Text(d.after, style="bold" if d.change else ""),
                   Text(DIRECTION_MARK[d.direction] + d.change, style=DIRECTION_STYLE[d.direction]))
     return t
 
@@ -50,7 +51,7 @@ def changes_table(left: Side, right: Side) -> Table | Text:
     t.add_column(left.label, ratio=1)
     t.add_column(right.label, ratio=1)
     for key, va, vb in changes:
-        t.add_row(key, va, vb)
+        add_row(t, key, va, vb)
     return t
 
 

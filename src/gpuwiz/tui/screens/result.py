@@ -10,12 +10,13 @@ from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
 from gpuwiz.core import whatif
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
+from gpuwiz.tui.plain import escaped, plain
 from gpuwiz.tui.screens.base import WizScreen
 from gpuwiz.tui.widgets.cost_plot import CostPlot
 from gpuwiz.tui.widgets.result_views import (
@@ -50,20 +51,21 @@ TABS = ("tab-build", "tab-memory", "tab-options", "tab-cost", "tab-pitfalls")
 
 class ResultScreen(WizScreen):
     STEP = "result"
+    _gpu_from: int | None = None  # the GPU count before a `g`, until the new answer arrives
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("g", "gpu_next", "GPU", id="whatif-gpu"),
+        Binding("g", "gpu_next", "GPU", show=False, id="whatif-gpu"),
         Binding("G", "gpu_prev", "GPU back", show=False, id="whatif-gpu-prev"),
-        Binding("plus,equals_sign", "count_up", "Count", key_display="+/-", id="whatif-count-up"),
+        Binding("plus,equals_sign", "count_up", "Count", key_display="+/-", show=False, id="whatif-count-up"),
         Binding("minus", "count_down", "Count-", key_display="-", show=False, id="whatif-count-down"),
-        Binding("m", "method", "Method", id="whatif-method"),
-        Binding("p", "precision", "Prec", id="whatif-precision"),
-        Binding("d", "data_double", "Data×2", key_display="d/D", id="whatif-data-double"),
+        Binding("m", "method", "Method", show=False, id="whatif-method"),
+        Binding("p", "precision", "Prec", show=False, id="whatif-precision"),
+        Binding("d", "data_double", "Data×2", key_display="d/D", show=False, id="whatif-data-double"),
         Binding("D", "data_half", "Data÷2", show=False, id="whatif-data-half"),
         Binding("right_square_bracket", "deadline_later", "Deadline+", key_display="]", show=False,
                 id="whatif-deadline-later"),
         Binding("left_square_bracket", "deadline_sooner", "Deadline-", key_display="[", show=False,
                 id="whatif-deadline-sooner"),
-        Binding("r", "mode", "Rent/buy", id="whatif-mode"),
+        Binding("r", "mode", "Rent/buy", show=False, id="whatif-mode"),
         Binding("a", "auto_hw", "Auto pick", show=False, id="whatif-auto"),
         Binding("b", "pin", "Pin", id="whatif-pin"),
         Binding("0", "reset", "Reset to baseline", show=False, id="whatif-reset"),
@@ -79,6 +81,7 @@ class ResultScreen(WizScreen):
     ]
 
     def compose_body(self) -> ComposeResult:
+        yield Static("", id="result-req", classes="result-req")
         yield Static("", id="whatif", classes="whatif")
         with TabbedContent(id="result-tabs"):
             with TabPane("1 Build", id="tab-build"), VerticalScroll():
@@ -87,8 +90,10 @@ class ResultScreen(WizScreen):
                 yield Static("", id="memory")
             with TabPane("3 Options", id="tab-options"), VerticalScroll():
                 yield Static("", id="options")
-            with TabPane("4 Rent vs buy", id="tab-cost"), VerticalScroll():
-                yield Static("", id="cost-summary")
+            # the plot keeps its rows (axis, legend); the summary above it scrolls
+            with TabPane("4 Rent vs buy", id="tab-cost"), Vertical(id="cost-box"):
+                with VerticalScroll(id="cost-summary-box"):
+                    yield Static("", id="cost-summary")
                 yield CostPlot(id="cost-plot")
             with TabPane("5 Pitfalls", id="tab-pitfalls"), VerticalScroll():
                 yield Static("", id="pitfalls")
@@ -111,11 +116,13 @@ class ResultScreen(WizScreen):
         if rec is not None and app.baseline is None:
             app.pin_baseline()
         self._draw_whatif()
+        self._draw_requirements()
         if rec is None:
-            msg = app.engine_error or "computing…"
+            msg = plain(app.engine_error or "computing…")
             for sid in ("build", "memory", "options", "cost-summary", "pitfalls"):
                 self.query_one(f"#{sid}", Static).update(msg)
             return
+        self._after_gpu_change()
         width = self.query_one("#result-tabs").content_size.width or 76
         self.query_one("#build", Static).update(build_view(rec))
         self.query_one("#memory", Static).update(memory_view(rec, width - 2))
@@ -136,9 +143,45 @@ class ResultScreen(WizScreen):
         subtitle = f"last change: {app.last_change}" if app.last_change else "g + - m p d r change it · b pins"
         if app.engine_error:
             subtitle = "⚠ " + app.engine_error + " (showing the last valid answer)"
-        box.border_subtitle = subtitle
+        box.border_subtitle = escaped(subtitle)
         box.update(deltas_table(deltas, two_columns=True, width=box.content_size.width or None))
         self.deltas = deltas
+
+    def _draw_requirements(self) -> None:
+        """What the answer is for: method, precision, data size, deadline (the what-if keys change them)."""
+        r = self.wiz.requirements
+        if r is None:
+            return
+        d = r.data
+        if d.tokens:
+            data = f"{whatif.fmt_human(d.tokens)} tokens"
+        elif d.samples:
+            data = f"{whatif.fmt_human(d.samples)} samples"
+        elif d.dataset_gb:
+            data = f"{whatif.fmt_human(d.dataset_gb)} GB"
+        else:
+            data = "data: preset default"
+        if d.epochs != 1:
+            data += f" × {whatif.fmt_human(d.epochs)} epochs"
+        deadline = (f"deadline {whatif.fmt_human(r.schedule.deadline_days)} d" if r.schedule.deadline_days
+                    else "no deadline")
+        line = (f"{r.training.method} · {r.training.precision} · {data} · {deadline} · "
+                f"{r.deployment.mode}")
+        self.query_one("#result-req", Static).update(plain(line, "dim"))
+
+    def _after_gpu_change(self) -> None:
+        """``g`` pins a GPU type; when the count of the new answer differs, say so."""
+        pending = self._gpu_from
+        if pending is None or not self.wiz.answered:
+            return
+        self._gpu_from = None
+        old_count = pending
+        kn = whatif.key_numbers(self.wiz.recommendation)
+        if kn.count is not None and old_count is not None and kn.count != old_count:
+            note = f"the GPU count changed too: {old_count} → {kn.count} (what fits {kn.gpu or 'it'})"
+            self.wiz.last_change = f"GPU → {kn.gpu}; count {old_count} → {kn.count}"
+            self.wiz.notify(note, title="GPU changed", timeout=4)
+            self._draw_whatif()
 
     def action_tab(self, index: int) -> None:
         self.query_one(TabbedContent).active = TABS[index]
@@ -152,7 +195,8 @@ class ResultScreen(WizScreen):
             app.notify(f"cannot change that: {str(exc).splitlines()[0]}", severity="warning")
             return
         if new == app.requirements:
-            app.notify(change, severity="warning", timeout=3)
+            self._gpu_from = None
+            app.notify(f"nothing changed: {change}", severity="warning", timeout=3)
             return
         app.replace_requirements(new, change)
 
@@ -161,11 +205,13 @@ class ResultScreen(WizScreen):
         return kn.gpu, kn.count
 
     def action_gpu_next(self) -> None:
-        gpu, _ = self._current()
+        gpu, count = self._current()
+        self._gpu_from = count
         self._apply(lambda r: whatif.cycle_gpu(r, self.wiz.engine.gpu_ids(), gpu, +1))
 
     def action_gpu_prev(self) -> None:
-        gpu, _ = self._current()
+        gpu, count = self._current()
+        self._gpu_from = count
         self._apply(lambda r: whatif.cycle_gpu(r, self.wiz.engine.gpu_ids(), gpu, -1))
 
     def action_count_up(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 from textual import on
 from textual.app import ComposeResult
@@ -11,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from gpuwiz.tui.plain import plain
 from gpuwiz.tui.screens.base import WizScreen
 
 
@@ -64,10 +66,19 @@ class StartScreen(WizScreen):
             Option("New config           start from defaults", id="new"),
             Option("Open a config file…  a YAML file saved before (ctrl+o)", id="open"),
         ]
+        from gpuwiz.tui.recent import recent_files
+
+        self._recent = recent_files(self.wiz.state_dir)
+        if self._recent:
+            options.append(None)
+            for i, path in enumerate(self._recent):
+                name = Path(path).name
+                label = f"Recent: {_shorten(name, 30):<30} {_shorten(path, 40)}"
+                options.append(Option(plain(label), id=f"recent-{i}"))
         if self._examples:
             options.append(None)
             for i, ex in enumerate(self._examples):
-                options.append(Option(f"Example: {_shorten(ex.title, 62)}", id=f"example-{i}"))
+                options.append(Option(plain(f"Example: {_shorten(ex.title, 62)}"), id=f"example-{i}"))
         with Vertical(id="start"):
             yield Static(
                 "[b]Which GPU server should you rent or buy?[/b]\n"
@@ -93,6 +104,17 @@ class StartScreen(WizScreen):
             app._guard_unsaved(start_new, "start a new config")
         elif oid == "open":
             app.action_open()
+        elif oid.startswith("recent-"):
+            path = self._recent[int(oid.removeprefix("recent-"))]
+
+            def open_recent() -> None:
+                error = app.open_config(path)
+                if error:
+                    app.notify(error, title="Cannot open config", severity="error", timeout=10)
+                else:
+                    app.goto("result")
+
+            app._guard_unsaved(open_recent, "open another config")
         elif oid.startswith("example-"):
             ex = self._examples[int(oid.removeprefix("example-"))]
 

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from textual import on
+from rich.text import Text
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select, Static
 
 from gpuwiz.tui.forms import NONE, FieldSpec, StepSpec, display, get_value
+from gpuwiz.tui.plain import plain
 from gpuwiz.tui.screens.base import WizScreen
 from gpuwiz.tui.widgets.live_panel import LivePanel
+
+
+class FormScroll(VerticalScroll, can_focus=False):
+    """The form's scroll box is no focus stop of its own (shift+tab from the first field goes to the
+    last one, never to an invisible container); the focused field scrolls into view."""
 
 
 class StepScreen(WizScreen):
@@ -32,36 +39,40 @@ class StepScreen(WizScreen):
         self._loaded_revision = -1
 
     # ---- building ------------------------------------------------------------------------------
-    def _options(self, f: FieldSpec) -> list[tuple[str, str]]:
-        opts = list(f.options)
+    def _options(self, f: FieldSpec) -> list[tuple[Text, str]]:
+        opts: list[tuple[Text, str]] = [(plain(label), value) for label, value in f.options]
         cat = self.wiz.engine.try_catalog()
-        if f.path == ("model", "preset") and cat is not None:
-            opts = [(f"{p.id} · {p.params_b:g}B", p.id) for p in cat.models]
-        elif f.path == ("hardware", "gpu") and cat is not None:
-            opts = [(f"{g.id} · {g.memory_gib:g} GiB", g.id) for g in cat.gpus]
+        if f.source == "presets" and cat is not None:
+            opts = [(plain(f"{p.id} · {p.params_b:g}B"
+                           + (f" · {p.layers} layers" if p.layers else "")
+                           + (f" · seq {p.seq_len:,}" if p.seq_len else "")), p.id)
+                    for p in cat.models]
+        elif f.source == "gpus" and cat is not None:
+            opts = [(plain(f"{g.id} · {g.memory_gib:g} GiB"), g.id) for g in cat.gpus]
         if f.optional:
-            opts.insert(0, (f.none_label, NONE))
+            opts.insert(0, (plain(f.none_label), NONE))
         current = display(f, get_value(self.wiz.requirements, f.path))
         if current not in {v for _, v in opts}:
-            opts.append((current, current))  # e.g. an id the catalog does not know: shown, flagged by the engine
+            opts.append((plain(current), current))  # e.g. an id the catalog does not know: shown, flagged by the engine
         return opts
 
     def compose_body(self) -> ComposeResult:
         req = self.wiz.requirements
         with Horizontal(classes="step-body"):
-            with VerticalScroll(classes="form", id="form"):
-                yield Static(f"[b]{self.spec.title}[/b] · {self.spec.intro}", classes="step-intro")
+            with FormScroll(classes="form", id="form"):
+                yield Static(Text.assemble((self.spec.title, "bold"), " · " + self.spec.intro), classes="step-intro")
                 for f in self.spec.fields:
                     with Horizontal(classes="field-row", id=f"row-{f.id}"):
-                        yield Label(f.label, classes="field-label")
+                        yield Label("  " + f.label, classes="field-label", markup=False)
                         value = display(f, get_value(req, f.path))
                         if f.kind == "select":
                             yield Select(self._options(f), value=value, allow_blank=False, compact=True, id=f.id,
                                          classes="field-input")
                         else:
                             yield Input(value, placeholder=f.placeholder, compact=True, id=f.id,
-                                        classes="field-input", select_on_focus=False)
+                                        classes="field-input", select_on_focus=True)
                     yield Static("", classes="field-error", id=f"err-{f.id}")
+                    yield Static(plain(f.help), classes="field-help", id=f"help-{f.id}")
             yield LivePanel(id="live", classes="live-panel")
 
     def on_mount(self) -> None:
@@ -114,7 +125,7 @@ class StepScreen(WizScreen):
         else:
             self.invalid[f.id] = error
         err = self.query_one(f"#err-{f.id}", Static)
-        err.update(f"↳ {f.label}: {error}" if error else "")
+        err.update(plain(f"↳ {f.label}: {error}" if error else ""))
         if was_invalid == (error is not None):
             return  # only the reason changed
         self.query_one(f"#row-{f.id}").set_class(error is not None, "-invalid")
@@ -130,6 +141,22 @@ class StepScreen(WizScreen):
         self._mark(f, error)
 
     # ---- events ----------------------------------------------------------------------------------
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """The focused field's row gets the marker (▶, works without colour) and its help line."""
+        fid = getattr(event.widget, "id", None) or ""
+        if fid not in self._by_id:
+            return
+        for f in self.spec.fields:
+            on_it = f.id == fid
+            row = self.query_one(f"#row-{f.id}")
+            if row.has_class("-focused") != on_it:
+                row.set_class(on_it, "-focused")
+                row.query_one(".field-label", Label).update(("▶ " if on_it else "  ") + f.label)
+                self.query_one(f"#help-{f.id}").set_class(on_it, "-shown")
+
+    def focus_field(self, f: FieldSpec) -> None:
+        self.query_one(f"#{f.id}").focus()
+
     @on(Input.Changed, ".field-input")
     def _input_changed(self, event: Input.Changed) -> None:
         event.stop()

@@ -1,8 +1,9 @@
 """Cumulative cost of renting vs buying over the horizon, drawn with braille dots.
 
 Each terminal cell holds a 2×4 braille grid, so a 40×10 cell plot has 80×40 dots. Rent is drawn
-with dots, buy with a solid trace (block glyphs where the two do not overlap) so the lines stay
-distinguishable without colour (NO_COLOR). The break-even month is marked under the x axis.
+with braille dots, buy with half blocks (▀ ▄ █) and a cell where both meet with ◆, so the lines and
+the legend differ in glyph, not only in colour (NO_COLOR). The break-even month is marked under the
+x axis.
 """
 
 from __future__ import annotations
@@ -37,6 +38,17 @@ def _rasterise(values: list[float], vmax: float, cols: int, rows: int) -> list[l
     return grid
 
 
+BOTH = "◆"  # a cell where the two lines meet
+_TOP = 0x01 | 0x08 | 0x02 | 0x10  # braille rows 0-1
+_BOTTOM = 0x04 | 0x20 | 0x40 | 0x80  # braille rows 2-3
+
+
+def _half_block(bits: int) -> str:
+    """The buy line in half blocks: a different glyph from the rent line's braille dots (NO_COLOR)."""
+    top, bottom = bool(bits & _TOP), bool(bits & _BOTTOM)
+    return "█" if top and bottom else ("▀" if top else "▄")
+
+
 def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: float | None = None) -> Text:
     label_w = 9
     cols = max(8, width - label_w - 1)
@@ -60,9 +72,9 @@ def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: fl
         for c in range(cols):
             a, b = g_rent[r][c], g_buy[r][c]
             if a and b:
-                out.append(chr(0x2800 | a | b), style="bold magenta")
+                out.append(BOTH, style="bold magenta")
             elif b:
-                out.append(chr(0x2800 | b), style="bold yellow")
+                out.append(_half_block(b), style="bold yellow")
             elif a:
                 out.append(chr(0x2800 | a), style="bold cyan")
             else:
@@ -88,9 +100,9 @@ def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: fl
                 ticks[start + i] = ch
     out.append(" " * (label_w + 1) + "".join(ticks) + "\n", style="dim")
     out.append(" " * (label_w + 1))
-    out.append("⣿ rent (cloud) ", style="bold cyan")
-    out.append(" ⣿ buy (on-prem TCO) ", style="bold yellow")
-    out.append(" ⣿ both", style="bold magenta")
+    out.append("⠒⠒ rent (cloud) ", style="bold cyan")
+    out.append(" ▀▄ buy (on-prem TCO) ", style="bold yellow")
+    out.append(f" {BOTH} both", style="bold magenta")
     return out
 
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from gpuwiz.core.models import Build, Recommendation
 from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_usd, pitfalls_by_severity
+from gpuwiz.tui.plain import add_row, plain
 from gpuwiz.tui.widgets.bars import breakdown_bar, breakdown_legend, memory_bar
 from gpuwiz.tui.widgets.live_panel import SEVERITY_STYLE
 
@@ -29,7 +30,7 @@ def nothing_fits(rec: Recommendation) -> RenderableType:
         parts.append(Text("Candidates dropped: " + ", ".join(f"{k} ({v})" for k, v in rec.dropped.items()),
                           style="dim"))
     for s in rec.suggestions:
-        parts.append(Text("• " + s))
+        parts.append(plain("• " + s))
     return Group(*parts)
 
 
@@ -45,12 +46,17 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
     room = None if not width else (width - cols * (label_w + 2)) // cols
     cells: list[Text] = []
     for d in deltas:
-        value = Text(d.after, style="bold")
+        after = d.after
+        if room is not None and len(after) > room and " × " in after:  # a long GPU name: cut the name, never the count
+            name, count = after.rsplit(" × ", 1)
+            keep = max(1, room - len(count) - 4)
+            after = name[:keep].rstrip() + "… × " + count
+        value = plain(after, "bold")
         if d.change:
             change = d.change
-            if room is not None and len(d.after) + 3 + len(change) > room:
+            if room is not None and len(after) + 3 + len(change) > room:
                 change = re.sub(r" \([^)]*%\)$", "", change)
-                if len(d.after) + 3 + len(change) > room:
+                if len(after) + 3 + len(change) > room:
                     change = ""
             value.append("  " + DIRECTION_MARK[d.direction] + change, style=DIRECTION_STYLE[d.direction])
         cells.extend([Text(d.label), value])
@@ -58,7 +64,7 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
     for i in range(0, len(cells), per_row):
         row = cells[i:i + per_row]
         row += [Text("")] * (per_row - len(row))
-        table.add_row(*row)
+        add_row(table, *row)
     return table
 
 
@@ -105,28 +111,30 @@ def _build_block(b: Build, title: str) -> list[RenderableType]:
     spec = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     spec.add_column(style="dim", no_wrap=True)
     spec.add_column()
-    spec.add_row("CPU", f"{b.cpu_count} × {b.cpu}" + (f" ({b.cpu_cores} cores/node)" if b.cpu_cores else ""))
+    add_row(spec, "CPU", f"{b.cpu_count} × {b.cpu}" + (f" ({b.cpu_cores} cores/node)" if b.cpu_cores else ""))
     if b.ram_gb:
-        spec.add_row("RAM", f"{b.ram_gb} GB per node")
+        add_row(spec, "RAM", f"{b.ram_gb} GB per node")
     if b.storage:
-        spec.add_row("Storage", "; ".join(b.storage))
+        add_row(spec, "Storage", "; ".join(b.storage))
     if b.network:
-        spec.add_row("Network", b.network)
+        add_row(spec, "Network", b.network)
     if b.power_w:
-        spec.add_row("Power", f"{b.power_w:,} W sustained per node (PSU {b.psu_w:,} W); heat {b.heat_kw:.1f} kW")
+        add_row(spec, "Power", f"{b.power_w:,} W sustained per node (PSU {b.psu_w:,} W); heat {b.heat_kw:.1f} kW")
     if b.site:
-        spec.add_row("Site", b.site)
+        add_row(spec, "Site", b.site)
     if b.software:
-        spec.add_row("Software", ", ".join(b.software))
+        add_row(spec, "Software", ", ".join(b.software))
     bom = _titled_table(title)
     bom.add_column("Item", ratio=1)
     bom.add_column("Qty", justify="right", no_wrap=True)
     bom.add_column("Unit", justify="right", no_wrap=True)
     bom.add_column("Total", justify="right", no_wrap=True)
     for line in b.bom:
-        bom.add_row(line.item + (f" [dim]({line.note})[/dim]" if line.note else ""), str(line.qty),
-                    fmt_usd(line.unit_usd), fmt_usd(line.total_usd))
-    bom.add_row("[b]Capex[/b]", "", "", f"[b]{fmt_usd(b.capex_usd)}[/b]")
+        item = plain(line.item)
+        if line.note:
+            item.append_text(plain(f" ({line.note})", "dim"))
+        add_row(bom, item, str(line.qty), fmt_usd(line.unit_usd), fmt_usd(line.total_usd))
+    add_row(bom, plain("Capex", "bold"), "", "", plain(fmt_usd(b.capex_usd), "bold"))
     return [spec, Text(""), bom]
 
 
@@ -152,13 +160,13 @@ def memory_view(rec: Recommendation, width: int) -> RenderableType:
     perf.add_column(style="dim", no_wrap=True)
     perf.add_column()
     if t.tokens_per_s_per_gpu:
-        perf.add_row("Throughput", f"{t.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
+        add_row(perf, "Throughput", f"{t.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
     if t.samples_per_s_per_gpu:
-        perf.add_row("Throughput", f"{t.samples_per_s_per_gpu:,.1f} samples/s per GPU")
-    perf.add_row("MFU", f"{t.mfu * 100:.0f}% of {t.peak_tflops:,.0f} TFLOPS peak")
-    perf.add_row("Time per run", f"{fmt_hours(e.time.wall_hours)} wall, {e.time.gpu_hours:,.0f} GPU-hours")
+        add_row(perf, "Throughput", f"{t.samples_per_s_per_gpu:,.1f} samples/s per GPU")
+    add_row(perf, "MFU", f"{t.mfu * 100:.0f}% of {t.peak_tflops:,.0f} TFLOPS peak")
+    add_row(perf, "Time per run", f"{fmt_hours(e.time.wall_hours)} wall, {e.time.gpu_hours:,.0f} GPU-hours")
     p = e.plan
-    perf.add_row("Plan", f"micro-batch {p.micro_batch} × accum {p.grad_accum}, checkpointing "
+    add_row(perf, "Plan", f"micro-batch {p.micro_batch} × accum {p.grad_accum}, checkpointing "
                          f"{p.activation_checkpointing}")
     parts += [Text(""), perf]
     for a in e.assumptions[:6]:
@@ -175,9 +183,9 @@ def alternatives_view(rec: Recommendation) -> RenderableType:
     alt.add_column("$/run", justify="right", no_wrap=True)
     alt.add_column("Why", ratio=2)
     for a in rec.alternatives:
-        alt.add_row(a.gpu_name, str(a.count), fmt_hours(a.wall_hours), fmt_usd(a.cost_per_run_usd), a.reason)
+        add_row(alt, a.gpu_name, str(a.count), fmt_hours(a.wall_hours), fmt_usd(a.cost_per_run_usd), a.reason)
     if not rec.alternatives:
-        alt.add_row("—", "", "", "", "no other feasible build")
+        add_row(alt, "—", "", "", "", "no other feasible build")
     parts.append(alt)
     if rec.cost and rec.cost.cloud:
         cloud = _titled_table("Cloud offers")
@@ -187,7 +195,7 @@ def alternatives_view(rec: Recommendation) -> RenderableType:
         cloud.add_column("$/run", justify="right", no_wrap=True)
         cloud.add_column("spot", justify="right", no_wrap=True)
         for c in rec.cost.cloud[:8]:
-            cloud.add_row(f"{c.provider} {c.instance}", str(c.instances), fmt_usd(c.usd_per_hour),
+            add_row(cloud, f"{c.provider} {c.instance}", str(c.instances), fmt_usd(c.usd_per_hour),
                           fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd))
         parts += [Text(""), cloud]
     parts.append(Text(f"{rec.candidates_considered} candidates considered", style="dim"))
@@ -206,17 +214,17 @@ def cost_summary(rec: Recommendation) -> RenderableType:
     rows.add_column(style="dim", no_wrap=True)
     rows.add_column()
     if c.rent_usd_per_gpu_hour is not None:
-        rows.add_row("Rent", f"{fmt_usd(c.rent_usd_per_gpu_hour)} per GPU-hour")
+        add_row(rows, "Rent", f"{fmt_usd(c.rent_usd_per_gpu_hour)} per GPU-hour")
     if c.onprem is not None:
         o = c.onprem
-        rows.add_row("Buy", f"capex {fmt_usd(o.capex_usd)}, TCO {fmt_usd(o.total_usd)} over the horizon, "
+        add_row(rows, "Buy", f"capex {fmt_usd(o.capex_usd)}, TCO {fmt_usd(o.total_usd)} over the horizon, "
                             f"{fmt_usd(o.usd_per_gpu_hour)}/GPU-h at {o.utilization * 100:.0f}% busy")
     if c.breakeven_utilization is not None:
         be = c.breakeven_utilization
-        rows.add_row("Break-even", f"buying wins above {be * 100:.0f}% utilisation" if be <= 1 else
+        add_row(rows, "Break-even", f"buying wins above {be * 100:.0f}% utilisation" if be <= 1 else
                      f"never: buying would need {be * 100:.0f}% utilisation")
     if c.payback_months is not None:
-        rows.add_row("Payback", f"{c.payback_months:.0f} months")
+        add_row(rows, "Payback", f"{c.payback_months:.0f} months")
     parts: list[RenderableType] = [t, rows]
     if c.flip_inputs:
         parts.append(Text("Would flip the verdict: " + "; ".join(c.flip_inputs), style="dim"))
@@ -230,8 +238,8 @@ def pitfalls_view(rec: Recommendation) -> RenderableType:
     for p in pitfalls_by_severity(rec.pitfalls):
         t = Text()
         t.append(f" {p.severity.upper():<6} ", style=SEVERITY_STYLE.get(p.severity, ""))
-        t.append(" " + p.message)
+        t.append_text(plain(" " + p.message))
         parts.append(t)
         if p.source:
-            parts.append(Text("        source: " + p.source, style="dim"))
+            parts.append(plain("        source: " + p.source, "dim"))
     return Group(*parts)

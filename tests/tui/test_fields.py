@@ -1,0 +1,211 @@
+"""Every dropdown offers every value the schema allows, and choosing one changes the answer."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import pytest
+from pydantic import BaseModel
+from textual.widgets import Input, Select
+from textual.widgets._select import SelectOverlay
+from wizhelp import settle
+
+from gpuwiz.core.catalog import load_catalog
+from gpuwiz.core.models import Requirements
+from gpuwiz.tui.app import GpuwizApp
+from gpuwiz.tui.forms import NONE, STEPS, get_value
+from gpuwiz.tui.screens.steps import StepScreen
+from gpuwiz.tui.widgets.live_panel import LivePanel
+
+MakeApp = Callable[..., GpuwizApp]
+
+
+def schema_choices(path: tuple[str, ...]) -> tuple[list[str], bool] | None:
+    """(the values the pydantic annotation allows, optional?) read straight from the model classes."""
+    model: Any = Requirements
+    ann: Any = None
+    for part in path:
+        ann = model.model_fields[part].annotation
+        args = [a for a in get_args(ann) if a is not type(None)] if get_origin(ann) in (Union, types.UnionType) else []
+        optional = bool(args) and len(args) < len(get_args(ann))
+        inner = args[0] if args else ann
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            model = inner
+    if get_origin(inner) is Literal:
+        return [str(v) for v in get_args(inner)], optional
+    if inner is bool:
+        return ["no", "yes"], optional
+    return None
+
+
+def offered(sel: Select[Any]) -> list[str]:
+    overlay = sel.query_one(SelectOverlay)
+    return [str(overlay.get_option_at_index(i).prompt) for i in range(overlay.option_count)]
+
+
+async def test_every_select_offers_every_schema_value_and_a_choice_changes_the_answer(
+        make_app: MakeApp, config_file: Path) -> None:
+    cat = load_catalog()
+    app = make_app(config_file)
+    checked = 0
+    changed: list[tuple[str, ...]] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        for step in STEPS:
+            app.goto(step.id)
+            await settle(pilot, app)
+            scr = app.screen
+            assert isinstance(scr, StepScreen)
+            for f in step.fields:
+                if f.kind != "select":
+                    continue
+                sel = scr.field_widget(f.path)
+                assert isinstance(sel, Select)
+                sel.focus()
+                await pilot.press("enter")  # open the dropdown, as a user does
+                await settle(pilot, app)
+                assert sel.expanded, f.path
+                labels = offered(sel)
+                choices = schema_choices(f.path)
+                if f.path == ("model", "preset"):
+                    want = [p.id for p in cat.models]
+                    got = [lab.split(" · ")[0] for lab in labels[1:]]
+                elif f.path == ("hardware", "gpu"):
+                    want = [g.id for g in cat.gpus]
+                    got = [lab.split(" · ")[0] for lab in labels[1:]]
+                else:
+                    assert choices is not None, f"{f.path} is a dropdown but the schema has no fixed values"
+                    want, optional = choices
+                    got = labels[1:] if optional else labels
+                    assert (len(labels) == len(want) + 1) == optional, (f.path, labels)
+                assert got == want, (f.path, got, want)
+                # choose a value other than the current one with the keyboard
+                before_req, before_rec = app.requirements, app.recommendation
+                panel = scr.query_one(LivePanel)
+                before_version = panel.version
+                current = str(sel.value)
+                values = [v for _, v in sel._options]
+                target = next(i for i, v in enumerate(values) if v != current and v != NONE)
+                overlay = sel.query_one(SelectOverlay)
+                steps_down = target - (overlay.highlighted or 0)
+                await pilot.press(*(["down"] * steps_down if steps_down > 0 else ["up"] * -steps_down), "enter")
+                await settle(pilot, app)
+                assert not sel.expanded
+                new_value = get_value(app.requirements, f.path)
+                shown_value = values[target]
+                assert str(new_value).lower() == shown_value or (new_value is True and shown_value == "true") \
+                    or (new_value is False and shown_value == "false"), (f.path, new_value, shown_value)
+                assert app.requirements != before_req
+                assert app.answer_for == app.requirements  # the engine answered the new requirements
+                if app.recommendation != before_rec or app.engine_error:
+                    assert panel.version > before_version  # and the live panel shows that answer
+                    changed.append(f.path)
+                # put it back so the next field starts from the same config
+                sel.value = current
+                await settle(pilot, app)
+                checked += 1
+    assert checked == sum(f.kind == "select" for s in STEPS for f in s.fields) >= 13
+    # most choices change the answer (not all: e.g. the family of a preset model is the preset's)
+    assert len(changed) >= checked // 2, changed
+
+
+def test_a_new_config_key_is_one_declarative_line() -> None:
+    from gpuwiz.tui.forms import F
+
+    f = F("training.optimizer", "Optimizer", "what updates the weights")
+    assert f.kind == "select" and [v for _, v in f.options] == ["adamw", "adamw-8bit", "sgd"] and not f.optional
+    t = F("model.seq_len", "Sequence length")
+    assert t.kind == "text" and t.integer
+
+
+async def test_defaults_are_placeholders_and_typing_replaces(make_app: MakeApp, config_file: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.goto("data")
+        await settle(pilot, app)
+        scr = app.screen
+        assert isinstance(scr, StepScreen)
+        epochs = scr.field_widget(("data", "epochs"))
+        assert isinstance(epochs, Input)
+        assert epochs.value == "" and "1" in epochs.placeholder  # the default is shown, not typed in
+        epochs.focus()
+        await pilot.press("4")
+        await settle(pilot, app)
+        assert app.requirements.data.epochs == 4  # not 14
+        assert app.open_config(str(config_file)) is None  # seq_len: 2048 in the file
+        app.goto("model")
+        await settle(pilot, app)
+        seq = app.screen.field_widget(("model", "seq_len"))  # type: ignore[attr-defined]
+        assert seq.value == "2,048"  # whole numbers as 2,048 (not 2.048K)
+        seq.focus()
+        await pilot.press("4", "0", "9", "6")  # focus selects the value: typing replaces it
+        await settle(pilot, app)
+        assert app.requirements.model.seq_len == 4096
+
+
+async def test_human_entries_schedule_money_and_tokens(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        for step, path, raw, check in [
+            ("schedule", ("schedule", "runs_per_month"), "weekly",
+             lambda r: abs(r.schedule.runs_per_month - 52 / 12) < 1e-9),
+            ("schedule", ("schedule", "runs_per_month"), "3 per month", lambda r: r.schedule.runs_per_month == 3),
+            ("schedule", ("schedule", "runs_per_month"), "daily", lambda r: r.schedule.runs_per_month == 30),
+            ("schedule", ("schedule", "runs_per_month"), "once",
+             lambda r: abs(r.schedule.runs_per_month * 12 * r.deployment.horizon_years - 1) < 1e-9),
+            ("deploy", ("deployment", "budget_usd"), "$250,000", lambda r: r.deployment.budget_usd == 250_000),
+        ]:
+            app.goto(step)
+            await settle(pilot, app)
+            w = app.screen.field_widget(path)  # type: ignore[attr-defined]
+            w.value = raw
+            await settle(pilot, app)
+            assert check(app.requirements), (raw, app.requirements)
+            assert not app.screen.invalid  # type: ignore[attr-defined]
+        app.goto("data")
+        await settle(pilot, app)
+        tokens = app.screen.field_widget(("data", "tokens"))  # type: ignore[attr-defined]
+        tokens.value = "0.5"
+        await settle(pilot, app)
+        assert app.requirements.data.tokens is None
+        assert "must be at least 1" in app.screen.invalid["f-data-tokens"]  # type: ignore[attr-defined]
+        assert app.check_action("next", ()) is None  # Next is blocked while the field is invalid
+
+
+async def test_whatif_feedback_g_count_and_the_result_header(make_app: MakeApp, config_file: Path) -> None:
+    from textual.widgets import Static
+
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        header = str(app.screen.query_one("#result-req", Static).render())
+        for word in ("lora", "bf16", "200M tokens", "2 epochs", "deadline 2 d"):
+            assert word in header, header
+        await pilot.press("m")
+        await settle(pilot, app)
+        assert app.requirements.training.method != "lora"
+        assert app.requirements.training.method in str(app.screen.query_one("#result-req", Static).render())
+        # a key that changes nothing says so
+        await pilot.press("a")  # hardware is automatic already
+        await settle(pilot, app)
+        assert any("nothing changed" in n.message for n in app._notifications)
+        # `g` through the GPU types: when the count of the new answer differs, a notice says so
+        before_notes = len(app._notifications)
+        counts = set()
+        for _ in range(8):
+            kn_before = app.recommendation.estimate.plan.gpus if app.recommendation.estimate else None  # type: ignore[union-attr]
+            await pilot.press("g")
+            await settle(pilot, app)
+            rec = app.recommendation
+            kn_after = rec.estimate.plan.gpus if rec is not None and rec.estimate else None
+            counts.add(kn_after)
+            if kn_after != kn_before and kn_before is not None and kn_after is not None:
+                assert any("count changed" in n.message for n in list(app._notifications)[before_notes:])
+                break
+        else:
+            pytest.skip(f"no GPU type in the first 8 changed the count ({counts})")
