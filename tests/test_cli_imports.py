@@ -34,9 +34,6 @@ def _loaded(mods: set[str], prefixes: set[str]) -> list[str]:
     return sorted(m for m in mods if any(m == p or m.startswith(p + ".") for p in prefixes))
 
 
-@pytest.mark.xfail(strict=True, reason="regression from the launch merge (0cbd10b): cli.build_parser imports "
-                   "gpuwiz.launch.targets for TARGETS, and gpuwiz/launch/__init__ imports the job models, so every "
-                   "command (and --help) pays for catalog + models; drop this mark once the parser stops importing it")
 def test_help_imports_no_engine_no_pydantic_no_yaml() -> None:
     mods = imported("--help")
     assert _loaded(mods, {"pydantic", "pydantic_core", "yaml", "gpuwiz.core", *UI}) == []
