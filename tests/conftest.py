@@ -1,8 +1,16 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Tests never read or write the user's cache: one fresh catalog cache per test process (and its subprocesses).
+_CACHE_DIR = tempfile.mkdtemp(prefix="gpuwiz-test-cache-")
+os.environ["GPUWIZ_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, True)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

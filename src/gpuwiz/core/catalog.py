@@ -11,7 +11,7 @@ import math
 import os
 from collections import Counter
 from functools import cached_property, lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -25,11 +25,12 @@ from pydantic import (
     model_validator,
 )
 
+from gpuwiz.core import cache
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.hardware import PerfEntry
 from gpuwiz.core.stacks import StackEntry
 from gpuwiz.core.units import HOURS_PER_MONTH
-from gpuwiz.core.yamlio import LineMap, load_file, parse
+from gpuwiz.core.yamlio import LineMap, parse, read_text
 
 Segment = Literal["consumer", "workstation", "datacenter"]
 
@@ -680,7 +681,12 @@ def _check_refs(cat: Catalog, name: str) -> None:
 
 
 def _builtin_text() -> str:
-    return resources.files("gpuwiz").joinpath("catalog.yaml").read_text(encoding="utf-8")
+    try:  # a plain file beside the package (pip, editable installs): no importlib.resources import
+        return (Path(__file__).parent.parent / "catalog.yaml").read_text(encoding="utf-8")
+    except FileNotFoundError:  # pragma: no cover - zipped installs
+        from importlib import resources
+
+        return resources.files("gpuwiz").joinpath("catalog.yaml").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)
@@ -688,12 +694,35 @@ def _builtin_raw() -> tuple[Any, LineMap]:
     return parse(_builtin_text(), "catalog.yaml")
 
 
-@lru_cache(maxsize=8)
-def _load_cached(overlay: str | None, mtime: float | None) -> Catalog:
+@lru_cache(maxsize=1)
+def _builtin_digest() -> str:
+    """Digest of everything but the overlay that decides what a validated catalog is: the built-in
+    catalog text, this module's and the YAML reader's source (the schema and the merge rules), and
+    the gpuwiz and pydantic versions. A change to any of them invalidates every cached catalog."""
+    import pydantic_core
+
+    from gpuwiz import __version__
+    from gpuwiz.core import yamlio
+
+    sources = [Path(__file__).read_bytes(), Path(yamlio.__file__).read_bytes()]
+    return cache.digest(b"gpuwiz-catalog", __version__.encode(), pydantic_core.__version__.encode(),
+                        _builtin_text().encode("utf-8"), *sources)
+
+
+def _cache_key(overlay_text: str | None) -> str | None:
+    """Content key of the built-in catalog plus overlay; None when the sources cannot be read."""
+    try:
+        base = _builtin_digest()
+    except OSError:
+        return None
+    return cache.digest(base.encode("ascii"), b"-" if overlay_text is None else b"+" + overlay_text.encode("utf-8"))
+
+
+def _validated(overlay: str | None, overlay_text: str | None) -> Catalog:
     data, lines = _builtin_raw()
-    if overlay is None:
+    if overlay is None or overlay_text is None:
         return validate_catalog(data, "catalog.yaml", lines)
-    over, over_lines = load_file(overlay)
+    over, over_lines = parse(overlay_text, overlay)
     if not isinstance(over, dict):
         raise GpuwizError(f"{overlay}: a catalog overlay must be a YAML mapping (gpus:, cloud_instances:, ...)")
     unknown = [k for k in over if k not in Catalog.model_fields]
@@ -702,19 +731,34 @@ def _load_cached(overlay: str | None, mtime: float | None) -> Catalog:
         raise GpuwizError(f"{overlay}:{line}: {unknown[0]}: unknown catalog section")
     merged = merge_overlay(data, over)
     # Errors in merged entries are reported against the overlay when the overlay set that field.
-    try:
-        return validate_catalog(merged, overlay, over_lines, over)
-    except GpuwizError:
-        raise
+    return validate_catalog(merged, overlay, over_lines, over)
+
+
+@lru_cache(maxsize=8)
+def _load_cached(key: str | None, overlay: str | None, overlay_text: str | None) -> Catalog:
+    """In-process cache by content key; then the on-disk cache (core/cache.py); then YAML + validation.
+    A cached document is re-validated by pydantic's JSON parser (sub-millisecond); anything that does not
+    validate, or does not match its digest, is rebuilt from the YAML and rewritten."""
+    if key is None:
+        return _validated(overlay, overlay_text)
+    text = cache.read("catalog", key)
+    if text is not None:
+        try:
+            return Catalog.model_validate_json(text)
+        except ValidationError:
+            pass
+    cat = _validated(overlay, overlay_text)
+    cache.write("catalog", key, cat.model_dump_json())
+    return cat
 
 
 def load_catalog(overlay: str | os.PathLike[str] | None = None) -> Catalog:
-    """The built-in catalog, optionally with a user overlay merged on top (cached)."""
+    """The built-in catalog, optionally with a user overlay merged on top.
+
+    Cached in-process and on disk, both keyed by content (built-in catalog, overlay text, schema
+    source, versions), so an edited overlay is always re-read and never served stale."""
     if overlay is None:
-        return _load_cached(None, None)
+        return _load_cached(_cache_key(None), None, None)
     path = os.fspath(overlay)
-    try:
-        mtime = os.stat(path).st_mtime
-    except OSError:
-        mtime = None
-    return _load_cached(path, mtime)
+    text = read_text(path)
+    return _load_cached(_cache_key(text), path, text)

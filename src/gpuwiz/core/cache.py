@@ -1,0 +1,109 @@
+"""A small on-disk cache of validated documents (the catalog), keyed by a content digest.
+
+Each entry is one file ``<kind>-<key>.json`` in the user cache directory (platformdirs;
+``GPUWIZ_CACHE_DIR`` overrides it, and the tests always set it). The first line is a header that
+repeats the key and carries a BLAKE2b digest of the payload, so a file that is truncated, edited,
+renamed or written by another version is never served: :func:`read` returns ``None`` and the
+caller rebuilds. Writes go to a temporary file in the same folder and are renamed into place, so
+concurrent writers (two gpuwiz processes starting at once) leave one whole file. Every failure is
+silent: the cache only ever makes start-up faster, it never changes an answer or raises.
+"""
+
+from __future__ import annotations
+
+import os
+from hashlib import blake2b
+from pathlib import Path
+
+ENV_CACHE_DIR = "GPUWIZ_CACHE_DIR"
+FORMAT = "gpuwiz-cache 1"
+MAX_ENTRIES = 16  # per kind; older entries (other catalog versions / overlays) are removed
+
+
+def digest(*parts: bytes) -> str:
+    """Hex BLAKE2b-256 of ``parts`` (length-prefixed, so ("ab", "c") and ("a", "bc") differ)."""
+    h = blake2b(digest_size=32)
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+def cache_dir() -> Path | None:
+    """Where cache files live, or None when no directory can be determined."""
+    env = os.environ.get(ENV_CACHE_DIR)
+    if env:
+        return Path(env)
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover - platformdirs is a dependency
+        return None
+    return Path(platformdirs.user_cache_dir("gpuwiz", appauthor=False))
+
+
+def _path(kind: str, key: str) -> Path | None:
+    folder = cache_dir()
+    return None if folder is None else folder / f"{kind}-{key}.json"
+
+
+def read(kind: str, key: str) -> str | None:
+    """The payload stored under ``key``, or None when missing, unreadable, corrupt or not for this key."""
+    path = _path(kind, key)
+    if path is None:
+        return None
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    header, sep, payload = raw.partition(b"\n")
+    if not sep:
+        return None
+    expected = f"{FORMAT} {key} {digest(payload)}".encode("ascii")
+    if header != expected:
+        return None
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:  # cannot happen when the digest matched; belt and braces
+        return None
+
+
+def write(kind: str, key: str, payload: str) -> bool:
+    """Store ``payload`` under ``key`` atomically. Returns False (silently) when it cannot."""
+    path = _path(kind, key)
+    if path is None:
+        return False
+    data = payload.encode("utf-8")
+    blob = f"{FORMAT} {key} {digest(data)}\n".encode("ascii") + data
+    import tempfile  # only on a miss: tempfile pulls in shutil, random, ...
+
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        return False
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    _prune(path.parent, kind, keep=path)
+    return True
+
+
+def _prune(folder: Path, kind: str, keep: Path) -> None:
+    """Keep the newest MAX_ENTRIES entries of ``kind``; never fails."""
+    try:
+        entries = [p for p in folder.glob(f"{kind}-*.json") if p != keep]
+        if len(entries) < MAX_ENTRIES:
+            return
+        entries.sort(key=lambda p: p.stat().st_mtime)
+        for old in entries[: len(entries) - MAX_ENTRIES + 1]:
+            old.unlink()
+    except OSError:
+        pass

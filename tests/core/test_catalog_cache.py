@@ -1,0 +1,164 @@
+"""The on-disk validated-catalog cache: a hit, a miss, a stale or corrupt entry, an unwritable folder and
+concurrent writers all give the same Catalog as validating the YAML from scratch."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuwiz.core import cache
+from gpuwiz.core import catalog as catmod
+from gpuwiz.core.catalog import Catalog, load_catalog
+
+OVERLAY = "gpus:\n- id: h100-sxm\n  price_new_usd: {price}\n"
+
+
+def _fresh(overlay: Path | None = None) -> Catalog:
+    """Validated from the YAML, bypassing every cache."""
+    if overlay is None:
+        return catmod._validated(None, None)
+    return catmod._validated(str(overlay), overlay.read_text(encoding="utf-8"))
+
+
+def _forget() -> None:
+    """Drop the in-process caches, as a new process would start."""
+    catmod._load_cached.cache_clear()
+    catmod._builtin_raw.cache_clear()
+
+
+def _parsed_yaml() -> bool:
+    return catmod._builtin_raw.cache_info().currsize > 0
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("catalog-*.json"))
+
+
+def _same(a: Catalog, b: Catalog) -> None:
+    assert a == b
+    assert a.model_dump_json() == b.model_dump_json()  # same values and the same types (80 vs 80.0)
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(cache.ENV_CACHE_DIR, str(folder))
+    _forget()
+    yield folder
+    _forget()
+
+
+def test_miss_writes_then_hit_skips_the_yaml(cache_dir: Path) -> None:
+    first = load_catalog()
+    assert _parsed_yaml()  # a miss parses and validates the YAML
+    assert len(_entries(cache_dir)) == 1
+    _forget()
+    second = load_catalog()
+    assert not _parsed_yaml()  # served from the cache file
+    _same(second, first)
+    _same(second, _fresh())
+    assert second.gpu("h100-sxm") == first.gpu("h100-sxm") and second.fac("pue") == first.fac("pue")
+
+
+def test_overlay_edit_is_never_served_stale(cache_dir: Path, tmp_path: Path) -> None:
+    over = tmp_path / "prices.yaml"
+    over.write_text(OVERLAY.format(price=21000), encoding="utf-8")
+    assert load_catalog(over).gpu("h100-sxm").price_new_usd == 21000
+    _forget()
+    assert load_catalog(over).gpu("h100-sxm").price_new_usd == 21000
+    assert not _parsed_yaml()
+    # same size, and the in-process cache still holds the old one: the content key tells them apart
+    over.write_text(OVERLAY.format(price=23000), encoding="utf-8")
+    edited = load_catalog(over)
+    assert edited.gpu("h100-sxm").price_new_usd == 23000
+    _same(edited, _fresh(over))
+    _forget()
+    _same(load_catalog(over), _fresh(over))
+    # the built-in catalog and each overlay version have their own entry
+    assert len(_entries(cache_dir)) == 2
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "other-key", "empty", "bad-json"])
+def test_corrupt_entry_is_rebuilt(cache_dir: Path, damage: str) -> None:
+    good = load_catalog()
+    (entry,) = _entries(cache_dir)
+    raw = entry.read_bytes()
+    header, _, payload = raw.partition(b"\n")
+    if damage == "garbage":
+        entry.write_bytes(b"\x00\xff not a cache file")
+    elif damage == "truncated":
+        entry.write_bytes(raw[: len(raw) // 2])
+    elif damage == "flipped":  # valid JSON, wrong number: the digest catches it
+        entry.write_bytes(raw.replace(b'"tdp_w":700', b'"tdp_w":701', 1))
+        assert entry.read_bytes() != raw
+    elif damage == "other-key":  # a whole, valid entry filed under the wrong key
+        cache.write("catalog", "0000", payload.decode())
+        entry.write_bytes((cache_dir / "catalog-0000.json").read_bytes())
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:  # header and digest right, payload not a catalog: pydantic rejects it
+        key = entry.name.removeprefix("catalog-").removesuffix(".json")
+        cache.write("catalog", key, '{"gpus": "nope"}')
+        assert header != entry.read_bytes().partition(b"\n")[0]
+    _forget()
+    again = load_catalog()
+    assert _parsed_yaml()  # the damaged entry was not served
+    _same(again, good)
+    _forget()
+    load_catalog()
+    assert not _parsed_yaml()  # and it was rewritten whole
+    assert entry.read_bytes() == raw
+
+
+def test_unwritable_cache_dir_falls_back_silently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv(cache.ENV_CACHE_DIR, str(blocker / "cache"))  # cannot be created, even as root
+    _forget()
+    try:
+        _same(load_catalog(), _fresh())
+        assert cache.write("catalog", "k", "{}") is False
+        assert cache.read("catalog", "k") is None
+    finally:
+        _forget()
+
+
+def test_old_entries_are_pruned(cache_dir: Path) -> None:
+    for i in range(cache.MAX_ENTRIES + 5):
+        assert cache.write("catalog", f"k{i:02d}", "{}")
+    assert len(_entries(cache_dir)) == cache.MAX_ENTRIES
+    assert cache.read("catalog", f"k{cache.MAX_ENTRIES + 4:02d}") == "{}"
+
+
+PROBE = """
+import hashlib, sys
+from gpuwiz.core.catalog import load_catalog
+print(hashlib.sha256(load_catalog(sys.argv[1] if len(sys.argv) > 1 else None).model_dump_json().encode()).hexdigest())
+"""
+
+
+def test_concurrent_writers_leave_one_good_entry(cache_dir: Path, tmp_path: Path) -> None:
+    over = tmp_path / "prices.yaml"
+    over.write_text(OVERLAY.format(price=19999), encoding="utf-8")
+    env = {**os.environ, cache.ENV_CACHE_DIR: str(cache_dir)}
+    procs = [subprocess.Popen([sys.executable, "-c", PROBE, *([str(over)] if i % 2 else [])], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(6)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    want = {hashlib.sha256(_fresh().model_dump_json().encode()).hexdigest(),
+            hashlib.sha256(_fresh(over).model_dump_json().encode()).hexdigest()}
+    assert {out.strip() for out, _ in outs} == want
+    assert len(_entries(cache_dir)) == 2
+    assert not list(cache_dir.glob(".*.tmp"))  # no temporary files left behind
+    fresh, fresh_over = _fresh(), _fresh(over)
+    _forget()
+    served, served_over = load_catalog(), load_catalog(over)
+    assert not _parsed_yaml()  # both entries the writers left are whole and served
+    _same(served, fresh)
+    _same(served_over, fresh_over)

@@ -1,0 +1,50 @@
+"""Start-up stays near the floor only if a command imports what it uses: each headless command runs in its
+own process under `python -X importtime`, and the modules it loaded are checked (names, never timings)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CONFIG = str(Path(__file__).resolve().parents[1] / "examples" / "small-team-lora-7b.yaml")
+UI = {"textual", "rich", "gpuwiz.tui"}
+# the engine's recommend-only modules and the calibration runner
+RECOMMEND_ONLY = {"gpuwiz.core.recommend", "gpuwiz.core.cost", "gpuwiz.core.pitfalls", "gpuwiz.core.system"}
+VALIDATE_ONLY = {"gpuwiz.core.validation"}
+
+
+def imported(*args: str) -> set[str]:
+    env = {**os.environ}
+    env.pop("GPUWIZ_DEBUG", None)
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpuwiz", *args], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    mods = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines()
+            if line.startswith("import time:") and line.count("|") == 2}
+    mods.discard("package")  # the header line
+    assert "gpuwiz.cli" in mods  # the probe sees the command's own imports
+    return mods
+
+
+def _loaded(mods: set[str], prefixes: set[str]) -> list[str]:
+    return sorted(m for m in mods if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def test_help_imports_no_engine_no_pydantic_no_yaml() -> None:
+    mods = imported("--help")
+    assert _loaded(mods, {"pydantic", "pydantic_core", "yaml", "gpuwiz.core", *UI}) == []
+
+
+@pytest.mark.parametrize("command", ["estimate", "recommend"])
+def test_headless_commands_import_only_what_they_use(command: str) -> None:
+    args = [command, CONFIG, "--format", "json"]
+    if command == "estimate":
+        args += ["--gpu", "a100-80gb-sxm", "--count", "8"]
+    mods = imported(*args)
+    assert {"gpuwiz.core.catalog", "gpuwiz.core.config_io"} <= mods
+    unused = UI | VALIDATE_ONLY | (RECOMMEND_ONLY if command == "estimate" else set())
+    assert _loaded(mods, unused) == []
