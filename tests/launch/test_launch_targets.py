@@ -199,7 +199,7 @@ def test_megatron_options_exist_and_round_trip(jobs):
     back = readers.read_megatron(script, job.gpus)
     assert back == {"tp": p.tp, "pp": p.pp, "micro_batch": p.micro_batch, "zero_stage": p.zero_stage,
                     "activation_checkpointing": p.activation_checkpointing, "offload": p.offload,
-                    "dp": p.dp, "grad_accum": p.grad_accum}
+                    "dp": p.dp, "grad_accum": p.grad_accum, "cp": p.cp, "ep": p.ep, "vp": p.vp}
     nemo = dict(ln.split("=", 1) for ln in files["nemo_overrides.txt"].splitlines() if ln and not ln.startswith("#"))
     assert int(nemo["data.global_batch_size"]) == job.global_batch
     assert int(nemo["trainer.num_nodes"]) * int(nemo["trainer.devices"]) == job.gpus
@@ -246,13 +246,15 @@ def test_round_trip_for_other_plans(jobs, update):
 
 
 def test_model_parallel_plan_goes_to_megatron_only(jobs):
-    job = _with(jobs["enterprise-70b-pretrain"], tp=8, pp=4, dp=16, zero_stage=1)
+    base = jobs["enterprise-70b-pretrain"]
+    dp = base.gpus // 32  # tp 8 x pp 4 over the recommended GPU count
+    job = _with(base, tp=8, pp=4, dp=dp, zero_stage=1)
     assert "megatron" in (refusal("deepspeed", job) or "")
     assert "megatron" in (refusal("accelerate", job) or "")
     script = _files(job, "megatron")["megatron_pretrain.sh"]
     assert "--sequence-parallel" in script
     back = readers.read_megatron(script, job.gpus)
-    assert (back["tp"], back["pp"], back["dp"], back["zero_stage"]) == (8, 4, 16, 1)
+    assert (back["tp"], back["pp"], back["dp"], back["zero_stage"]) == (8, 4, dp, 1)
 
 
 def test_megatron_refuses_parameter_offload(jobs):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpuwiz.core.catalog import Catalog
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import Plan, Recommendation, Requirements
+from gpuwiz.core.models import Build, Plan, Recommendation, Requirements
 
 # Upper range of the time estimate: gpuwiz's p90 absolute error on throughput and GPU-hours over the
 # 236 published runs of docs/VALIDATION.md is 39 % (measured by `gpuwiz validate`, 2026-12).
@@ -73,7 +73,7 @@ class Job:
     @property
     def global_batch(self) -> int:
         p = self.plan
-        return p.micro_batch * p.grad_accum * p.dp
+        return p.micro_batch * p.grad_accum * max(1, p.dp // p.cp)  # a CP group shares each micro-batch
 
     @property
     def upper_hours(self) -> float:
@@ -132,7 +132,7 @@ def job_from(req: Requirements, rec: Recommendation, catalog: Catalog, config_na
         tokens_per_s_per_gpu=est.throughput.tokens_per_s_per_gpu,
         samples_per_s_per_gpu=est.throughput.samples_per_s_per_gpu,
         step_time_s=est.throughput.step_time_s,
-        cpu_cores_per_node=build.cpu_cores,
+        cpu_cores_per_node=_cores(build),
         ram_gb_per_node=build.ram_gb,
         rdma=build.rdma,
         network=build.network,
@@ -144,3 +144,11 @@ def job_from(req: Requirements, rec: Recommendation, catalog: Catalog, config_na
         on_demand_usd_per_run=offer.cost_per_run_usd if (renting and offer) else None,
     )
 
+
+def _cores(build: Build) -> int:
+    """CPU cores per node: the owned build's, or a rented instance's published vCPUs, else the sizing rule's."""
+    if build.cpu_cores:
+        return build.cpu_cores
+    if build.instance is not None and build.instance.vcpus:
+        return build.instance.vcpus
+    return max(1, build.cpu_cores_needed)

@@ -146,10 +146,11 @@ def read_megatron(text: str, world_size: int) -> dict[str, Value]:
         if r.read is None and isinstance(value, str) and value.isdigit():
             value = int(value)
         _merge(out, r.field, r.read(value) if r.read else value)
-    tp, pp, mb = out.get("tp", 1), out.get("pp", 1), out.get("micro_batch", 1)
+    tp, pp, cp, mb = out.get("tp", 1), out.get("pp", 1), out.get("cp", 1), out.get("micro_batch", 1)
     gb = opts.get("--global-batch-size")
-    if isinstance(tp, int) and isinstance(pp, int) and isinstance(mb, int) and isinstance(gb, str) and gb.isdigit():
-        dp = max(1, world_size // (tp * pp))
+    if (isinstance(tp, int) and isinstance(pp, int) and isinstance(cp, int) and isinstance(mb, int)
+            and isinstance(gb, str) and gb.isdigit()):
+        dp = max(1, world_size // (tp * pp))  # gpuwiz's Plan.dp includes the context-parallel group
         out["dp"] = dp
-        out["grad_accum"] = max(1, int(gb) // (mb * dp))
+        out["grad_accum"] = max(1, int(gb) // (mb * max(1, dp // cp)))
     return out

@@ -41,6 +41,11 @@ class Row:
     read: Callable[[object], Value] | None = None  # target value -> plan value (default: as is)
 
 
+def _replicas(p: Plan) -> int:
+    """Data-parallel replicas: a context-parallel group shares each micro-batch (Plan.dp counts all of it)."""
+    return max(1, p.dp // p.cp)
+
+
 def _offload_opt(p: Plan) -> str:
     return "cpu" if p.offload in ("optimizer", "optimizer+params") else "none"
 
@@ -57,12 +62,15 @@ ENV_FIELDS: tuple[Row, ...] = (
     Row("GPUWIZ_DP", lambda p: p.dp, "dp"),
     Row("GPUWIZ_TP", lambda p: p.tp, "tp"),
     Row("GPUWIZ_PP", lambda p: p.pp, "pp"),
+    Row("GPUWIZ_CP", lambda p: p.cp, "cp"),
+    Row("GPUWIZ_EP", lambda p: p.ep, "ep"),
+    Row("GPUWIZ_VP", lambda p: p.vp, "vp"),
     Row("GPUWIZ_ZERO_STAGE", lambda p: p.zero_stage, "zero_stage"),
     Row("GPUWIZ_OFFLOAD", lambda p: p.offload, "offload"),
     Row("GPUWIZ_MICRO_BATCH", lambda p: p.micro_batch, "micro_batch"),
     Row("GPUWIZ_GRAD_ACCUM", lambda p: p.grad_accum, "grad_accum"),
     Row("GPUWIZ_ACTIVATION_CHECKPOINTING", lambda p: p.activation_checkpointing, "activation_checkpointing"),
-    Row("GPUWIZ_GLOBAL_BATCH", lambda p: p.micro_batch * p.grad_accum * p.dp, None),
+    Row("GPUWIZ_GLOBAL_BATCH", lambda p: p.micro_batch * p.grad_accum * _replicas(p), None),
 )
 
 # DeepSpeed ds_config.json (key names checked against DeepSpeed 0.19.8's config classes in the tests).
@@ -108,8 +116,12 @@ _MEGATRON_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
 MEGATRON_FIELDS: tuple[Row, ...] = (
     Row("--tensor-model-parallel-size", lambda p: p.tp, "tp"),
     Row("--pipeline-model-parallel-size", lambda p: p.pp, "pp"),
+    Row("--context-parallel-size", lambda p: p.cp, "cp"),
+    Row("--expert-model-parallel-size", lambda p: p.ep, "ep"),
+    Row("--virtual-pipeline-model-parallel-size",
+        lambda p: p.vp if p.vp > 1 else 0, "vp", lambda v: int(str(v)) if v else 1),
     Row("--micro-batch-size", lambda p: p.micro_batch, "micro_batch"),
-    Row("--global-batch-size", lambda p: p.micro_batch * p.grad_accum * p.dp, None),
+    Row("--global-batch-size", lambda p: p.micro_batch * p.grad_accum * _replicas(p), None),
     Row("--sequence-parallel", lambda p: p.tp > 1, None),
     Row("--use-distributed-optimizer", lambda p: p.zero_stage == 1, "zero_stage", lambda v: 1 if v else 0),
     Row("--use-megatron-fsdp", lambda p: p.zero_stage >= 2, None),
@@ -228,9 +240,9 @@ def refusal(target: str, job: Job) -> str | None:
         if p.offload == "optimizer+params":
             return ("launch --target megatron: the plan offloads parameters to the CPU, which Megatron-LM does not "
                     "do (use --target deepspeed)")
-    if target in ("accelerate", "deepspeed") and (p.tp > 1 or p.pp > 1):
-        return (f"launch --target {target}: the plan uses tensor/pipeline parallelism (tp={p.tp}, pp={p.pp}); "
-                "use --target megatron")
+    if target in ("accelerate", "deepspeed") and (p.tp > 1 or p.pp > 1 or p.cp > 1 or p.ep > 1):
+        return (f"launch --target {target}: the plan uses tensor/pipeline/context/expert parallelism "
+                f"(tp={p.tp}, pp={p.pp}, cp={p.cp}, ep={p.ep}); use --target megatron")
     if target == "deepspeed" and job.vendor == "intel":
         return "launch --target deepspeed: Gaudi needs Habana's DeepSpeed fork; use --target torchrun"
     return None
@@ -469,6 +481,9 @@ def nemo_overrides(job: Job) -> dict[str, Value]:
         "trainer.devices": job.gpus_per_node,
         "trainer.strategy.tensor_model_parallel_size": p.tp,
         "trainer.strategy.pipeline_model_parallel_size": p.pp,
+        "trainer.strategy.context_parallel_size": p.cp,
+        "trainer.strategy.expert_model_parallel_size": p.ep,
+        "trainer.strategy.virtual_pipeline_model_parallel_size": p.vp if p.vp > 1 else "null",
         "trainer.strategy.sequence_parallel": p.tp > 1,
         "data.micro_batch_size": p.micro_batch,
         "data.global_batch_size": job.global_batch,
