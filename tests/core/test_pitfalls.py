@@ -96,12 +96,13 @@ def offload(host_gib: float) -> Callable[[Estimate], Estimate]:
     return upd
 
 
-def rent_offer(c: pit.Context, provider: str, overhead_hours: float = 0.5) -> pit.Context:
+def rent_offer(c: pit.Context, provider: str, overhead_hours: float = 0.5, tier: str | None = None) -> pit.Context:
     from gpuwiz.core.models import RentOffer
 
     assert c.cost is not None
-    offer = RentOffer(provider=provider, instance="x", region="us", country="US", instances=1, gpus_per_instance=1,
-                      usd_per_hour=2.0, overhead_hours=overhead_hours, egress_usd=1.0)
+    tier = tier or ("marketplace-community" if provider == "Vast.ai" else "hyperscaler")
+    offer = RentOffer(provider=provider, instance="x", region="us", country="US", tier=tier, instances=1,
+                      gpus_per_instance=1, usd_per_hour=2.0, overhead_hours=overhead_hours, egress_usd=1.0)
     return pit.Context(req=c.req, cat=c.cat, gpu=c.gpu, build=c.build, est=c.est,
                        cost=c.cost.model_copy(update={"rent_offer": offer}))
 

@@ -565,7 +565,7 @@ class RentOffer(BaseModel):
     instance: str
     region: str = ""
     country: str = ""  # ISO 3166 alpha-2
-    tier: str | None = None  # defined by the markets issue; None until then
+    tier: str | None = None  # hyperscaler | neocloud | marketplace-secure | marketplace-community (offer data)
     instances: int
     gpus_per_instance: int
     usd_per_hour: float  # all instances, on demand
@@ -620,6 +620,7 @@ class Recommendation(BaseModel):
     buy_build: Build | None = None  # the best build to own (priced in cost.onprem); = build when buying
     estimate: Estimate | None = None
     cost_per_run_usd: float | None = None
+    cost_per_run_usd_range: Range | None = None  # P10-P90: the point cost x estimate.cost_multipliers
     alternatives: list[Alternative] = Field(default_factory=list)
     cost: CostAnalysis | None = None
     pitfalls: list[Pitfall] = Field(default_factory=list)

@@ -667,10 +667,6 @@ def _passive_tower(c: Context) -> str | None:
             "(RTX PRO / RTX 6000 class, GeForce).")
 
 
-# Marketplaces whose hosts are machines of third parties (community clouds).
-MARKETPLACE_PROVIDERS = ("Vast.ai", "RunPod", "TensorDock")
-
-
 @rule("marketplace-host", "medium",
       "Vast.ai docs (hosts are third parties; 'secure cloud' datacenter tier); RunPod docs "
       "(Community vs Secure Cloud)")
@@ -678,10 +674,11 @@ def _marketplace(c: Context) -> tuple[Severity, str] | None:
     if not c.renting or not c.cost or not c.cost.rent_offer:
         return None
     o = c.cost.rent_offer
-    if o.provider not in MARKETPLACE_PROVIDERS:
+    if o.tier not in ("marketplace-community", "marketplace-secure"):  # the offer's tier (catalog data)
         return None
     sens = c.req.deployment.data_sensitivity
-    sev: Severity = "high" if sens in ("confidential", "regulated") else "medium"
+    sev: Severity = ("high" if sens in ("confidential", "regulated") and o.tier == "marketplace-community"
+                     else "medium")
     n = o.instances * o.gpus_per_instance
     return sev, (f"{o.provider} {o.instance} ({n} GPU{'s' if n > 1 else ''}) runs on a marketplace host operated "
                  "by a third party: your data, weights and "

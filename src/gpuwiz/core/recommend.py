@@ -37,6 +37,7 @@ from gpuwiz.core.models import (
     CloudOption,
     Estimate,
     ParetoPoint,
+    Range,
     Recommendation,
     RentOffer,
     Requirements,
@@ -634,7 +635,8 @@ class _Recommender:
         inst = self._instance(o)
         hours, egress = self.overhead(inst, w)
         return RentOffer(provider=o.provider, instance=o.instance, region=o.region,
-                         country=(inst.country.upper() if inst else ""), tier=None, instances=o.instances,
+                         country=(inst.country.upper() if inst else ""), tier=(inst.tier if inst else None),
+                         instances=o.instances,
                          gpus_per_instance=o.gpus_per_instance, usd_per_hour=o.usd_per_hour,
                          overhead_hours=round(hours, 3), egress_usd=round(egress, 2))
 
@@ -744,6 +746,9 @@ class _Recommender:
             objective=self.obj,  # type: ignore[arg-type]
             found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est,
             cost_per_run_usd=per_run_out,
+            cost_per_run_usd_range=(Range(low=per_run_out * est.cost_multipliers.low,
+                                          high=per_run_out * est.cost_multipliers.high)
+                                    if est.cost_multipliers is not None and per_run_out is not None else None),
             alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=self.considered,
             dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
             suggestions=self.suggestions(scan) if not est.feasible else [],
