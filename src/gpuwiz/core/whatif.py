@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from gpuwiz.core.models import SEVERITY_ORDER, Pitfall, Recommendation, Requirements
+from gpuwiz.core.models import SEVERITY_ORDER, Pitfall, Range, Recommendation, Requirements
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16", "fp8", "fp16", "tf32", "fp32")
@@ -105,7 +105,9 @@ class KeyNumbers:
     capacity_gib: float | None = None
     usable_gib: float | None = None
     wall_hours: float | None = None
+    wall_hours_range: Range | None = None  # P10-P90 (cross-validated)
     cost_per_run_usd: float | None = None
+    cost_per_run_usd_range: Range | None = None
     cost_per_year_usd: float | None = None
     capex_usd: float | None = None
     verdict: str | None = None
@@ -158,7 +160,9 @@ def key_numbers(rec: Recommendation | None, req: Requirements | None = None) -> 
         capacity_gib=est.memory.capacity_gib if est else None,
         usable_gib=est.memory.usable_gib if est else None,
         wall_hours=est.time.wall_hours if est else None,
+        wall_hours_range=est.time.wall_hours_range if est else None,
         cost_per_run_usd=rec.cost_per_run_usd,
+        cost_per_run_usd_range=rec.cost_per_run_usd_range,
         cost_per_year_usd=per_year,
         # the money to own the hardware: the build to own (= the chosen build when buying; the owned
         # alternative when renting wins), not the rented build's notional price

@@ -68,10 +68,15 @@ class LivePanel(Widget):
             t = Text()
             t.append("Time/run  ", style="dim")
             t.append(fmt_hours(kn.wall_hours), style="bold")
+            if kn.wall_hours_range is not None:  # the cross-validated P10-P90
+                t.append(f" ({fmt_hours(kn.wall_hours_range.low)}–{fmt_hours(kn.wall_hours_range.high)})", style="dim")
             parts.append(t)
             c = Text()
             c.append("Cost/run  ", style="dim")
             c.append(fmt_usd(kn.cost_per_run_usd), style="bold")
+            if kn.cost_per_run_usd_range is not None:
+                lo, hi = kn.cost_per_run_usd_range.low, kn.cost_per_run_usd_range.high
+                c.append(f" ({fmt_usd(lo)}–{fmt_usd(hi)})", style="dim")
             parts.append(c)
             if kn.cost_per_year_usd is not None:
                 y = Text()
