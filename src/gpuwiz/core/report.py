@@ -306,10 +306,15 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     summary = (f"{'**Verdict: ' + verdict + '.**' if md else 'Verdict: ' + verdict + '.'} "
                + (cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""))
     out += [summary, ""]
-    out += [f"Time per run {fmt_hours(est.time.wall_hours)} ({est.time.gpu_hours:,.0f} GPU-hours), "
-            f"cost per run {_money(rec.cost_per_run_usd, rec)}, memory {est.memory.per_gpu_gib:.1f} of "
-            f"{est.memory.capacity_gib:.0f} GiB per GPU. Objective: {rec.objective}; "
-            f"{rec.candidates_considered} builds considered.", ""]
+    tr, cr, mr = est.time.wall_hours_range, rec.cost_per_run_usd_range, est.memory.per_gpu_gib_range
+    out += [f"Time per run {fmt_hours(est.time.wall_hours)}"
+            + (f" (P10-P90 {fmt_hours(tr.low)}–{fmt_hours(tr.high)})" if tr else "")
+            + f" ({est.time.gpu_hours:,.0f} GPU-hours), cost per run {_money(rec.cost_per_run_usd, rec)}"
+            + (f" ({fmt_usd(cr.low)}–{fmt_usd(cr.high)})" if cr else "")
+            + f", memory {est.memory.per_gpu_gib:.1f}" + (f" ({mr.low:.1f}–{mr.high:.1f})" if mr else "")
+            + f" of {est.memory.capacity_gib:.0f} GiB per GPU. Objective: {rec.objective}; "
+            f"{rec.candidates_considered} builds considered. Ranges: the cross-validated errors of published runs "
+            "like this one (docs/VALIDATION.md).", ""]
     if rec.binding_constraint:
         out += [f"{'**' if md else ''}Binding constraint ({rec.binding_constraint.kind}):{'**' if md else ''} "
                 f"{rec.binding_constraint.message}.", ""]
