@@ -7,29 +7,16 @@ import os
 import stat
 from pathlib import Path
 
-from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.yamlio import atomic_write_text
+from gpuwiz.core.errors import GpuwizError, printable
+from gpuwiz.core.yamlio import atomic_write_text, check_output_target
 from gpuwiz.launch.targets import LaunchFile
 
 
 def check_output_file(path: Path, force: bool) -> None:
     """Raise GpuwizError unless ``path`` may be written (absent, or a regular file and ``force``)."""
-    name = str(path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise GpuwizError(f"{name}: cannot check the output: {exc.strerror or exc}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise GpuwizError(f"{name}: is a symbolic link; gpuwiz does not write through links "
-                          "(remove it or pick another name)")
-    if stat.S_ISDIR(st.st_mode):
-        raise GpuwizError(f"{name}: is a directory; give a file name")
-    if not stat.S_ISREG(st.st_mode):
-        raise GpuwizError(f"{name}: is not a regular file (a FIFO, socket or device); gpuwiz writes regular files only")
-    if not force:
-        raise GpuwizError(f"{name}: already exists; pass --force to replace it")
+    check_output_target(path)  # the one rule for links, FIFOs, devices, sockets and folders
+    if os.path.lexists(path) and not force:
+        raise GpuwizError(f"{printable(str(path))}: already exists; pass --force to replace it")
 
 
 def _umask() -> int:
