@@ -246,7 +246,7 @@ class CloudInstance(BaseModel):
     currency it is sold in, and when that price was true (``observed``) and read (``retrieved``).
     The engine reads the ``*_usd_per_hour`` properties; the catalog fills the USD rate at load."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no NaN/inf prices
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$")
     source: str = Field(min_length=1)
     observed: str = Field(pattern=DATE_PATTERN)
@@ -398,7 +398,7 @@ class FacilityValue(BaseModel):
 class FxRate(BaseModel):
     """An exchange rate: USD per one unit of the currency, on a date."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     usd_per_unit: float = Field(gt=0, lt=10_000)
     source: str = Field(min_length=1)
     observed: str = Field(pattern=DATE_PATTERN)
@@ -408,7 +408,7 @@ class FxRate(BaseModel):
 class CountryEconomics(BaseModel):
     """What owning hardware costs in one country, in its currency (``currency``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     currency: str = Field(pattern=r"^[A-Z]{3}$")
     electricity_per_kwh: float = Field(ge=0, le=10_000)  # business / industrial tariff
     pue: float | None = Field(None, ge=1.0, le=3.0)  # typical colocation PUE there
@@ -425,7 +425,7 @@ class ExportRule(BaseModel):
     """One export-control fact: buying (shipping) hardware to a country, or using it remotely from
     there, is prohibited / needs a licence / is not controlled."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$")
     kind: Literal["hardware-purchase", "remote-access"]
     authority: str = Field(min_length=1)
@@ -605,6 +605,8 @@ def _overlay_loc(merged: Any, over: Any, loc: tuple[Any, ...]) -> tuple[Any, ...
             prefix += (idx,)
             node_m, node_o = node_m[part], node_o[idx]
         else:
+            if isinstance(node_o, dict) and part not in node_o:  # written with its v1 name?
+                part = next((old for old, new in _LEGACY_PRICE_KEYS.items() if new == part and old in node_o), part)
             if not isinstance(node_o, dict) or part not in node_o:
                 return prefix + tuple(loc[i:])  # the overlay did not set it: nearest line it has
             prefix += (part,)
@@ -622,8 +624,11 @@ def validate_catalog(data: Any, name: str, lines: LineMap | None = None, over: A
         problems = []
         for err in exc.errors()[:20]:
             loc = tuple(err["loc"])
-            line = lines.line(_overlay_loc(data, over, loc) if over is not None else loc) if lines else None
+            oloc = _overlay_loc(data, over, loc) if over is not None else loc
+            line = lines.line(oloc) if lines else None
             where = f"{name}:{line}" if line else name
+            if oloc and oloc[-1] in _LEGACY_PRICE_KEYS and loc and loc[-1] == _LEGACY_PRICE_KEYS[oloc[-1]]:
+                loc = (*loc[:-1], oloc[-1])  # name the key as the overlay wrote it (a v1 price key)
             problems.append(f"{where}: {_entry_label(data, loc)}: {err['msg'].removeprefix('Value error, ')}")
         raise GpuwizError(problems[0], problems=problems) from None
     missing = [k for k in FACILITY_KEYS if k not in cat.facility]
