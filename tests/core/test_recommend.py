@@ -407,3 +407,13 @@ def test_offload_is_not_rented_on_a_host_with_unknown_ram() -> None:
     assert not instance_ram_ok(inst, 100.0) and instance_ram_ok(inst, 0.0)
     big = max((i for i in CAT.cloud_instances if i.ram_gb), key=lambda i: i.ram_gb or 0)
     assert instance_ram_ok(big, (big.ram_gb or 0) * 0.5 / 1.0737)
+
+
+def test_an_image_model_given_only_tokens_is_told_to_give_samples() -> None:
+    # found by the TUI monkey test: tokens on a ResNet left the time per run infinite (OverflowError)
+    req = Requirements.model_validate({"model": {"preset": "resnet-50"}, "data": {"tokens": 6},
+                                       "schedule": {"runs_per_month": 236}, "hardware": {"count": 1}})
+    with pytest.raises(GpuwizError, match=r"data\.samples"):
+        recommend(req, CAT)
+    ok = req.model_copy(update={"data": req.data.model_copy(update={"samples": 1.28e6})})
+    assert recommend(ok, CAT).found

@@ -559,6 +559,11 @@ class _Recommender:
     # -- main --
     def run(self) -> Recommendation:
         scan = _Scanner(self.req, self.cat)
+        if scan.ctx is not None and not scan.ctx.total_units:  # e.g. only data.tokens for an image model
+            what = ("data.tokens, data.samples or data.dataset_gb" if scan.ctx.model.is_token_model
+                    else "data.samples, or data.dataset_gb with data.sample_kb (an image/audio model counts samples)")
+            raise GpuwizError(f"data: no data size this model can use (set {what}): a recommendation needs the "
+                              "time per run")
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands = self.enumerate(scan)
         w0 = self.workload0(scan)
