@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, Recommendation, Requirements
 from gpuwiz.core.ranges import fmt_range
-from gpuwiz.core.whatif import fmt_hours, fmt_usd
+from gpuwiz.core.whatif import fmt_hours, fmt_span, fmt_usd
 
 Format = Literal["text", "md", "json"]
 SEVERITY_LABEL = {"block": "BLOCKER", "high": "HIGH", "medium": "MEDIUM", "info": "INFO"}
@@ -307,11 +307,10 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
                + (cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""))
     out += [summary, ""]
     tr, cr, mr = est.time.wall_hours_range, rec.cost_per_run_usd_range, est.memory.per_gpu_gib_range
-    out += [f"Time per run {fmt_hours(est.time.wall_hours)}"
-            + (f" (P10-P90 {fmt_hours(tr.low)}–{fmt_hours(tr.high)})" if tr else "")
+    out += [f"Time per run {fmt_hours(est.time.wall_hours)}{fmt_span(tr, fmt_hours, 'P10-P90 ')}"
             + f" ({est.time.gpu_hours:,.0f} GPU-hours), cost per run {_money(rec.cost_per_run_usd, rec)}"
-            + (f" ({fmt_usd(cr.low)}–{fmt_usd(cr.high)})" if cr else "")
-            + f", memory {est.memory.per_gpu_gib:.1f}" + (f" ({mr.low:.1f}–{mr.high:.1f})" if mr else "")
+            + fmt_span(cr, fmt_usd)
+            + f", memory {est.memory.per_gpu_gib:.1f}{fmt_span(mr, lambda v: f'{v:.1f}')}"
             + f" of {est.memory.capacity_gib:.0f} GiB per GPU. Objective: {rec.objective}; "
             f"{rec.candidates_considered} builds considered. Ranges: the cross-validated errors of published runs "
             "like this one (docs/VALIDATION.md).", ""]

@@ -9,6 +9,7 @@ function of frozen pydantic models, so it is cheap to test and to call on every 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -93,6 +94,11 @@ def fmt_plain(v: float | None) -> str:
 # Key numbers of a recommendation
 # --------------------------------------------------------------------------------------------------
 
+
+
+def fmt_span(r: Range | None, fmt: Callable[[float], str], prefix: str = "") -> str:
+    """' (9.5 h–22.8 h)' for a P10-P90 range, '' without one (the live panel and the memo alike)."""
+    return f" ({prefix}{fmt(r.low)}–{fmt(r.high)})" if r is not None else ""
 
 @dataclass(frozen=True)
 class KeyNumbers:

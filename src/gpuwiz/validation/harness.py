@@ -900,8 +900,6 @@ def _a(x: float) -> str:
 def _num(x: float | None) -> str:
     if x is None:
         return "–"
-    if x >= 1e5:
-        return f"{x:,.0f}"
     if x >= 100:
         return f"{x:,.0f}"
     if x >= 10:

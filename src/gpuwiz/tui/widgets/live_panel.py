@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpuwiz.core.models import Recommendation, Requirements
-from gpuwiz.core.whatif import fmt_gib, fmt_hours, fmt_usd, key_numbers
+from gpuwiz.core.whatif import fmt_gib, fmt_hours, fmt_span, fmt_usd, key_numbers
 from gpuwiz.tui.widgets.bars import memory_bar
 
 SEVERITY_STYLE = {"block": "bold white on red", "high": "bold red", "medium": "yellow", "info": "dim"}
@@ -68,15 +68,12 @@ class LivePanel(Widget):
             t = Text()
             t.append("Time/run  ", style="dim")
             t.append(fmt_hours(kn.wall_hours), style="bold")
-            if kn.wall_hours_range is not None:  # the cross-validated P10-P90
-                t.append(f" ({fmt_hours(kn.wall_hours_range.low)}–{fmt_hours(kn.wall_hours_range.high)})", style="dim")
+            t.append(fmt_span(kn.wall_hours_range, fmt_hours), style="dim")  # the cross-validated P10-P90
             parts.append(t)
             c = Text()
             c.append("Cost/run  ", style="dim")
             c.append(fmt_usd(kn.cost_per_run_usd), style="bold")
-            if kn.cost_per_run_usd_range is not None:
-                lo, hi = kn.cost_per_run_usd_range.low, kn.cost_per_run_usd_range.high
-                c.append(f" ({fmt_usd(lo)}–{fmt_usd(hi)})", style="dim")
+            c.append(fmt_span(kn.cost_per_run_usd_range, fmt_usd), style="dim")
             parts.append(c)
             if kn.cost_per_year_usd is not None:
                 y = Text()
