@@ -183,3 +183,5 @@ def test_json_the_fast_path_refuses_goes_to_the_yaml_reader(tmp_path: Path) -> N
     assert data == {"a": [1, {"b": "two"}]} and lines.line(("a", 1, "b")) == 2
     data, _ = parse('{"a": NaN}\n', "x")  # not JSON's NaN: YAML reads the word
     assert data == {"a": "NaN"}
+    with pytest.raises(GpuwizError, match=r"x:1: invalid YAML"):  # a lone surrogate: refused as before
+        parse('{"a": "\\ud800"}\n', "x")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable
@@ -201,6 +202,9 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES, 
     return decode_utf8(data, os.fspath(path), what="YAML" if what == "YAML file" else what)
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 class _NotPlainJSON(Exception):
     """The text is not JSON the fast path may take (the YAML reader decides)."""
 
@@ -230,6 +234,8 @@ def _parse_json(text: str) -> Any:
             raise _NotPlainJSON
         start = end + 1
     if not text[start:].lstrip().startswith("{"):
+        raise _NotPlainJSON
+    if _SURROGATE_ESCAPE.search(text, start):  # json.loads would let a lone surrogate through
         raise _NotPlainJSON
     try:
         return json.loads(text[start:], object_pairs_hook=_json_pairs, parse_constant=_json_constant)
