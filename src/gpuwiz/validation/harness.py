@@ -708,7 +708,7 @@ STACK_BY_SOURCE: tuple[tuple[str, str], ...] = (
 
 # Whether each run is estimated on the stack its source ran (training.stack) or with `auto`. Measured
 # (docs/VALIDATION.md): with the source's stack as input the held-out throughput + GPU-hours error is
-# 12.7 % / 37 % (median / p90), with `auto` 13.4 % / 35 % (2026-12-01) -- the stacks' fused-kernel and overlap
+# 14.5 % / 34 % (median / p90), with `auto` 13.9 % / 31 % (2026-12-01) -- the stacks' fused-kernel and overlap
 # figures (catalog `stacks:`, mostly estimates) do not yet carry across sources, so the published runs are
 # estimated with `auto` and the stack is used only to group the residuals.
 STACK_AS_INPUT = False

@@ -365,7 +365,7 @@ def render_md(res: LosoResult) -> list[str]:
           "at achieved rates, the attention kernel, memory-bound bytes over achieved bandwidth, launch "
           "overhead). That ratio replaces the old consumer/workstation segment factor and the flat FP8 ×1.3. "
           "The published runs are estimated with `training.stack: auto` (`harness.STACK_AS_INPUT`): run on "
-          "the stack each source used, the held-out error was 12.7 % / 37 % instead of 13.4 % / 35 % "
+          "the stack each source used, the held-out error was 14.5 % / 34 % instead of 13.9 % / 31 % "
           "(measured 2026-12-01), i.e. the stacks' fused-kernel and overlap figures -- mostly estimates -- do "
           "not yet carry across sources; the stack is used to group the residuals.", ""]
     L += _table(sm["kind"], "Held out, by kind")
