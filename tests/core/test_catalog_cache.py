@@ -162,3 +162,20 @@ def test_concurrent_writers_leave_one_good_entry(cache_dir: Path, tmp_path: Path
     assert not _parsed_yaml()  # both entries the writers left are whole and served
     _same(served, fresh)
     _same(served_over, fresh_over)
+
+
+def test_a_cache_hit_keeps_the_usd_rate_of_offers_priced_in_another_currency(cache_dir: Path) -> None:
+    # The USD rate of a CNY/EUR offer is a private attribute set at validation; a catalog served from
+    # the cache file must get it too, or yuan are read as dollars.
+    first = load_catalog()
+    _forget()
+    second = load_catalog()
+    assert not _parsed_yaml()
+    foreign = [i for i in second.cloud_instances if i.currency != "USD"]
+    assert foreign  # the built-in catalog has CNY offers
+    for inst in foreign:
+        rate = second.fx[inst.currency].usd_per_unit
+        assert inst.usd_rate == rate != 1.0
+        assert inst.price_usd_per_hour == pytest.approx(inst.price_per_hour * rate)
+    assert [i.price_usd_per_hour for i in second.cloud_instances] == [
+        i.price_usd_per_hour for i in first.cloud_instances]

@@ -13,8 +13,9 @@ from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import onprem_parts
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
+from gpuwiz.core.money import format_money
 from gpuwiz.core.recommend import recommend
-from gpuwiz.core.report import recommendation_data
+from gpuwiz.core.report import recommendation_data, render_recommendation
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CAT = load_catalog()
@@ -284,6 +285,28 @@ def test_cn_regulated_config_rents_in_mainland_china_in_cny(tmp_path: Path) -> N
     assert data["currency"]["code"] == "CNY" and r.cost_per_run_usd is not None
     assert data["cost_per_run_local"] == pytest.approx(r.cost_per_run_usd / r.currency.usd_rate, rel=1e-3)
     assert data["cost_per_run_local"] > data["cost_per_run_usd"]  # a yuan is worth less than a dollar
+
+
+def test_cn_regulated_config_can_rent_a_cny_priced_offer_in_country(tmp_path: Path) -> None:
+    # Tencent's China-site list (GT4 = A100 40GB) is priced in yuan; pinned to that GPU the regulated
+    # CN scenario must be able to rent it in-country, at the catalog's CNY rate, and the memo says ¥.
+    r_cfg = _cn_regulated(tmp_path, "hardware:\n  gpu: a100-40gb-sxm\n")
+    r = recommend(r_cfg, CAT)
+    assert r.found and r.cost is not None and r.market is not None and not r.market.no_compliant_offer
+    rented = _rented_offers(r)
+    assert rented and all(i.country == "CN" for i in rented)
+    cny = [(o, i) for o, i in zip(r.cost.cloud, rented, strict=True) if i.currency == "CNY"]
+    assert cny, [i.id for i in rented]
+    rate = CAT.fx["CNY"].usd_per_unit
+    for o, i in cny:
+        assert o.currency == "CNY" and o.price_per_hour_local == pytest.approx(i.price_per_hour * o.instances)
+        assert o.usd_per_hour == pytest.approx(i.price_per_hour * o.instances * rate, rel=1e-3)  # converted
+        assert o.usd_per_hour < o.price_per_hour_local  # not yuan read as dollars
+    memo = render_recommendation(r, r_cfg)
+    o, i = cny[0]
+    listed = format_money(i.price_per_hour * o.instances, "CNY")
+    assert listed.startswith("¥") and f"({listed}/h)" in memo  # the offer's own list price, in yuan
+    assert "(¥" in memo.split("cost per run", 1)[1].split("\n", 1)[0]  # the run cost in the user's yuan
 
 
 def test_cn_offers_cover_the_china_market_gpus() -> None:

@@ -749,9 +749,12 @@ def _load_cached(key: str | None, overlay: str | None, overlay_text: str | None)
     text = cache.read("catalog", key)
     if text is not None:
         try:
-            return Catalog.model_validate_json(text)
+            hit = Catalog.model_validate_json(text)
         except ValidationError:
             pass
+        else:
+            _apply_fx(hit, overlay or "catalog")  # the offers' USD rates are private, not in the JSON
+            return hit
     cat = _validated(overlay, overlay_text)
     cache.write("catalog", key, cat.model_dump_json())
     return cat

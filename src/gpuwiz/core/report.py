@@ -84,6 +84,16 @@ def _money(usd: float | None, rec: Recommendation) -> str:
     return f"{fmt_usd(usd)} ({format_money(usd / cur.usd_rate, cur.code)})"
 
 
+def _price_cell(usd_per_hour: float, currency: str, local_per_hour: float | None) -> str:
+    """An offer's hourly price in USD, and in the currency it is listed in when that is not USD:
+    ``$3.99/h (¥28.64/h)``."""
+    from gpuwiz.core.money import format_money
+
+    if currency == "USD" or local_per_hour is None:
+        return fmt_usd(usd_per_hour) + "/h"
+    return f"{fmt_usd(usd_per_hour)}/h ({format_money(local_per_hour, currency)}/h)"
+
+
 def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
     """Where the data may go, what the policy excluded, and the export rules that apply."""
     st = rec.market
@@ -366,7 +376,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
             # cheaper than on-demand; otherwise say so rather than print a $30k "run".
             rows = [[c.provider, f"{c.instances}x {c.instance}", f"{c.instances * c.gpus_per_instance}",
                      (c.country or "-") + (f" {c.tier}" if c.tier else ""),
-                     fmt_usd(c.usd_per_hour) + "/h",
+                     _price_cell(c.usd_per_hour, c.currency, c.price_per_hour_local),
                      fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd),
                      fmt_usd(c.cost_per_run_reserved_usd) if (c.cost_per_run_reserved_usd or 0) < c.cost_per_run_usd
                      else "not worth it", fmt_usd(c.cost_per_year_usd), c.observed or "-"]
