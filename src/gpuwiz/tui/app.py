@@ -86,6 +86,7 @@ class GpuwizApp(App[None]):
     requirements: reactive[Requirements] = reactive(None, init=False)  # type: ignore[arg-type]
     recommendation: reactive[Recommendation | None] = reactive(None, init=False)
     engine_error: reactive[str | None] = reactive(None, init=False)
+    answers: reactive[int] = reactive(0, init=False)  # bumps on every engine answer (the step screens' marks)
     revision: reactive[int] = reactive(0, init=False)  # bumps when requirements are replaced wholesale
     config_path: reactive[str | None] = reactive(None, init=False)
     dirty: reactive[bool] = reactive(False, init=False)  # no check_action depends on it (a Footer rebuild costs ~30 ms)
@@ -123,6 +124,8 @@ class GpuwizApp(App[None]):
         self.baseline: tuple[Requirements, Recommendation] | None = None
         self.last_change: str = ""
         self.last_engine_ms: float = 0.0
+        self.engine_fields: tuple[str, ...] = ()  # what the engine's refusal is about (typed, GpuwizError.fields)
+        self.engine_reason: str | None = None
         self.ready_at: float | None = None
 
     # ---- a guard for Textual 8.2.8 -----------------------------------------------------------------
@@ -336,7 +339,7 @@ class GpuwizApp(App[None]):
         self.post_message(EngineDone(seq, req, out))
 
     def on_engine_done(self, message: EngineDone) -> None:
-        if message.seq != self._seq:
+        if message.seq != self._seq or self._recompute_pending:
             return  # a newer change is on its way: this answer is already stale
         self._answered_seq = message.seq
         self.answer_for = message.req
@@ -345,10 +348,13 @@ class GpuwizApp(App[None]):
     def _apply_outcome(self, out: Outcome) -> None:
         self.last_engine_ms = out.ms
         if out.rec is not None:
+            self.engine_fields, self.engine_reason = (), None
             self.engine_error = None
             self.recommendation = out.rec
         else:
+            self.engine_fields, self.engine_reason = out.fields, out.reason
             self.engine_error = out.error
+        self.answers += 1  # also for the same refusal again: a mark its field's edit cleared comes back
 
     @property
     def answered(self) -> bool:
@@ -376,8 +382,32 @@ class GpuwizApp(App[None]):
         new, error = apply_edit(self.requirements, spec, raw)
         if error is not None or new is None:
             return error or "invalid value"
+        if ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
+            self.engine_fields = ()  # goes now (Next works at once); the engine's answer puts it back if needed
         self.requirements = new
         return None
+
+    def engine_target(self) -> tuple[str, FieldSpec, str] | None:
+        """(step id, form field, why) of the field the engine's refusal is about, if it is in the form."""
+        if self.engine_error is None or not self.engine_fields or not self._core_ready:
+            return None
+        from gpuwiz.tui.forms import STEPS
+
+        for dotted in self.engine_fields:
+            path = tuple(dotted.split("."))
+            for spec in STEPS:
+                for f in spec.fields:
+                    if f.path == path:
+                        return spec.id, f, self.engine_reason or "the engine cannot use this value"
+        return None
+
+    def engine_error_words(self) -> str | None:
+        """The engine's refusal as the live panel says it: the field by its label, the reason in words."""
+        target = self.engine_target()
+        if target is None:
+            return self.engine_error
+        step, f, why = target
+        return f"{f.label} ({STEP_TITLES[step]} step): {why}"
 
     def replace_requirements(self, req: Requirements, change: str = "") -> None:
         """Replace the whole requirements (open, restore, what-if): input screens reload."""
@@ -444,7 +474,7 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui.screens.steps import StepScreen
 
         scr = self.screen
-        return isinstance(scr, StepScreen) and bool(scr.invalid)
+        return isinstance(scr, StepScreen) and bool(scr.invalid or scr.engine_marks)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action not in ("quit", "help") and getattr(self.screen, "too_small", False):
@@ -514,6 +544,7 @@ class GpuwizApp(App[None]):
         the discarded one); the engine worker fills both in for the new requirements."""
         self.baseline = None
         self.last_change = ""
+        self.engine_fields, self.engine_reason = (), None
         self.engine_error = None
         self.recommendation = None
 
@@ -582,7 +613,7 @@ class GpuwizApp(App[None]):
                 for f in spec.fields:
                     if f.id in scr.invalid:
                         return spec.id, f, scr.invalid[f.id]
-        return None
+        return self.engine_target()  # the engine refuses the config for a field's value (or absence)
 
     def _refuse_invalid(self) -> bool:
         """True (and the field shown, named and focused) when a field on screen is invalid: saving
@@ -591,7 +622,7 @@ class GpuwizApp(App[None]):
         if bad is None:
             return False
         step, f, why = bad
-        self.notify(f"{f.label} is not valid: {why}. Fix it first; nothing was written.", title="Not saved",
+        self.notify(f"{f.label}: {why}. Fix it first; nothing was written.", title="Not saved",
                     severity="error", timeout=8)
         from gpuwiz.tui.screens.steps import StepScreen
 

@@ -24,6 +24,8 @@ class Outcome:
     rec: Recommendation | None
     error: str | None
     ms: float
+    fields: tuple[str, ...] = ()  # the config paths an engine refusal is about (GpuwizError.fields)
+    reason: str | None = None  # the refusal in words, without paths (GpuwizError.reason)
 
 
 class Engine:
@@ -56,7 +58,7 @@ class Engine:
             rec = recommend(req, self.catalog())
             return Outcome(rec, None, (time.perf_counter() - t0) * 1e3)
         except GpuwizError as exc:
-            return Outcome(None, str(exc).splitlines()[0], (time.perf_counter() - t0) * 1e3)
+            return Outcome(None, str(exc).splitlines()[0], (time.perf_counter() - t0) * 1e3, exc.fields, exc.reason)
         except ImportError as exc:
             return Outcome(None, f"engine not available: {exc}", (time.perf_counter() - t0) * 1e3)
         except Exception as exc:  # noqa: BLE001 - the TUI's boundary to the engine: a bug is one line, not a crash
