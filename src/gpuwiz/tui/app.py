@@ -379,7 +379,8 @@ class GpuwizApp(App[None]):
         """Apply one field's text; returns why it is invalid, or None (requirements updated)."""
         from gpuwiz.tui.forms import apply_edit
 
-        new, error = apply_edit(self.requirements, spec, raw)
+        known = self.engine.region_ids() if spec.parse == "list" else None
+        new, error = apply_edit(self.requirements, spec, raw, known)
         if error is not None or new is None:
             return error or "invalid value"
         if ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark

@@ -32,6 +32,7 @@ class Engine:
     def __init__(self, catalog_overlay: str | os.PathLike[str] | None = None) -> None:
         self.catalog_overlay = catalog_overlay
         self._catalog: Catalog | None = None
+        self._regions: set[str] | None = None
 
     def catalog(self) -> Catalog:
         if self._catalog is None:
@@ -49,6 +50,15 @@ class Engine:
     def gpu_ids(self) -> list[str]:
         cat = self.try_catalog()
         return [g.id for g in cat.gpus] if cat else []
+
+    def region_ids(self) -> set[str] | None:
+        """The cloud regions (and their countries) of the catalog's offers; None without a catalog."""
+        cat = self.try_catalog()
+        if cat is None:
+            return None
+        if self._regions is None:
+            self._regions = {r for inst in cat.cloud_instances for r in (inst.region, inst.country) if r}
+        return self._regions
 
     def run(self, req: Requirements) -> Outcome:
         t0 = time.perf_counter()
