@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -140,6 +140,63 @@ class GpuwizApp(App[None]):
         if isinstance(action, str) and "page_" in action and _page_to_undrawn_list(action, default_namespace):
             return True  # handled: nothing to page through yet
         return await super().run_action(action, default_namespace, namespaces)
+
+    async def on_event(self, event: Any) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded and await self._key_in_order(event):
+            return
+        await super().on_event(event)
+
+    async def _key_in_order(self, event: events.Key) -> bool:
+        """Handle a key now, in arrival order; False leaves it to Textual's usual dispatch.
+
+        Textual 8.2.8 types a printable key into the focused Input at once, but runs every other key
+        (backspace, ctrl+u, ←/→, tab, enter) as a binding only after the key has bubbled up the
+        widget tree, one message hop per parent. Keys that arrive together (one terminal read: fast
+        typing over ssh, a loaded machine, the key right after a step switch) are then reordered:
+        ``1 backspace 2`` leaves ``1``, ``ctrl+u 1 2`` right after ``alt+→`` leaves an empty field.
+        Here the same steps (priority bindings, the character, the focus chain's bindings) run
+        synchronously, so each key acts before the next one is looked at."""
+        from textual.widgets import Input
+
+        focused = self.focused
+        if not isinstance(focused, Input) or self.screen.maximized is not None:
+            return False
+        self.app_focus = True
+        if await self._check_bindings(event.key, priority=True):
+            return True
+        if event.is_printable and event.character is not None:
+            restart = getattr(focused, "_restart_blink", None)  # the cursor stays lit while typing
+            if callable(restart):
+                restart()
+            selection = focused.selection
+            if selection.is_empty:
+                focused.insert_text_at_cursor(event.character)
+            else:
+                focused.replace(event.character, *selection)
+            self._field_typed(focused)
+            return True
+        if event.key == "enter" and self._core_ready:
+            from gpuwiz.tui.screens.steps import StepScreen
+
+            scr = self.screen
+            if isinstance(scr, StepScreen) and focused.has_class("field-input"):
+                scr.advance_from(focused)  # to the next field now (a Submitted message would come later)
+                return True
+        if await self._check_bindings(event.key):
+            self._field_typed(focused)
+            return True
+        return False
+
+    def _field_typed(self, widget: Any) -> None:
+        """A step field's new text counts at once (Next, ctrl+s and the marks see it), not when its
+        Changed message comes round."""
+        if not self._core_ready:
+            return
+        from gpuwiz.tui.screens.steps import StepScreen
+
+        scr = self.screen
+        if isinstance(scr, StepScreen) and widget.has_class("field-input"):
+            scr.field_text(widget.id, widget.value)
 
     def action_command_palette(self) -> None:
         """Textual's palette, minus a crash when it is closed in the burst that opened it."""

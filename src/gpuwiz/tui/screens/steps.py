@@ -37,6 +37,7 @@ class StepScreen(WizScreen):
         self.invalid: dict[str, str] = {}  # field id -> why its text is not accepted
         self.engine_marks: dict[str, str] = {}  # field id -> why the engine refuses the config for it
         self._shown: dict[str, str] = {}  # field id -> the mark on screen (an invalid text wins)
+        self._applied: dict[str, str] = {}  # field id -> the text last applied to the requirements
         self._by_id: dict[str, FieldSpec] = {f.id: f for f in spec.fields}
         self._loaded_revision = -1
 
@@ -186,10 +187,18 @@ class StepScreen(WizScreen):
     def focus_field(self, f: FieldSpec) -> None:
         self.query_one(f"#{f.id}").focus()
 
+    def field_text(self, fid: str | None, raw: str) -> None:
+        """A field's text, applied once (a typed key applies it at once; its Changed message then
+        finds it applied)."""
+        if fid is None or self._applied.get(fid) == raw:
+            return
+        self._applied[fid] = raw
+        self._edit(fid, raw)
+
     @on(Input.Changed, ".field-input")
     def _input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self._edit(event.input.id, event.value)
+        self.field_text(event.input.id, event.value)
 
     @on(Select.Changed, ".field-input")
     def _select_changed(self, event: Select.Changed) -> None:
@@ -201,10 +210,14 @@ class StepScreen(WizScreen):
     @on(Input.Submitted, ".field-input")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        self.advance_from(event.input)
+
+    def advance_from(self, widget: Input) -> None:
+        """enter in a field: the next field, or on the last one the next step."""
         inputs = list(self.query(".field-input"))
-        idx = inputs.index(event.input)
+        idx = inputs.index(widget)
         if idx + 1 < len(inputs):
-            inputs[idx + 1].focus()
+            self.set_focus(inputs[idx + 1])  # now, not after a refresh: the next key goes there
         else:
             if self.wiz.check_action("next", ()):
                 self.wiz.action_next()
