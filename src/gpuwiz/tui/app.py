@@ -56,7 +56,7 @@ class GpuwizApp(App[None]):
     TITLE = "gpuwiz"
     # Textual declares these `ClassVar[...] | None`, which mypy reads as instance variables: match it.
     HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-too-narrow"), (80, "-narrow"), (120, "-wide")]  # noqa: RUF012
-    VERTICAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-too-short"), (24, "-short"), (34, "-tall")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-too-short"), (22, "-short"), (34, "-tall")]  # noqa: RUF012
 
     # Every action has a key that is neither ctrl+b (tmux's prefix) nor an F-key; ids are what
     # settings.yaml's ``keys:`` rebinds (see gpuwiz.tui.settings).
