@@ -209,3 +209,44 @@ async def test_whatif_feedback_g_count_and_the_result_header(make_app: MakeApp, 
                 break
         else:
             pytest.skip(f"no GPU type in the first 8 changed the count ({counts})")
+
+
+async def test_regions_land_in_the_requirements_and_limit_what_may_be_rented(make_app: MakeApp,
+                                                                             config_file: Path) -> None:
+    cat = load_catalog()
+    where = {(i.provider, i.instance_type, i.region): i.country for i in cat.cloud_instances}
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        before = app.recommendation
+        assert before is not None and before.cost is not None
+        countries_before = {where[(c.provider, c.instance, c.region)] for c in before.cost.cloud}
+        assert countries_before - {"DE"}, countries_before  # the unrestricted answer rents elsewhere too
+        app.goto("deploy")
+        await settle(pilot, app)
+        field = app.screen.query_one("#f-deployment-regions", Input)
+        field.focus()
+        await pilot.press(*list("de, eu-centrl-1"))  # a typo in a region id is refused, with the nearest
+        await settle(pilot, app)
+        scr = app.screen
+        assert isinstance(scr, StepScreen)
+        assert "did you mean eu-central-1" in scr.invalid["f-deployment-regions"]
+        assert "eu-centrl-1" not in (app.requirements.deployment.regions or [])  # the last valid text
+        assert app.check_action("next", ()) is None
+        await pilot.press("ctrl+u", *list("de"))
+        await settle(pilot, app)
+        assert app.requirements.deployment.regions == ["DE"]
+        rec = app.recommendation
+        assert rec is not None and rec.market is not None and rec.market.regions == ["DE"]
+        assert rec.cost is not None and rec.cost.cloud
+        assert {where[(c.provider, c.instance, c.region)] for c in rec.cost.cloud} == {"DE"}
+        await pilot.press("ctrl+u")  # empty = anywhere again
+        await settle(pilot, app)
+        assert app.requirements.deployment.regions is None
+        # a config with regions shows them in the field
+        other = config_file.with_name("eu.yaml")
+        other.write_text(config_file.read_text() + "  regions: [DE, eu-central-1]\n", encoding="utf-8")
+        assert app.open_config(str(other)) is None
+        app.goto("deploy")
+        await settle(pilot, app)
+        assert app.screen.query_one("#f-deployment-regions", Input).value == "DE, eu-central-1"

@@ -161,3 +161,30 @@ async def test_no_key_acts_behind_the_too_small_notice(make_app: MakeApp, config
         await pilot.press("7")
         await settle(pilot, app)
         assert inp.value == ""  # typing does not reach a hidden field
+
+
+@pytest.mark.parametrize("rows", [23, 22])
+async def test_an_80x24_terminal_in_tmux_or_nested_tmux_is_big_enough(make_app: MakeApp, config_file: Path,
+                                                                      rows: int) -> None:
+    """tmux's status line leaves 23 rows of an 80×24 terminal, a tmux inside tmux 22: the wizard works
+    there (no "too small" notice; the result footer, the what-if strip and the chart's legend show)."""
+    from textual.widgets import Static
+
+    from gpuwiz.tui.widgets.cost_plot import CostPlot
+
+    app = make_app(config_file)
+    async with app.run_test(size=(80, rows)) as pilot:
+        await settle(pilot, app)
+        assert app.step == "result"
+        assert not app.screen.query_one(".too-small").display
+        footer = app.screen.query_one(Footer)
+        assert footer.region.bottom == rows and footer.region.height == 1
+        strip = app.screen.query_one("#whatif", Static)
+        assert strip.region.height >= 6 and strip.region.bottom < rows
+        await pilot.press("4")
+        await settle(pilot, app)
+        plot = app.screen.query_one(CostPlot)
+        assert plot.region.height > 0 and plot.region.bottom <= footer.region.y  # axis and legend above the footer
+        await pilot.press("alt+left")  # keys act: back to the Deploy step, its first field focused
+        await settle(pilot, app)
+        assert app.step == "deploy" and app.focused is not None and app.focused.id == "f-deployment-mode"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from wizhelp import settle
 
 from gpuwiz.core.whatif import fmt_hours, fmt_usd
@@ -27,3 +28,55 @@ async def test_live_panel_shows_time_and_cost_ranges(make_app: Callable[..., Gpu
         text = app.screen.query_one(LivePanel).text
         assert f"({fmt_hours(t.low)}–{fmt_hours(t.high)})" in text
         assert f"({fmt_usd(c.low)}–{fmt_usd(c.high)})" in text
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+async def test_result_screen_shows_the_ranges_in_the_strip_and_the_summary(
+        make_app: Callable[..., GpuwizApp], config_file: Path, size: tuple[int, int]) -> None:
+    from textual.widgets import Static
+
+    from gpuwiz.core.whatif import fmt_span
+    from gpuwiz.tui.screens.result import ResultScreen
+
+    app = make_app(config_file)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        scr = app.screen
+        assert isinstance(scr, ResultScreen)
+        rec = app.recommendation
+        assert rec is not None and rec.estimate is not None
+        t_span = fmt_span(rec.estimate.time.wall_hours_range, fmt_hours)
+        c_span = fmt_span(rec.cost_per_run_usd_range, fmt_usd)
+        assert t_span and c_span
+        strip = shown(scr.query_one("#whatif", Static), size[0])
+        assert fmt_hours(rec.estimate.time.wall_hours) + t_span in strip  # "4.6 h (3.9 h–5.8 h)"
+        assert c_span in strip
+        await pilot.press("4")  # the rent-vs-buy tab: its summary says the same per run
+        await settle(pilot, app)
+        summary = shown(scr.query_one("#cost-summary", Static), size[0])
+        assert fmt_hours(rec.estimate.time.wall_hours) + t_span in summary
+        assert fmt_usd(rec.cost_per_run_usd or 0) + c_span in summary
+        # after a what-if change the strip shows the new answer's range, next to its change
+        await pilot.press("m")
+        await settle(pilot, app)
+        new = app.recommendation
+        assert new is not None and new.estimate is not None and new is not rec
+        strip = shown(scr.query_one("#whatif", Static), size[0])
+        new_t = fmt_hours(new.estimate.time.wall_hours)
+        if size == (100, 30):
+            span = fmt_span(new.estimate.time.wall_hours_range, fmt_hours)
+            assert any(f"{new_t}{span} {mark}" in strip for mark in "▲▼")
+        else:  # at 80x24 the range gives way to the change when both do not fit (the summary keeps it)
+            assert any(f"{new_t} {mark}" in strip for mark in "▲▼")
+
+
+def shown(widget: object, width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    content = widget.content  # type: ignore[attr-defined]
+    console = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
+    with console.capture() as cap:
+        console.print(content)
+    return " ".join(cap.get().split())

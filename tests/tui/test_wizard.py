@@ -79,9 +79,9 @@ async def test_walk_all_steps_with_the_keyboard(make_app: MakeApp) -> None:
         await pilot.press("enter")  # "New config"
         await settle(pilot, app)
         assert app.step == "model" and isinstance(app.screen, StepScreen)
-        # defaults are incomplete: the engine's one-line message is shown, nothing crashes
+        # defaults are incomplete: the engine's refusal is shown in words, naming the field, nothing crashes
         assert app.recommendation is None and app.engine_error
-        assert app.engine_error[:30] in panel_text(app)
+        assert "Tokens (Data step): needed" in panel_text(app)
         # choose a preset with the keyboard: the Select has focus first
         sel = app.screen.query_one("#f-model-preset", Select)
         assert sel.has_focus

@@ -235,7 +235,8 @@ def _preset_fields(spec: ModelSpec, catalog: Catalog) -> dict[str, Any]:
         preset = next((m for m in catalog.models if m.id.lower() == low or m.name.lower() == low), None)
     if preset is None:
         ids = [m.id for m in catalog.models]
-        raise GpuwizError(f"model.preset: unknown preset {spec.preset!r}{did_you_mean(spec.preset, ids)}")
+        raise GpuwizError(f"model.preset: unknown preset {spec.preset!r}{did_you_mean(spec.preset, ids)}",
+                          fields=("model.preset",), reason="not a preset gpuwiz knows")
     d = preset.model_dump(exclude={"id", "notes", "as_of"}, exclude_none=True)
     d["preset_params_b"] = d.pop("params_b")
     d["source"] = preset.source
@@ -297,7 +298,12 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     if spec.preset:
         f.update(_preset_fields(spec, catalog))
     if spec.hf_config:
-        hf = read_hf_config(spec.hf_config)
+        try:
+            hf = read_hf_config(spec.hf_config)
+        except GpuwizError as exc:  # every problem of the file is about this one field
+            exc.fields = exc.fields or ("model.hf_config",)
+            exc.reason = exc.reason or "cannot use this config.json: " + str(exc).removeprefix("model.hf_config: ")
+            raise
         if spec.preset:
             hf.pop("name", None)
         f.update(hf)
@@ -312,7 +318,9 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     if not f and explicit_params_b is None:
         raise GpuwizError(
             "model.preset: no model given (set model.preset, model.hf_config, model.params_b, "
-            "or model.layers and model.hidden)"
+            "or model.layers and model.hidden)",
+            fields=("model.preset", "model.params_b", "model.layers"),
+            reason="needed: a model (a preset, a parameter count, or layers and hidden size)",
         )
 
     family: Family | None = f.get("family")
@@ -329,10 +337,14 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         if missing:
             raise GpuwizError(
                 f"model.family: a {family} model needs a catalog preset with per-sample figures "
-                f"({', '.join(missing)} missing); pick a preset such as a ResNet or Stable Diffusion entry"
+                f"({', '.join(missing)} missing); pick a preset such as a ResNet or Stable Diffusion entry",
+                fields=("model.family", "model.preset"),
+                reason=f"a {family} model is sized from a preset's per-sample figures: pick a preset "
+                       "(e.g. a ResNet or Stable Diffusion)",
             )
         if not published_b:
-            raise GpuwizError("model.params_b: a parameter count is needed for this model")
+            raise GpuwizError("model.params_b: a parameter count is needed for this model", fields=("model.params_b",),
+                              reason="needed: the parameter count of this model")
         res = ref_resolution or spec.resolution
         return ResolvedModel(
             name=str(name), family=family, modality=f.get("modality", "image" if family != "speech" else "audio"),
@@ -348,7 +360,9 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     if not (layers and hidden):
         if not published_b:
             absent = "model.hidden" if layers else "model.layers"
-            raise GpuwizError(f"{absent}: needed to size the model (or give model.params_b or a preset)")
+            raise GpuwizError(f"{absent}: needed to size the model (or give model.params_b or a preset)",
+                              fields=(absent, "model.params_b"),
+                              reason="needed to size the model (or give the parameter count, or a preset)")
         # P ≈ 12·L·h² with h = 128·L  →  L = (P / (12·128²))^(1/3)  (Kaplan et al. 2020 §2.1 count)
         p = published_b * 1e9
         if layers and not hidden:

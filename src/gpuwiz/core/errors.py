@@ -8,10 +8,17 @@ class GpuwizError(Exception):
 
     Several problems can be carried at once (``problems``); ``str`` joins them with newlines,
     each still one self-contained line.
+
+    An engine refusal about config fields also carries them as typed facts, so a UI marks the
+    field instead of reading the sentence: ``fields`` are the dotted config paths it is about (any
+    one of them fixes it; most relevant first), ``reason`` the problem in words without paths.
     """
 
-    def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
+    def __init__(self, message: str, *, problems: list[str] | None = None, fields: tuple[str, ...] = (),
+                 reason: str | None = None) -> None:
         self.problems = problems or [message]
+        self.fields: tuple[str, ...] = tuple(fields)
+        self.reason: str | None = reason
         super().__init__("\n".join(self.problems))
 
     @classmethod

@@ -212,7 +212,14 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
         raise GpuwizError(f"objective: unknown objective {obj!r} (cheapest, fastest, perf-per-watt)")
     if not req.data.tokens and not req.data.samples:
         raise GpuwizError("data: no data size given (set data.tokens or data.samples): a recommendation "
-                          "needs the time per run")
+                          "needs the time per run", fields=("data.tokens", "data.samples"),
+                          reason="needed: how much data (tokens or samples); the time per run depends on it")
+    if req.hardware and req.hardware.gpu and req.hardware.gpu not in {g.id for g in catalog.gpus}:
+        from gpuwiz.core.catalog import did_you_mean
+
+        gid = req.hardware.gpu
+        raise GpuwizError(f"hardware.gpu: unknown GPU id {gid!r}{did_you_mean(gid, [g.id for g in catalog.gpus])}",
+                          fields=("hardware.gpu",), reason="not a GPU in the catalog")
     rec = _Recommender(req, catalog, obj).run()
     if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
         from gpuwiz.core.owned import with_owned
@@ -563,7 +570,13 @@ class _Recommender:
             what = ("data.tokens, data.samples or data.dataset_gb" if scan.ctx.model.is_token_model
                     else "data.samples, or data.dataset_gb with data.sample_kb (an image/audio model counts samples)")
             raise GpuwizError(f"data: no data size this model can use (set {what}): a recommendation needs the "
-                              "time per run")
+                              "time per run",
+                              fields=(("data.tokens", "data.samples", "data.dataset_gb")
+                                      if scan.ctx.model.is_token_model
+                                      else ("data.samples", "data.dataset_gb", "data.sample_kb")),
+                              reason=("needed: a data size this model can use (tokens, samples or dataset size)"
+                                      if scan.ctx.model.is_token_model else
+                                      "needed: this model counts samples (give samples, or dataset and sample size)"))
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands = self.enumerate(scan)
         w0 = self.workload0(scan)

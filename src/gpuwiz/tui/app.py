@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -56,7 +56,7 @@ class GpuwizApp(App[None]):
     TITLE = "gpuwiz"
     # Textual declares these `ClassVar[...] | None`, which mypy reads as instance variables: match it.
     HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-too-narrow"), (80, "-narrow"), (120, "-wide")]  # noqa: RUF012
-    VERTICAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-too-short"), (24, "-short"), (34, "-tall")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-too-short"), (22, "-short"), (34, "-tall")]  # noqa: RUF012
 
     # Every action has a key that is neither ctrl+b (tmux's prefix) nor an F-key; ids are what
     # settings.yaml's ``keys:`` rebinds (see gpuwiz.tui.settings).
@@ -86,6 +86,7 @@ class GpuwizApp(App[None]):
     requirements: reactive[Requirements] = reactive(None, init=False)  # type: ignore[arg-type]
     recommendation: reactive[Recommendation | None] = reactive(None, init=False)
     engine_error: reactive[str | None] = reactive(None, init=False)
+    answers: reactive[int] = reactive(0, init=False)  # bumps on every engine answer (the step screens' marks)
     revision: reactive[int] = reactive(0, init=False)  # bumps when requirements are replaced wholesale
     config_path: reactive[str | None] = reactive(None, init=False)
     dirty: reactive[bool] = reactive(False, init=False)  # no check_action depends on it (a Footer rebuild costs ~30 ms)
@@ -123,6 +124,8 @@ class GpuwizApp(App[None]):
         self.baseline: tuple[Requirements, Recommendation] | None = None
         self.last_change: str = ""
         self.last_engine_ms: float = 0.0
+        self.engine_fields: tuple[str, ...] = ()  # what the engine's refusal is about (typed, GpuwizError.fields)
+        self.engine_reason: str | None = None
         self.ready_at: float | None = None
 
     # ---- a guard for Textual 8.2.8 -----------------------------------------------------------------
@@ -137,6 +140,63 @@ class GpuwizApp(App[None]):
         if isinstance(action, str) and "page_" in action and _page_to_undrawn_list(action, default_namespace):
             return True  # handled: nothing to page through yet
         return await super().run_action(action, default_namespace, namespaces)
+
+    async def on_event(self, event: Any) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded and await self._key_in_order(event):
+            return
+        await super().on_event(event)
+
+    async def _key_in_order(self, event: events.Key) -> bool:
+        """Handle a key now, in arrival order; False leaves it to Textual's usual dispatch.
+
+        Textual 8.2.8 types a printable key into the focused Input at once, but runs every other key
+        (backspace, ctrl+u, ←/→, tab, enter) as a binding only after the key has bubbled up the
+        widget tree, one message hop per parent. Keys that arrive together (one terminal read: fast
+        typing over ssh, a loaded machine, the key right after a step switch) are then reordered:
+        ``1 backspace 2`` leaves ``1``, ``ctrl+u 1 2`` right after ``alt+→`` leaves an empty field.
+        Here the same steps (priority bindings, the character, the focus chain's bindings) run
+        synchronously, so each key acts before the next one is looked at."""
+        from textual.widgets import Input
+
+        focused = self.focused
+        if not isinstance(focused, Input) or self.screen.maximized is not None:
+            return False
+        self.app_focus = True
+        if await self._check_bindings(event.key, priority=True):
+            return True
+        if event.is_printable and event.character is not None:
+            restart = getattr(focused, "_restart_blink", None)  # the cursor stays lit while typing
+            if callable(restart):
+                restart()
+            selection = focused.selection
+            if selection.is_empty:
+                focused.insert_text_at_cursor(event.character)
+            else:
+                focused.replace(event.character, *selection)
+            self._field_typed(focused)
+            return True
+        if event.key == "enter" and self._core_ready:
+            from gpuwiz.tui.screens.steps import StepScreen
+
+            scr = self.screen
+            if isinstance(scr, StepScreen) and focused.has_class("field-input"):
+                scr.advance_from(focused)  # to the next field now (a Submitted message would come later)
+                return True
+        if await self._check_bindings(event.key):
+            self._field_typed(focused)
+            return True
+        return False
+
+    def _field_typed(self, widget: Any) -> None:
+        """A step field's new text counts at once (Next, ctrl+s and the marks see it), not when its
+        Changed message comes round."""
+        if not self._core_ready:
+            return
+        from gpuwiz.tui.screens.steps import StepScreen
+
+        scr = self.screen
+        if isinstance(scr, StepScreen) and widget.has_class("field-input"):
+            scr.field_text(widget.id, widget.value)
 
     def action_command_palette(self) -> None:
         """Textual's palette, minus a crash when it is closed in the burst that opened it."""
@@ -336,7 +396,7 @@ class GpuwizApp(App[None]):
         self.post_message(EngineDone(seq, req, out))
 
     def on_engine_done(self, message: EngineDone) -> None:
-        if message.seq != self._seq:
+        if message.seq != self._seq or self._recompute_pending:
             return  # a newer change is on its way: this answer is already stale
         self._answered_seq = message.seq
         self.answer_for = message.req
@@ -345,10 +405,13 @@ class GpuwizApp(App[None]):
     def _apply_outcome(self, out: Outcome) -> None:
         self.last_engine_ms = out.ms
         if out.rec is not None:
+            self.engine_fields, self.engine_reason = (), None
             self.engine_error = None
             self.recommendation = out.rec
         else:
+            self.engine_fields, self.engine_reason = out.fields, out.reason
             self.engine_error = out.error
+        self.answers += 1  # also for the same refusal again: a mark its field's edit cleared comes back
 
     @property
     def answered(self) -> bool:
@@ -373,11 +436,36 @@ class GpuwizApp(App[None]):
         """Apply one field's text; returns why it is invalid, or None (requirements updated)."""
         from gpuwiz.tui.forms import apply_edit
 
-        new, error = apply_edit(self.requirements, spec, raw)
+        known = self.engine.region_ids() if spec.parse == "list" else None
+        new, error = apply_edit(self.requirements, spec, raw, known)
         if error is not None or new is None:
             return error or "invalid value"
+        if ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
+            self.engine_fields = ()  # goes now (Next works at once); the engine's answer puts it back if needed
         self.requirements = new
         return None
+
+    def engine_target(self) -> tuple[str, FieldSpec, str] | None:
+        """(step id, form field, why) of the field the engine's refusal is about, if it is in the form."""
+        if self.engine_error is None or not self.engine_fields or not self._core_ready:
+            return None
+        from gpuwiz.tui.forms import STEPS
+
+        for dotted in self.engine_fields:
+            path = tuple(dotted.split("."))
+            for spec in STEPS:
+                for f in spec.fields:
+                    if f.path == path:
+                        return spec.id, f, self.engine_reason or "the engine cannot use this value"
+        return None
+
+    def engine_error_words(self) -> str | None:
+        """The engine's refusal as the live panel says it: the field by its label, the reason in words."""
+        target = self.engine_target()
+        if target is None:
+            return self.engine_error
+        step, f, why = target
+        return f"{f.label} ({STEP_TITLES[step]} step): {why}"
 
     def replace_requirements(self, req: Requirements, change: str = "") -> None:
         """Replace the whole requirements (open, restore, what-if): input screens reload."""
@@ -444,7 +532,7 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui.screens.steps import StepScreen
 
         scr = self.screen
-        return isinstance(scr, StepScreen) and bool(scr.invalid)
+        return isinstance(scr, StepScreen) and bool(scr.invalid or scr.engine_marks)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action not in ("quit", "help") and getattr(self.screen, "too_small", False):
@@ -514,6 +602,7 @@ class GpuwizApp(App[None]):
         the discarded one); the engine worker fills both in for the new requirements."""
         self.baseline = None
         self.last_change = ""
+        self.engine_fields, self.engine_reason = (), None
         self.engine_error = None
         self.recommendation = None
 
@@ -582,7 +671,7 @@ class GpuwizApp(App[None]):
                 for f in spec.fields:
                     if f.id in scr.invalid:
                         return spec.id, f, scr.invalid[f.id]
-        return None
+        return self.engine_target()  # the engine refuses the config for a field's value (or absence)
 
     def _refuse_invalid(self) -> bool:
         """True (and the field shown, named and focused) when a field on screen is invalid: saving
@@ -591,7 +680,7 @@ class GpuwizApp(App[None]):
         if bad is None:
             return False
         step, f, why = bad
-        self.notify(f"{f.label} is not valid: {why}. Fix it first; nothing was written.", title="Not saved",
+        self.notify(f"{f.label}: {why}. Fix it first; nothing was written.", title="Not saved",
                     severity="error", timeout=8)
         from gpuwiz.tui.screens.steps import StepScreen
 

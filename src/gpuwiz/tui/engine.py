@@ -24,12 +24,15 @@ class Outcome:
     rec: Recommendation | None
     error: str | None
     ms: float
+    fields: tuple[str, ...] = ()  # the config paths an engine refusal is about (GpuwizError.fields)
+    reason: str | None = None  # the refusal in words, without paths (GpuwizError.reason)
 
 
 class Engine:
     def __init__(self, catalog_overlay: str | os.PathLike[str] | None = None) -> None:
         self.catalog_overlay = catalog_overlay
         self._catalog: Catalog | None = None
+        self._regions: set[str] | None = None
 
     def catalog(self) -> Catalog:
         if self._catalog is None:
@@ -48,6 +51,15 @@ class Engine:
         cat = self.try_catalog()
         return [g.id for g in cat.gpus] if cat else []
 
+    def region_ids(self) -> set[str] | None:
+        """The cloud regions (and their countries) of the catalog's offers; None without a catalog."""
+        cat = self.try_catalog()
+        if cat is None:
+            return None
+        if self._regions is None:
+            self._regions = {r for inst in cat.cloud_instances for r in (inst.region, inst.country) if r}
+        return self._regions
+
     def run(self, req: Requirements) -> Outcome:
         t0 = time.perf_counter()
         try:
@@ -56,7 +68,7 @@ class Engine:
             rec = recommend(req, self.catalog())
             return Outcome(rec, None, (time.perf_counter() - t0) * 1e3)
         except GpuwizError as exc:
-            return Outcome(None, str(exc).splitlines()[0], (time.perf_counter() - t0) * 1e3)
+            return Outcome(None, str(exc).splitlines()[0], (time.perf_counter() - t0) * 1e3, exc.fields, exc.reason)
         except ImportError as exc:
             return Outcome(None, f"engine not available: {exc}", (time.perf_counter() - t0) * 1e3)
         except Exception as exc:  # noqa: BLE001 - the TUI's boundary to the engine: a bug is one line, not a crash

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import types
+from collections.abc import Collection
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -90,7 +91,7 @@ class FieldSpec:
     bytes_unit: bool = False  # numbers shown without K/M/B suffixes (those mean bytes here)
     integer: bool = False  # a whole-number field: shown as 2,048 (not 2.048K)
     default: Any = None  # the schema's default (shown as placeholder, never typed into the input)
-    parse: Literal["", "schedule"] = ""  # a field-specific reading of the typed text
+    parse: Literal["", "schedule", "list"] = ""  # a field-specific reading of the typed text
 
     @property
     def id(self) -> str:
@@ -98,7 +99,7 @@ class FieldSpec:
 
 
 def F(dotted: str, label: str, help: str = "", *, placeholder: str = "", none_label: str = "auto",
-      source: Literal["", "presets", "gpus"] = "", parse: Literal["", "schedule"] = "") -> FieldSpec:
+      source: Literal["", "presets", "gpus"] = "", parse: Literal["", "schedule", "list"] = "") -> FieldSpec:
     """One form field, its kind, options and default derived from the schema at ``dotted``."""
     path = tuple(dotted.split("."))
     info = schema_field(path)
@@ -126,6 +127,8 @@ def F(dotted: str, label: str, help: str = "", *, placeholder: str = "", none_la
 def _plain(v: Any, bytes_unit: bool, integer: bool = False) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if isinstance(v, list):
+        return ", ".join(str(x) for x in v)
     if integer and isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, (int, float)):
@@ -214,6 +217,8 @@ DEPLOY_STEP = StepSpec(
         F("deployment.currency", "Currency", "ISO code money is shown in, e.g. CNY, EUR; empty = the country's",
           placeholder="auto"),
         F("deployment.data_sensitivity", "Data sensitivity", "confidential/regulated data rules out some clouds"),
+        F("deployment.regions", "Rent only in", "countries or cloud regions, comma-separated, e.g. DE, FR, "
+          "eu-central-1; empty = anywhere", placeholder="anywhere, e.g. DE, eu-central-1", parse="list"),
         F("deployment.site", "Site", "where a bought machine would live (noise, power, cooling differ)"),
         F("deployment.used_hardware", "Used hardware", "allow second-hand GPUs in bought builds"),
         F("deployment.require_cuda", "CUDA only", "yes if your code needs CUDA (custom kernels): NVIDIA only"),
@@ -331,8 +336,40 @@ def parse_schedule(raw: str, horizon_years: float) -> Any:
     return raw
 
 
-def apply_edit(req: m.Requirements, spec: FieldSpec, raw: str) -> tuple[m.Requirements | None, str | None]:
-    """(new requirements, None) or (None, why the value is not accepted)."""
+_REGION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{1,63}$")
+
+
+def parse_list(raw: str, known: Collection[str] | None) -> list[str] | str:
+    """``DE, fr, eu-central-1`` → ``["DE", "FR", "eu-central-1"]``, or why an item is refused.
+
+    An item is a two-letter country code (shown upper case) or a cloud region id; with ``known``
+    (the catalog's region ids) an unknown region id is refused, with the nearest one: a typo would
+    otherwise rule out every offer."""
+    items = [x.strip() for x in raw.split(",")]
+    out: list[str] = []
+    lower = {k.lower(): k for k in known} if known is not None else None
+    for item in items:
+        if not item:
+            continue
+        if len(item) == 2 and item.isalpha():
+            out.append(item.upper())
+            continue
+        if not _REGION_ID.match(item):
+            return f"{item!r} is neither a two-letter country code nor a region id"
+        if lower is not None and item.lower() not in lower:
+            import difflib
+
+            near = difflib.get_close_matches(item.lower(), list(lower), n=1, cutoff=0.6)
+            hint = f" (did you mean {lower[near[0]]}?)" if near else ""
+            return f"{item!r}: no cloud offer in the catalog has this region{hint}"
+        out.append(lower[item.lower()] if lower is not None else item)
+    return list(dict.fromkeys(out))
+
+
+def apply_edit(req: m.Requirements, spec: FieldSpec, raw: str,
+               known: Collection[str] | None = None) -> tuple[m.Requirements | None, str | None]:
+    """(new requirements, None) or (None, why the value is not accepted). ``known``: the values a
+    list field may hold besides country codes (the catalog's region ids)."""
     raw = raw.strip()
     unset = raw == "" or raw == NONE
     value: Any = raw
@@ -340,6 +377,11 @@ def apply_edit(req: m.Requirements, spec: FieldSpec, raw: str) -> tuple[m.Requir
         value = raw == "true"
     elif spec.parse == "schedule" and not unset:
         value = parse_schedule(raw, req.deployment.horizon_years)
+    elif spec.parse == "list" and not unset:
+        value = parse_list(raw, known)
+        if isinstance(value, str):
+            return None, value
+        unset = not value
     data = req.model_dump()
     _set(data, spec.path, value, unset)
     try:

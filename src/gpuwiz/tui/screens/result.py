@@ -144,7 +144,9 @@ class ResultScreen(WizScreen):
         if app.engine_error:
             subtitle = "⚠ " + app.engine_error + " (showing the last valid answer)"
         box.border_subtitle = escaped(subtitle)
-        box.update(deltas_table(deltas, two_columns=True, width=box.content_size.width or None))
+        spans = {"time": whatif.fmt_span(now.wall_hours_range, whatif.fmt_hours),  # P10-P90, as the live panel
+                 "cost": whatif.fmt_span(now.cost_per_run_usd_range, whatif.fmt_usd)}
+        box.update(deltas_table(deltas, two_columns=True, width=box.content_size.width or None, spans=spans))
         self.deltas = deltas
 
     def _draw_requirements(self) -> None:

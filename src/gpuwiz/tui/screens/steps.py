@@ -34,7 +34,10 @@ class StepScreen(WizScreen):
         super().__init__(name=spec.id, id=f"step-{spec.id}")
         self.spec = spec
         self.STEP = spec.id
-        self.invalid: dict[str, str] = {}
+        self.invalid: dict[str, str] = {}  # field id -> why its text is not accepted
+        self.engine_marks: dict[str, str] = {}  # field id -> why the engine refuses the config for it
+        self._shown: dict[str, str] = {}  # field id -> the mark on screen (an invalid text wins)
+        self._applied: dict[str, str] = {}  # field id -> the text last applied to the requirements
         self._by_id: dict[str, FieldSpec] = {f.id: f for f in spec.fields}
         self._loaded_revision = -1
 
@@ -79,13 +82,16 @@ class StepScreen(WizScreen):
         self._loaded_revision = self.wiz.revision
         self.watch(self.app, "recommendation", self._refresh_panel, init=False)
         self.watch(self.app, "engine_error", self._refresh_panel, init=False)
+        self.watch(self.app, "answers", self._on_engine_answer, init=False)
         self.watch(self.app, "revision", self._on_revision, init=False)
+        self._sync_engine_marks()
         self._refresh_panel()
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
         if self._loaded_revision != self.wiz.revision:
             self.reload()
+        self._sync_engine_marks()
         self._refresh_panel()
         if not any(w.has_focus for w in self.query(".field-input")):
             first = self.query(".field-input").first()
@@ -114,16 +120,39 @@ class StepScreen(WizScreen):
 
     def _refresh_panel(self, *_: object) -> None:
         panel = self.query_one(LivePanel)
-        panel.show(self.wiz.recommendation, self.wiz.requirements, self.wiz.engine_error, bool(self.invalid))
+        panel.show(self.wiz.recommendation, self.wiz.requirements, self.wiz.engine_error_words(), bool(self.invalid))
+
+    def _on_engine_answer(self, *_: object) -> None:
+        self._sync_engine_marks()
+        self._refresh_panel()
+
+    def _sync_engine_marks(self) -> None:
+        """Mark the field of this step the engine's refusal is about (typed: ``GpuwizError.fields``)."""
+        target = self.wiz.engine_target()
+        marks = {target[1].id: target[2]} if target is not None and target[1].id in self._by_id else {}
+        if marks == self.engine_marks:
+            return
+        old, self.engine_marks = self.engine_marks, marks
+        for fid in set(old) | set(marks):
+            self._show_mark(self._by_id[fid])
 
     def _mark(self, f: FieldSpec, error: str | None) -> None:
-        was_invalid = f.id in self.invalid
-        if self.invalid.get(f.id) == error and was_invalid == (error is not None):
-            return  # the common case (a valid edit of a valid field): touch nothing, no layout pass
+        """Record whether the field's text is accepted, and show it."""
         if error is None:
             self.invalid.pop(f.id, None)
         else:
             self.invalid[f.id] = error
+        self._show_mark(f)
+
+    def _show_mark(self, f: FieldSpec) -> None:
+        error = self.invalid.get(f.id) or self.engine_marks.get(f.id)
+        was_invalid = f.id in self._shown
+        if self._shown.get(f.id) == error:
+            return  # the common case (a valid edit of a valid field): touch nothing, no layout pass
+        if error is None:
+            self._shown.pop(f.id, None)
+        else:
+            self._shown[f.id] = error
         err = self.query_one(f"#err-{f.id}", Static)
         err.update(plain(f"↳ {f.label}: {error}" if error else ""))
         if was_invalid == (error is not None):
@@ -139,6 +168,7 @@ class StepScreen(WizScreen):
             return
         error = self.wiz.edit_field(f, raw)
         self._mark(f, error)
+        self._sync_engine_marks()  # a valid edit of the refused field clears its mark until the engine answers
 
     # ---- events ----------------------------------------------------------------------------------
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
@@ -157,10 +187,18 @@ class StepScreen(WizScreen):
     def focus_field(self, f: FieldSpec) -> None:
         self.query_one(f"#{f.id}").focus()
 
+    def field_text(self, fid: str | None, raw: str) -> None:
+        """A field's text, applied once (a typed key applies it at once; its Changed message then
+        finds it applied)."""
+        if fid is None or self._applied.get(fid) == raw:
+            return
+        self._applied[fid] = raw
+        self._edit(fid, raw)
+
     @on(Input.Changed, ".field-input")
     def _input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self._edit(event.input.id, event.value)
+        self.field_text(event.input.id, event.value)
 
     @on(Select.Changed, ".field-input")
     def _select_changed(self, event: Select.Changed) -> None:
@@ -172,10 +210,14 @@ class StepScreen(WizScreen):
     @on(Input.Submitted, ".field-input")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        self.advance_from(event.input)
+
+    def advance_from(self, widget: Input) -> None:
+        """enter in a field: the next field, or on the last one the next step."""
         inputs = list(self.query(".field-input"))
-        idx = inputs.index(event.input)
+        idx = inputs.index(widget)
         if idx + 1 < len(inputs):
-            inputs[idx + 1].focus()
+            self.set_focus(inputs[idx + 1])  # now, not after a refresh: the next key goes there
         else:
             if self.wiz.check_action("next", ()):
                 self.wiz.action_next()

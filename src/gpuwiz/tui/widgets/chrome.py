@@ -9,7 +9,7 @@ from textual.widgets import Static
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
 MIN_WIDTH = 80
-MIN_HEIGHT = 24
+MIN_HEIGHT = 22  # an 80×24 terminal inside tmux inside tmux: two status lines leave 22 rows
 
 
 class StepBar(Static):

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwiz.core.models import Build, Recommendation
-from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_usd, pitfalls_by_severity
+from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_span, fmt_usd, pitfalls_by_severity
 from gpuwiz.tui.plain import add_row, plain
 from gpuwiz.tui.widgets.bars import breakdown_bar, breakdown_legend, memory_bar
 from gpuwiz.tui.widgets.live_panel import SEVERITY_STYLE
@@ -34,9 +34,12 @@ def nothing_fits(rec: Recommendation) -> RenderableType:
     return Group(*parts)
 
 
-def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = None) -> Table:
-    """Key numbers with their change against the baseline. Given ``width`` (the box's), a change
-    that would not fit drops its percentage, then itself (the mark stays), instead of being cut."""
+def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = None,
+                 spans: dict[str, str] | None = None) -> Table:
+    """Key numbers with their change against the baseline. ``spans``: text after a value by delta key
+    (the P10-P90 range, ``whatif.fmt_span``). Given ``width`` (the box's), what would not fit is
+    dropped instead of being cut: the change's percentage, then the range, then the change (the
+    mark stays)."""
     table = Table(box=None, expand=True, show_header=False, padding=(0, 1), pad_edge=False)
     cols = 2 if two_columns else 1
     for _ in range(cols):
@@ -52,12 +55,17 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
             keep = max(1, room - len(count) - 4)
             after = name[:keep].rstrip() + "… × " + count
         value = plain(after, "bold")
+        span = (spans or {}).get(d.key, "")
+        change = d.change
+        if _too_wide(room, after, span, d.change, change):
+            change = re.sub(r" \([^)]*%\)$", "", change)
+        if _too_wide(room, after, span, d.change, change):
+            span = ""
+        if _too_wide(room, after, span, d.change, change):
+            change = ""
+        if span:
+            value.append(span, style="dim")
         if d.change:
-            change = d.change
-            if room is not None and len(after) + 3 + len(change) > room:
-                change = re.sub(r" \([^)]*%\)$", "", change)
-                if len(after) + 3 + len(change) > room:
-                    change = ""
             value.append("  " + DIRECTION_MARK[d.direction] + change, style=DIRECTION_STYLE[d.direction])
         cells.extend([Text(d.label), value])
     per_row = 2 * cols
@@ -66,6 +74,10 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
         row += [Text("")] * (per_row - len(row))
         add_row(table, *row)
     return table
+
+
+def _too_wide(room: int | None, after: str, span: str, marked: str, change: str) -> bool:
+    return room is not None and len(after) + len(span) + (3 + len(change) if marked else 0) > room
 
 
 def build_view(rec: Recommendation) -> RenderableType:
@@ -213,6 +225,12 @@ def cost_summary(rec: Recommendation) -> RenderableType:
     rows = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     rows.add_column(style="dim", no_wrap=True)
     rows.add_column()
+    if rec.cost_per_run_usd is not None:  # the P10-P90 ranges, as in the live panel and the memo
+        per_run = fmt_usd(rec.cost_per_run_usd) + fmt_span(rec.cost_per_run_usd_range, fmt_usd)
+        if rec.estimate is not None:
+            t_run = rec.estimate.time
+            per_run = f"{fmt_hours(t_run.wall_hours)}{fmt_span(t_run.wall_hours_range, fmt_hours)}, " + per_run
+        add_row(rows, "Per run", per_run + " (P10–P90 in brackets)")
     if c.rent_usd_per_gpu_hour is not None:
         add_row(rows, "Rent", f"{fmt_usd(c.rent_usd_per_gpu_hour)} per GPU-hour")
     if c.onprem is not None:
