@@ -59,6 +59,6 @@ def test_estimate_imports_only_what_it_uses(tmp_path):
         out = subprocess.run([sys.executable, "-c", probe, str(config)], capture_output=True, text=True, timeout=120,
                              env=env)
         assert out.returncode == 0, out.stderr
-    loaded = set(eval(out.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own probe's repr of a list
+    loaded = set(eval(out.stderr.strip().splitlines()[-1]))
     for banned in ("gpuwiz.tui", "gpuwiz.launch", "gpuwiz.calibrate.logs", "gpuwiz.validation", "gpuwiz.probe"):
         assert not any(m == banned or m.startswith(banned + ".") for m in loaded), banned
