@@ -101,8 +101,7 @@ def main() -> None:
               f"{paired:21.2f}x {cratio:11.2f}x {ins_txt:>14s}{target}")
     if not instr:
         print("\ninstruction counts skipped (--no-instructions, or valgrind not installed)")
-    print("\n(the issue's third ratio, <= 0.5x llm-analysis for the same 7B estimate, needs llm-analysis installed;"
-          " not measured here)")
+    print("\n(the issue's third ratio, <= 0.5x llm-analysis for the same 7B estimate: bench/bench_vs_llm_analysis.py)")
 
 
 if __name__ == "__main__":

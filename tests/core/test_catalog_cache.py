@@ -4,6 +4,7 @@ concurrent writers all give the same Catalog as validating the YAML from scratch
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -179,3 +180,90 @@ def test_a_cache_hit_keeps_the_usd_rate_of_offers_priced_in_another_currency(cac
         assert inst.price_usd_per_hour == pytest.approx(inst.price_per_hour * rate)
     assert [i.price_usd_per_hour for i in second.cloud_instances] == [
         i.price_usd_per_hour for i in first.cloud_instances]
+
+
+# ---- the fast path: a cache hit builds the models without validating them (catalog._from_cache) ----
+
+
+def _same_deep(a: object, b: object, where: str = "catalog") -> None:
+    """Same values, same types and the same model_fields_set at every level (the engine reads which
+    fields an entry set: hardware._merge overrides only those)."""
+    from pydantic import BaseModel
+
+    assert type(a) is type(b), where
+    if isinstance(a, BaseModel):
+        assert isinstance(b, BaseModel)
+        assert a.model_fields_set == b.model_fields_set, (where, a.model_fields_set ^ b.model_fields_set)
+        for name in type(a).model_fields:
+            _same_deep(getattr(a, name), getattr(b, name), f"{where}.{name}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same_deep(x, y, f"{where}[{i}]")
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for k in a:
+            _same_deep(a[k], b[k], f"{where}[{k}]")
+    else:
+        assert a == b, (where, a, b)
+
+
+def test_hit_equals_validation_down_to_the_fields_each_entry_set(cache_dir: Path) -> None:
+    load_catalog()
+    _forget()
+    served = load_catalog()
+    assert not _parsed_yaml()
+    _same_deep(served, _fresh())
+
+
+def test_hit_gives_the_same_answers_as_a_validated_catalog(cache_dir: Path) -> None:
+    """The regression the fields-set check guards: a cache that dropped model_fields_set changed
+    perf overrides (unset fields overrode the architecture's values) and so the recommendation."""
+    from gpuwiz.core.config_io import load_config
+    from gpuwiz.core.recommend import recommend
+
+    load_catalog()
+    _forget()
+    served = load_catalog()
+    assert not _parsed_yaml()
+    fresh = _fresh()
+    for path in sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml")):
+        req = load_config(path)
+        assert recommend(req, served).model_dump_json() == recommend(req, fresh).model_dump_json(), path.name
+
+
+def test_hit_restores_the_usd_rate_of_a_non_usd_offer(cache_dir: Path, tmp_path: Path) -> None:
+    over = tmp_path / "cny.yaml"
+    over.write_text(
+        "cloud_instances:\n"
+        "- {id: x-cny, provider: P, instance_type: t, gpu: h100-sxm, gpu_count: 1, country: CN,\n"
+        "   tier: hyperscaler, currency: CNY, price_per_hour: 100, source: s,\n"
+        "   observed: '2026-11', retrieved: '2026-11'}\n", encoding="utf-8")
+    first = next(i for i in load_catalog(over).cloud_instances if i.id == "x-cny")
+    _forget()
+    cat = load_catalog(over)
+    assert not _parsed_yaml()
+    served = next(i for i in cat.cloud_instances if i.id == "x-cny")
+    assert served.usd_rate == first.usd_rate == cat.fx["CNY"].usd_per_unit != 1.0
+    assert served.price_usd_per_hour == first.price_usd_per_hour
+
+
+@pytest.mark.parametrize("payload", ['{"gpus": "nope"}', "[]", '{"as_of": "2026"}'])
+def test_a_payload_without_the_catalog_shape_is_not_served(cache_dir: Path, payload: str) -> None:
+    good = load_catalog()
+    (entry,) = _entries(cache_dir)
+    key = entry.name.removeprefix("catalog-").removesuffix(".json")
+    data = json.loads(entry.read_bytes().partition(b"\n")[2])
+    bad = {"extra-key": {**data, "unknown_section": []}, "missing": {k: v for k, v in data.items() if k != "gpus"}}
+    for text in [payload, json.dumps(bad["extra-key"]), json.dumps(bad["missing"])]:
+        assert cache.write("catalog", key, text)
+        _forget()
+        _same(load_catalog(), good)
+        assert _parsed_yaml()  # rebuilt from the YAML
+
+
+def test_cache_key_covers_every_module_of_the_schema() -> None:
+    from gpuwiz.core import hardware, stacks
+
+    files = {sys.modules[c.__module__].__file__ for c in catmod._schema_classes(Catalog)}
+    assert {catmod.__file__, hardware.__file__, stacks.__file__} <= files

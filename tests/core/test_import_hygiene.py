@@ -32,3 +32,33 @@ def test_headless_cli_does_not_import_textual(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("CLEAN 0")
+
+
+def test_cli_choices_match_the_modules_they_stand_in_for():
+    """cli spells the launch targets and log formats so that building the parser imports neither module."""
+    from gpuwiz import cli
+    from gpuwiz.calibrate.logs import DEFAULT_WARMUP_STEPS, FORMATS
+    from gpuwiz.launch.targets import TARGETS
+
+    assert tuple(cli.LAUNCH_TARGETS) == tuple(TARGETS)
+    assert tuple(cli.LOG_FORMATS) == tuple(FORMATS)
+    assert cli.WARMUP_STEPS == DEFAULT_WARMUP_STEPS
+
+
+def test_estimate_imports_only_what_it_uses(tmp_path):
+    """`gpuwiz estimate` loads neither the TUI, the launch generators, the log readers, the validation
+    harness, nor the catalog's YAML parser on a cache hit (python -X importtime keeps this honest)."""
+    import os
+    from pathlib import Path
+
+    config = Path(__file__).resolve().parents[2] / "examples" / "small-team-lora-7b.yaml"
+    probe = ("import sys; from gpuwiz.cli import main; rc = main(['estimate', sys.argv[1], '--gpu', 'h100-sxm', "
+             "'--format', 'json']); print(sorted(m for m in sys.modules if m.startswith('gpuwiz')), file=sys.stderr)")
+    env = {**os.environ, "GPUWIZ_CACHE_DIR": str(tmp_path)}
+    for _ in range(2):  # the first run fills the catalog cache, the second reads it
+        out = subprocess.run([sys.executable, "-c", probe, str(config)], capture_output=True, text=True, timeout=120,
+                             env=env)
+        assert out.returncode == 0, out.stderr
+    loaded = set(eval(out.stderr.strip().splitlines()[-1]))
+    for banned in ("gpuwiz.tui", "gpuwiz.launch", "gpuwiz.calibrate.logs", "gpuwiz.validation", "gpuwiz.probe"):
+        assert not any(m == banned or m.startswith(banned + ".") for m in loaded), banned

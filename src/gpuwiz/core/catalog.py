@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections import Counter
-from functools import cached_property, lru_cache
+from collections.abc import Callable
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -82,7 +85,7 @@ FACILITY_RANGES: dict[str, tuple[float, float]] = {
 
 
 class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$", max_length=200)
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=4)
@@ -246,7 +249,7 @@ class CloudInstance(BaseModel):
     currency it is sold in, and when that price was true (``observed``) and read (``retrieved``).
     The engine reads the ``*_usd_per_hour`` properties; the catalog fills the USD rate at load."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no NaN/inf prices
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)  # no NaN/inf prices
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$")
     source: str = Field(min_length=1)
     observed: str = Field(pattern=DATE_PATTERN)
@@ -358,7 +361,7 @@ class TrainingExcluded(_Entry):
 
 
 class Platforms(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     cpus: list[CPU]
     chassis: list[Chassis]
     memory: list[Dimm]
@@ -387,7 +390,7 @@ class NetworkOption(_Entry):
 
 
 class FacilityValue(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     value: float
     unit: str
     source: str = Field(min_length=1)
@@ -398,7 +401,7 @@ class FacilityValue(BaseModel):
 class FxRate(BaseModel):
     """An exchange rate: USD per one unit of the currency, on a date."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     usd_per_unit: float = Field(gt=0, lt=10_000)
     source: str = Field(min_length=1)
     observed: str = Field(pattern=DATE_PATTERN)
@@ -408,7 +411,7 @@ class FxRate(BaseModel):
 class CountryEconomics(BaseModel):
     """What owning hardware costs in one country, in its currency (``currency``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     currency: str = Field(pattern=r"^[A-Z]{3}$")
     electricity_per_kwh: float = Field(ge=0, le=10_000)  # business / industrial tariff
     pue: float | None = Field(None, ge=1.0, le=3.0)  # typical colocation PUE there
@@ -425,7 +428,7 @@ class ExportRule(BaseModel):
     """One export-control fact: buying (shipping) hardware to a country, or using it remotely from
     there, is prohibited / needs a licence / is not controlled."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-_]*$")
     kind: Literal["hardware-purchase", "remote-access"]
     authority: str = Field(min_length=1)
@@ -463,7 +466,7 @@ FACILITY_KEYS = (
 
 
 class Catalog(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     version: int = 1
     as_of: str
     gpus: list[GPU]
@@ -709,7 +712,10 @@ def _builtin_digest() -> str:
     from gpuwiz import __version__
     from gpuwiz.core import yamlio
 
-    sources = [Path(__file__).read_bytes(), Path(yamlio.__file__).read_bytes()]
+    # every module that defines a class of the catalog's schema (catalog, hardware, stacks, ...), found
+    # by walking the schema: a schema edit anywhere invalidates the cache (construct() trusts it)
+    modules = sorted({sys.modules[c.__module__].__file__ or "" for c in _schema_classes(Catalog)} | {yamlio.__file__})
+    sources = [Path(m).read_bytes() for m in modules]
     return cache.digest(b"gpuwiz-catalog", __version__.encode(), pydantic_core.__version__.encode(),
                         _builtin_text().encode("utf-8"), *sources)
 
@@ -749,14 +755,148 @@ def _load_cached(key: str | None, overlay: str | None, overlay_text: str | None)
     text = cache.read("catalog", key)
     if text is not None:
         try:
-            hit = Catalog.model_validate_json(text)
-        except ValidationError:
+            return _from_cache(text)
+        except (ValueError, TypeError):  # json.JSONDecodeError is a ValueError; so is ValidationError
             pass
-        else:
-            _apply_fx(hit, overlay or "catalog")  # the offers' USD rates are private, not in the JSON
-            return hit
     cat = _validated(overlay, overlay_text)
-    cache.write("catalog", key, cat.model_dump_json())
+    # exclude_unset: the entry keeps which fields the YAML set (model_fields_set), which the engine
+    # reads (hardware._merge overrides only what a perf entry sets); construct() restores it exactly
+    cache.write("catalog", key, cat.model_dump_json(exclude_unset=True))
+    return cat
+
+
+# ---- the cache's fast path: build the models without validating (and without building their schemas) ----
+#
+# A cache entry is a document this code validated and wrote itself, filed under the digest of the catalog
+# text, the overlay and the schema's source (``_builtin_digest``), with a digest of its own payload
+# (core/cache.py). Validating it again would only re-check what was checked; ``model_construct`` skips
+# that, so the catalog's pydantic schemas (``defer_build``) are never built in a process that reads the
+# cache. The document's *shape* is still checked (mappings where a model is expected, lists where a list
+# is, every required field present, no unknown key), so a payload that is not a catalog falls back to
+# the YAML. What validation computes beyond the fields (each offer's USD rate) is recomputed.
+
+_Build = Callable[[Any], Any]
+
+
+def _schema_classes(root: type[BaseModel]) -> list[type[BaseModel]]:
+    """``root`` and every model class reachable through its field annotations."""
+    out: list[type[BaseModel]] = []
+    todo = [root]
+    while todo:
+        cls = todo.pop()
+        if cls in out:
+            continue
+        out.append(cls)
+        for f in cls.model_fields.values():
+            stack = [f.annotation]
+            while stack:
+                t = stack.pop()
+                if isinstance(t, type) and issubclass(t, BaseModel):
+                    todo.append(t)
+                stack.extend(get_args(t))
+    return out
+
+
+def _builder(tp: Any) -> _Build | None:
+    """A function turning the JSON form of a ``tp`` value into the value ``model_construct`` needs;
+    None where the JSON value is the value (str, numbers, bool, Literal, lists of them)."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return partial(_construct, tp)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is list:
+        item = _builder(args[0])
+        return partial(_list_of, item)
+    if origin is dict:
+        value = _builder(args[1])
+        return partial(_dict_of, value)
+    if origin in (Union, UnionType):
+        members = [_builder(a) for a in args if a is not type(None)]
+        if all(m is None for m in members):
+            return None
+        if len(members) == 1:
+            return partial(_optional, members[0])
+        raise TypeError(f"no cache builder for {tp!r}")  # a union of models: validate instead
+    if origin is Literal or tp in (str, int, float, bool) or tp is Any:
+        return None
+    raise TypeError(f"no cache builder for {tp!r}")  # a tuple, set, date, ...: caught, validates instead
+
+
+def _list_of(item: _Build | None, v: Any) -> list[Any]:
+    if not isinstance(v, list):
+        raise TypeError("expected a list")
+    return v if item is None else [item(x) for x in v]
+
+
+def _dict_of(value: _Build | None, v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise TypeError("expected a mapping")
+    return v if value is None else {k: value(x) for k, x in v.items()}
+
+
+def _optional(inner: _Build | None, v: Any) -> Any:
+    return v if v is None or inner is None else inner(v)
+
+
+_Plan = tuple[dict[str, _Build | None], frozenset[str], dict[str, Callable[[], Any]]]
+_IMMUTABLE = (str, int, float, bool, type(None), tuple, frozenset)
+
+
+@lru_cache(maxsize=256)
+def _plan(cls: type[BaseModel]) -> _Plan:
+    """Per model class: each field's builder, the fields without a default, and a maker of each
+    default (pydantic's model_construct would inspect every default factory's signature per call)."""
+    fields = {name: _builder(f.annotation) for name, f in cls.model_fields.items()}
+    required = frozenset(name for name, f in cls.model_fields.items() if f.is_required())
+    defaults: dict[str, Callable[[], Any]] = {}
+    for name, f in cls.model_fields.items():
+        if f.is_required():
+            continue
+        if f.default_factory is not None:
+            if f.default_factory_takes_validated_data:
+                raise TypeError(f"{cls.__name__}.{name}: a default factory reading other fields")
+            defaults[name] = f.default_factory  # type: ignore[assignment]
+        elif isinstance(f.default, _IMMUTABLE):
+            defaults[name] = partial(_same_value, f.default)
+        else:
+            defaults[name] = partial(_deep_copy, f.default)
+    return fields, required, defaults
+
+
+def _same_value(v: Any) -> Any:
+    return v
+
+
+def _deep_copy(v: Any) -> Any:
+    import copy
+
+    return copy.deepcopy(v)
+
+
+def _construct(cls: type[BaseModel], data: Any) -> BaseModel:
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__}: expected a mapping")
+    fields, required, defaults = _plan(cls)
+    if not required <= data.keys() or not data.keys() <= fields.keys():
+        raise TypeError(f"{cls.__name__}: fields do not match the schema")
+    values: dict[str, Any] = {}
+    for k, build in fields.items():
+        if k in data:
+            v = data[k]
+            values[k] = v if build is None else build(v)
+        else:
+            values[k] = defaults[k]()
+    return cls.model_construct(set(data), **values)
+
+
+def _from_cache(text: str) -> Catalog:
+    """The catalog from a cache entry's JSON (see above). Raises ValueError / TypeError when the
+    document does not have the catalog's shape; the caller then rebuilds from the YAML."""
+    import json
+
+    cat = _construct(Catalog, json.loads(text))
+    if not isinstance(cat, Catalog):  # pragma: no cover - _construct builds the class it is given
+        raise TypeError("not a catalog")
+    _apply_fx(cat, "catalog cache")  # the offers' USD rates are not part of the JSON
     return cat
 
 

@@ -727,11 +727,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         ups *= ctx.thr_scale
     mfu = ups * ctx.cc.model_flops_per_unit / (peak * 1e12) if peak > 0 else 0.0
 
-    good = ctx.goodput if count > ctx.eff.goodput_min_gpus else 1.0
-    if ctx.total_units > 0 and ups > 0:
-        wall = ctx.total_units / (ups * count) / 3600.0 / good
-    else:
-        wall = 0.0
+    wall = wall_hours(ctx, ups, count)
     host_node = mem.host_per_gpu / GIB * gpn
     tok = ups if model.is_token_model else None
     smp = ups / ctx.cc.units_per_sample if ctx.cc.units_per_sample else None
@@ -741,6 +737,20 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         nodes=nodes, gpus_per_node=gpn, host_ram_gib=host_node,
         detail=_Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, st, peak, ups, problems, notes),
     )
+
+
+def wall_hours(ctx: Context, ups: float, count: int) -> float:
+    """Hours per run at ``ups`` units/s/GPU on ``count`` GPUs: the one place the data size enters quick()."""
+    good = ctx.goodput if count > ctx.eff.goodput_min_gpus else 1.0
+    if ctx.total_units > 0 and ups > 0:
+        return ctx.total_units / (ups * count) / 3600.0 / good
+    return 0.0
+
+
+def requote(ctx: Context, q: QuickResult) -> QuickResult:
+    """``q`` (from a context with the same plan, see core.memo) with the run time of ``ctx``'s data size."""
+    wall = wall_hours(ctx, q.detail.units_per_s_per_gpu, q.detail.count)
+    return q if wall == q.wall_hours else q._replace(wall_hours=wall, gpu_hours=wall * q.detail.count)
 
 
 # --------------------------------------------------------------------------------------------------

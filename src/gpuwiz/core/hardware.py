@@ -26,7 +26,7 @@ Precision16 = ("bf16", "fp16")
 class PerfEntry(BaseModel):
     """Achieved rates for one architecture (all fields) or one GPU (any subset: overrides)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     id: str
     # Large-GEMM efficiency: best cuBLAS/hipBLASLt matmul throughput / dense datasheet peak, by precision
     gemm_eff: dict[str, float] = Field(default_factory=dict)

@@ -131,7 +131,7 @@ def fmt_range(x: float, lo: float | None, hi: float | None, unit: str = "") -> s
 
 def parse_table(text: str, where: str) -> RangeTable:
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C parser: 10x faster
         return RangeTable.model_validate(raw)
     except (yaml.YAMLError, ValidationError) as exc:
         raise GpuwizError(f"{where}: not a valid range table ({str(exc).splitlines()[0]})") from None

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
-from gpuwiz.core import market
+from gpuwiz.core import market, memo
 from gpuwiz.core import pitfalls as pitmod
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog, CloudInstance
@@ -109,10 +109,19 @@ class _Scanner:
         self.fast = prep is not None and hasattr(est_mod, "quick")
         if self.fast:
             self.ctx = prep(req, cat)  # type: ignore[misc]
+        # per-candidate plans shared with earlier calls of the same plan key (core.memo); None: off
+        self.memo = memo.candidates(req, cat, self.ctx) if self.fast else None
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
-            r = self.mod.quick(self.ctx, gpu, count, gpn)
+            key = (gpu.id, count, gpn)
+            r = self.memo.get(key) if self.memo is not None else None
+            if r is None:
+                r = self.mod.quick(self.ctx, gpu, count, gpn)
+                if self.memo is not None:
+                    self.memo[key] = r
+            else:
+                r = self.mod.requote(self.ctx, r)
             detail = _get(r, "detail")
             blocked = bool(detail is not None and getattr(detail, "problems", None))
             return Quick(

@@ -32,7 +32,7 @@ def _gpu_vendors() -> list[Vendor]:
 class Overlap(BaseModel):
     """Share of each collective's time hidden under compute (0 = fully exposed)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     dp: float = Field(default=0.8, ge=0, le=1)  # gradient all-reduce / reduce-scatter under backward, FSDP prefetch
     tp: float = Field(default=0.0, ge=0, le=1)  # TP all-reduce / RS+AG (Megatron-Core --tp-comm-overlap)
     pp: float = Field(default=0.0, ge=0, le=1)  # pipeline p2p
@@ -41,7 +41,7 @@ class Overlap(BaseModel):
 
 
 class StackEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
     id: str
     name: str
     parallel: list[Dim]
