@@ -147,6 +147,18 @@ class GpuwizApp(App[None]):
         if self.use_command_palette and not any(isinstance(s, CommandPalette) for s in self.screen_stack):
             self.push_screen(SafeCommandPalette(id="--command-palette"))
 
+    def get_driver_class(self) -> Any:
+        """On Linux/macOS, Textual's driver with an input loop that survives bytes that are not UTF-8
+        and CSI numbers Textual's parser cannot take (see gpuwiz.tui.driver); TEXTUAL_DRIVER still wins."""
+        from textual import constants
+
+        base = super().get_driver_class()
+        if constants.DRIVER is None and base.__module__ == "textual.drivers.linux_driver":
+            from gpuwiz.tui.driver import SafeInputDriver
+
+            return SafeInputDriver
+        return base
+
     # ---- running ---------------------------------------------------------------------------------
     def run(self, *, headless: bool = False, inline: bool = False, inline_no_clear: bool = False,
             mouse: bool | None = None, size: tuple[int, int] | None = None, auto_pilot: Any = None,
