@@ -12,6 +12,7 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,15 +89,12 @@ def _describe_kind(mode: int) -> str | None:
     return "is not a regular file; gpuwiz reads regular files only"
 
 
-def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES,
-                    what: str = "file", follow_symlinks: bool = True) -> bytes:
-    """THE reader for every file gpuwiz opens (configs, overlays, HF config.json, drafts, published runs).
+def open_regular(path: str | os.PathLike[str], *, what: str, follow_symlinks: bool = True) -> int:
+    """Open ``path`` for reading the safe way; the descriptor of a regular file, blocking again.
 
-    Opens with ``O_NONBLOCK`` (a FIFO never blocks the open), ``fstat``s the open descriptor and
-    refuses anything that is not a regular file (FIFO, device, directory, socket) with one line
-    naming the path; checks the size before reading and never reads more than ``max_bytes`` (+1,
-    to notice a file that grew). ``follow_symlinks=False`` adds ``O_NOFOLLOW``. Every OS failure
-    becomes a one-line GpuwizError.
+    ``O_NONBLOCK`` (a FIFO never blocks the open), then ``fstat`` on the open descriptor: anything
+    that is not a regular file (FIFO, device, directory, socket) is refused with one line naming the
+    path. ``follow_symlinks=False`` adds ``O_NOFOLLOW``. Every OS failure is a one-line GpuwizError.
     """
     name = printable(os.fspath(path))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -137,10 +135,36 @@ def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_B
             if stat.S_ISDIR(st.st_mode):
                 kind = f"is a directory, not a {what}"
             raise GpuwizError(f"{name}: {kind}")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_error(exc: OSError, name: str, what: str) -> GpuwizError:
+    if isinstance(exc, PermissionError):
+        return GpuwizError(f"{name}: permission denied (cannot read the {what})")
+    if isinstance(exc, IsADirectoryError):
+        return GpuwizError(f"{name}: is a directory, not a {what}")
+    return GpuwizError(f"{name}: cannot read: {exc.strerror or exc}")
+
+
+def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES,
+                    what: str = "file", follow_symlinks: bool = True) -> bytes:
+    """THE reader for every file gpuwiz opens whole (configs, overlays, HF config.json, drafts,
+    published runs, price lists); :func:`iter_file_chunks` is its streaming twin (training logs).
+
+    Regular files only (see :func:`open_regular`); checks the size before reading and never reads
+    more than ``max_bytes`` (+1, to notice a file that grew). Every failure is one GpuwizError line.
+    """
+    name = printable(os.fspath(path))
+    fd = open_regular(path, what=what, follow_symlinks=follow_symlinks)
+    try:
+        st = os.fstat(fd)
         if st.st_size > max_bytes:
             raise GpuwizError(
                 f"{name}: file is {st.st_size / 1e6:.1f} MB; gpuwiz reads {what}s up to {_mb(max_bytes)} MB")
-        os.set_blocking(fd, True)
         chunks: list[bytes] = []
         total = 0
         while total <= max_bytes:
@@ -153,12 +177,36 @@ def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_B
             raise GpuwizError(f"{name}: file is over {_mb(max_bytes)} MB; gpuwiz reads {what}s up to "
                               f"{_mb(max_bytes)} MB")
         return b"".join(chunks)
-    except PermissionError:
-        raise GpuwizError(f"{name}: permission denied (cannot read the {what})") from None
-    except IsADirectoryError:
-        raise GpuwizError(f"{name}: is a directory, not a {what}") from None
     except OSError as exc:
-        raise GpuwizError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        raise _read_error(exc, name, what) from None
+    finally:
+        os.close(fd)
+
+
+def iter_file_chunks(path: str | os.PathLike[str], *, max_bytes: int, chunk_bytes: int = 1 << 16,
+                     what: str = "file") -> Iterator[bytes]:
+    """The file's bytes in chunks, with :func:`read_file_bytes`'s checks (regular files only, opened
+    without blocking) and a cap: past ``max_bytes`` (checked before reading, and again as it is
+    read, for a file that grows) it is a one-line GpuwizError. For files too big to hold whole."""
+    name = printable(os.fspath(path))
+    fd = open_regular(path, what=what)
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise GpuwizError(f"{name}: file is {size / 1e6:.0f} MB; gpuwiz reads {what}s up to {_mb(max_bytes)} MB")
+        total = 0
+        while True:
+            try:
+                chunk = os.read(fd, chunk_bytes)
+            except OSError as exc:
+                raise _read_error(exc, name, what) from None
+            if not chunk:
+                return
+            total += len(chunk)
+            if total > max_bytes:
+                raise GpuwizError(f"{name}: file is over {_mb(max_bytes)} MB; gpuwiz reads {what}s up to "
+                                  f"{_mb(max_bytes)} MB")
+            yield chunk
     finally:
         os.close(fd)
 

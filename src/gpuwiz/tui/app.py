@@ -898,10 +898,11 @@ def _fingerprint(path: str) -> str | None:
     """sha256 of the file's bytes (None when it cannot be read): "changed on disk since opened"."""
     import hashlib
 
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read(16 * 2**20)).hexdigest()
-    except OSError:
+    from gpuwiz.core.yamlio import read_file_bytes
+
+    try:  # the one safe reader: a config swapped for a FIFO since it was opened must not hang ctrl+s
+        return hashlib.sha256(read_file_bytes(path, max_bytes=16 * 2**20, what="config")).hexdigest()
+    except GpuwizError:
         return None
 
 

@@ -17,10 +17,12 @@ MAX_RECENT = 8
 
 def recent_files(directory: Path) -> list[str]:
     """Paths that still exist as regular files, newest first."""
-    try:
-        with open(directory / RECENT_NAME, encoding="utf-8") as fh:
-            data = json.loads(fh.read(64 * 1024))
-    except (OSError, ValueError):
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.yamlio import read_file_bytes
+
+    try:  # the one safe reader: a FIFO or device planted in the state folder must not hang the start
+        data = json.loads(read_file_bytes(directory / RECENT_NAME, max_bytes=64 * 1024, what="recent-files list"))
+    except (GpuwizError, ValueError, RecursionError):
         return []
     if not isinstance(data, list):
         return []
