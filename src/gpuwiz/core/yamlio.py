@@ -356,8 +356,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """
     p = Path(path)
     name = printable(str(path))
-    if p.is_symlink():  # a linked config (dotfiles): replace the file it points to, keep the link
-        p = Path(os.path.realpath(p))
+    try:
+        if p.is_symlink():  # a linked config (dotfiles): replace the file it points to, keep the link
+            p = Path(os.path.realpath(p))
+    except OSError as exc:  # a name over NAME_MAX / PATH_MAX: lstat raises (found by the TUI's Export)
+        raise GpuwizError(f"{name}: cannot save: {exc.strerror or exc}") from None
+    except ValueError:
+        raise GpuwizError(f"{name}: not a valid file name (contains a NUL character)") from None
     check_output_target(p)  # a FIFO, device node, socket or folder is never replaced
     parent = p.parent if str(p.parent) else Path(".")
     tmp_name: str | None = None
