@@ -118,6 +118,9 @@ def iter_lines(path: str) -> Iterator[tuple[int, str]]:
     first = True
     for chunk in iter_file_chunks(path, max_bytes=MAX_LOG_BYTES, chunk_bytes=CHUNK, what="log file"):
         if first:
+            if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's Tee-Object / `>` write UTF-16
+                raise GpuwizError(f"{printable(path)}: is UTF-16 text; gpuwiz reads UTF-8 logs (convert it first, "
+                                  "e.g. iconv -f UTF-16 -t UTF-8)")
             if b"\x00" in chunk:
                 raise GpuwizError(f"{printable(path)}: looks like a binary file, not a text log")
             first = False

@@ -215,8 +215,15 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.0f}" if n >= 1e6 else f"{n / 1e6:.1f}"
 
 
+_OTHER_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"),
+               (b"\xfe\xff", "UTF-16"), (b"\xff\xfe", "UTF-16"))
+
+
 def decode_utf8(data: bytes, name: str, *, what: str = "YAML") -> str:
     """Strict UTF-8 (a BOM is accepted); NUL bytes mean a binary file. One-line errors."""
+    for bom, enc in _OTHER_BOMS:  # PowerShell's `>` writes UTF-16: say so, not "binary"
+        if data.startswith(bom):
+            raise GpuwizError(f"{printable(name)}: is {enc} text; gpuwiz reads UTF-8 (save the file as UTF-8)")
     if b"\x00" in data:
         raise GpuwizError(f"{printable(name)}: looks like a binary file, not {what}")
     try:
