@@ -17,13 +17,22 @@ MAX_RECENT = 8
 
 def recent_files(directory: Path) -> list[str]:
     """Paths that still exist as regular files, newest first."""
-    from gpuwiz.core.errors import GpuwizError
-    from gpuwiz.core.yamlio import read_file_bytes
+    import stat
 
-    try:  # the one safe reader: a FIFO or device planted in the state folder must not hang the start
-        data = json.loads(read_file_bytes(directory / RECENT_NAME, max_bytes=64 * 1024, what="recent-files list"))
-    except (GpuwizError, ValueError, RecursionError):
+    # The safe reader's rules (regular file only, opened without blocking, capped) written out here:
+    # the start screen shows this list before gpuwiz.core may be imported (tests/tui/test_startup.py).
+    try:
+        fd = os.open(directory / RECENT_NAME, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
         return []
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device planted in the state folder
+            return []
+        data = json.loads(os.read(fd, 64 * 1024))
+    except (OSError, ValueError, RecursionError):
+        return []
+    finally:
+        os.close(fd)
     if not isinstance(data, list):
         return []
     out: list[str] = []
