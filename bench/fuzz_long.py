@@ -1,5 +1,6 @@
 """Long fuzzing run: the targets of tests/robustness/test_fuzz.py with many more (random) examples,
-plus the hostile-input timings that tests may not assert (99,000 unknown keys, a 1 MB overlay).
+plus the hostile-input timings that tests may not assert (99,000 unknown keys, a 1 MB overlay, FIFOs,
+a ~110 MB training log streamed by `gpuwiz calibrate`).
 
 Prints examples and seconds per target; exits non-zero if any target failed (hypothesis prints the
 falsifying example -- add it to test_fuzz.py as an ``@example`` regression case).
@@ -62,6 +63,13 @@ def main() -> int:
         fifo = Path(tmp) / "fifo.yaml"
         os.mkfifo(fifo)
         timed_cli("a FIFO as the config", ["recommend", str(fifo)])
+        timed_cli("a FIFO as a training log", ["calibrate", str(fifo)])
+        log = Path(tmp) / "big.log"  # a long run's log: streamed line by line, never held whole
+        line = "[rank0]: step: {}  loss: 2.1  memory: 61.2GiB(77.3%)  tps: 6,543  tflops: 303.1  mfu: 30.7%\n"
+        with open(log, "w", encoding="utf-8") as fh:
+            for i in range(1, 1_200_001):
+                fh.write(line.format(i))
+        timed_cli(f"torchtitan log of {log.stat().st_size / 1e6:.0f} MB (1.2 M steps)", ["calibrate", str(log)])
     return 1 if failed else 0
 
 

@@ -420,7 +420,16 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def _today() -> str:
     import datetime as dt
 
-    return os.environ.get("GPUWIZ_TODAY") or dt.date.today().isoformat()
+    from gpuwiz.core.errors import GpuwizError, printable
+
+    env = os.environ.get("GPUWIZ_TODAY")
+    if not env:
+        return dt.date.today().isoformat()
+    try:  # the catalog's price ages are counted from it: a date, or a one-line error
+        return dt.date.fromisoformat(env).isoformat()
+    except ValueError:
+        raise GpuwizError(f"GPUWIZ_TODAY: {printable(env)!r} is not a date (YYYY-MM-DD); unset it to use "
+                          "today's date") from None
 
 
 def cmd_catalog_import(args: argparse.Namespace) -> int:
@@ -441,8 +450,8 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     if args.observed and not __import__("re").fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", args.observed):
         raise GpuwizError(f"--observed: {args.observed!r} is not a date (YYYY-MM-DD)")
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise GpuwizError(f"{out}: exists; pass --force to overwrite it")
+    # the one -o rule: never the CSV it reads, never a link / FIFO / device / folder, --force to replace
+    check_output(args.output, {"price list": args.path}, args.force)
     text = read_text(path, max_bytes=skypilot.MAX_CSV_BYTES)
     gpu_ids = {g.id for g in load_catalog().gpus}
     res = skypilot.read_csv(text, cloud, str(path), observed=observed, retrieved=_today(),

@@ -116,7 +116,7 @@ def test_cli_import_writes_overlay_and_never_overwrites(tmp_path: Path, capsys: 
     assert any(i.id == "aws-p5.48xlarge-us-east-1" and i.observed == "2025-05-20" for i in cat.cloud_instances)
     before = out.read_text(encoding="utf-8")
     assert main(["catalog", "import", "skypilot", str(src), "-o", str(out)]) == 2
-    assert "exists; pass --force" in capsys.readouterr().err and out.read_text(encoding="utf-8") == before
+    assert "exists; add --force" in capsys.readouterr().err and out.read_text(encoding="utf-8") == before
     assert main(["catalog", "import", "skypilot", str(src), "-o", str(out), "--force", "--cloud", "aws"]) == 0
 
 

@@ -524,3 +524,118 @@ async def test_a_burst_of_answers_in_a_choice_dialog_and_compare_closes_once(tmp
         await pilot.press("ctrl+b")
         await pilot.pause()
         assert app.step == "deploy"
+
+
+# ---- hostile paths in every path dialog ---------------------------------------------------------------
+# Open / Save as / Export / Compare get a FIFO, a folder, a device node, a dangling and a looping
+# symlink, names with markup, control characters and 5,000 characters. Each answer is one printable
+# line under the field (or, for a name that is merely odd, the file is written and the dialog closes);
+# nothing hangs, nothing else on disk changes, the draft survives.
+
+HOSTILE_NAMES = ["fifo", "folder", "device", "dangling", "loop", "markup", "control", "long"]
+
+
+def _hostile(folder: Path, kind: str) -> str | None:
+    p = folder / kind
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "folder":
+        p.mkdir()
+    elif kind == "device":
+        import stat as _stat
+
+        try:  # /dev/zero's numbers, in tmp (never a real system file)
+            os.mknod(p, 0o666 | _stat.S_IFCHR, os.makedev(1, 5))
+        except OSError:
+            return None
+    elif kind == "dangling":
+        p.symlink_to(folder / "nowhere" / "x.yaml")
+    elif kind == "loop":
+        p.symlink_to(p)
+    elif kind == "markup":
+        p = folder / "[b]x[/b][@click=app.quit]q[/].yaml"
+    elif kind == "control":
+        p = folder / "a\x1b[2J\x07\x7fb.yaml"
+    elif kind == "long":
+        p = folder / ("y" * 5000)
+    return str(p)
+
+
+def _disk(folder: Path) -> dict[str, tuple[str, bytes | None]]:
+    import stat as _stat
+
+    out: dict[str, tuple[str, bytes | None]] = {}
+    for p in sorted(folder.iterdir()):
+        st = os.lstat(p)
+        kind = "link" if _stat.S_ISLNK(st.st_mode) else "file" if _stat.S_ISREG(st.st_mode) else "other"
+        out[p.name] = (kind, p.read_bytes() if kind == "file" else None)
+    return out
+
+
+@pytest.mark.parametrize("dialog", ["open", "save_as", "export", "compare"])
+async def test_hostile_paths_in_every_dialog(tmp_path, dialog):
+    from textual.widgets import Input, Static
+
+    from gpuwiz.tui.dialogs.confirm import ChoiceDialog
+    from gpuwiz.tui.dialogs.path_dialog import PathDialog
+
+    hostile = tmp_path / "h"
+    hostile.mkdir()
+    paths = {k: _hostile(hostile, k) for k in HOSTILE_NAMES}
+    state = tmp_path / "state"
+    cfg = tmp_path / "team.yaml"
+    cfg.write_text("version: 1\nmodel:\n  preset: llama-2-7b\ndata:\n  tokens: 1T\n", encoding="utf-8")
+    app = create_app(str(cfg), state_dir=state, handle_signals=False, offer_restore=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _until(pilot, lambda: app.recommendation is not None, 200)
+        app.requirements = app.requirements.model_copy(
+            update={"data": app.requirements.data.model_copy(update={"tokens": 2e12})})
+        app.dirty = True
+        app.flush_draft()
+        want = app.requirements
+        cfg_before = cfg.read_bytes()
+        for kind, path in paths.items():
+            if path is None:
+                continue  # no device nodes without root
+            before = _disk(hostile)
+            opener = {"open": app.action_open, "save_as": app.action_save_as, "export": app.action_export,
+                      "compare": app.action_compare_files}[dialog]
+            opener()
+            await _until(pilot, lambda: isinstance(app.screen, ChoiceDialog | PathDialog)
+                         and bool(app.screen.query("#path, #choice-discard")))
+            if isinstance(app.screen, ChoiceDialog):  # "unsaved changes" before Open: keep them for later
+                await pilot.click("#choice-discard")
+                await _until(pilot, lambda: isinstance(app.screen, PathDialog) and bool(app.screen.query("#path")))
+            await pilot.pause()
+            screen = app.screen
+            inp = screen.query_one("#path", Input)
+            inp.value = path
+            await pilot.press("enter")
+            await _until(pilot, lambda s=screen: app.screen is not s or str(s.query_one("#path-error", Static)
+                                                                             .render()).strip() != "")
+            if isinstance(app.screen, ChoiceDialog):  # "Replace?": say yes, the refusal must still come
+                await pilot.click("#choice-replace")
+                await _until(pilot, lambda s=screen: app.screen is s)
+                await _until(pilot, lambda s=screen: str(s.query_one("#path-error", Static).render()).strip() != "")
+            assert app.is_running
+            if app.screen is screen:  # refused: one printable line, nothing else changed
+                shown = str(screen.query_one("#path-error", Static).render())
+                assert shown.strip() and "\n" not in shown, repr(shown)
+                assert all(ch.isprintable() for ch in shown), repr(shown)
+                assert _disk(hostile) == before, (dialog, kind, shown)
+                await pilot.press("escape")
+                await _until(pilot, lambda s=screen: app.screen is not s)
+            else:  # an odd but valid name: written (save as, export) and nothing else touched
+                assert dialog in ("save_as", "export") and kind in ("markup", "control"), (dialog, kind)
+                after = _disk(hostile)
+                new = set(after) - set(before)
+                assert {k: after[k] for k in before} == before and len(new) == 1, (dialog, kind, new)
+                assert after[new.pop()][0] == "file"
+                if dialog == "save_as":  # back to the config the test started from, for the next name
+                    app.config_path = str(cfg)
+            assert not isinstance(app.screen, PathDialog)
+        draft = drafts.read_draft(state, live=True)
+        if dialog != "save_as":
+            assert app.requirements == want or dialog == "open"
+            assert draft is not None and draft.requirements == app.requirements
+        assert cfg.read_bytes() == cfg_before

@@ -25,16 +25,17 @@ import json
 import math
 import os
 import re
-import stat
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.errors import GpuwizError, printable
+from gpuwiz.core.yamlio import iter_file_chunks, open_regular, read_file_bytes
 
 MAX_LINE = 1 << 20  # 1 MiB
 MAX_JSON_BYTES = 64 << 20  # trainer_state.json is read whole
+MAX_LOG_BYTES = 4 << 30  # a month of 1 s nvidia-smi samples on 8 GPUs is ~2 GB; streamed, never held
 MAX_POINTS = 100_000
 CHUNK = 1 << 16
 DEFAULT_WARMUP_STEPS = 10
@@ -98,53 +99,50 @@ def _get(p: Point, attr: str) -> float | None:
 
 
 def _open_checked(path: str) -> int:
+    """The size of ``path`` after the one safe open (regular files only; a FIFO never blocks)."""
+    fd = open_regular(path, what="log file")
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise GpuwizError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise GpuwizError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise GpuwizError(f"{path}: is a directory, not a log file")
-    if not stat.S_ISREG(st.st_mode):
-        raise GpuwizError(f"{path}: is not a regular file (a FIFO, socket or device); save the log to a file first")
-    return st.st_size
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
 def iter_lines(path: str) -> Iterator[tuple[int, str]]:
-    """(line number, text) for each line; ``\\r`` (progress bars) also ends a line."""
-    _open_checked(path)
+    """(line number, text) for each line; ``\\r`` (progress bars) also ends a line.
+
+    Streams through gpuwiz's one safe reader (regular files only, opened without blocking, at most
+    MAX_LOG_BYTES); a NUL in the first 64 KiB means a binary file; bytes that are not UTF-8 are
+    replaced (a log is read for numbers, not echoed back whole)."""
+    buf = b""
+    lineno = 0
+    first = True
+    for chunk in iter_file_chunks(path, max_bytes=MAX_LOG_BYTES, chunk_bytes=CHUNK, what="log file"):
+        if first:
+            if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's Tee-Object / `>` write UTF-16
+                raise GpuwizError(f"{printable(path)}: is UTF-16 text; gpuwiz reads UTF-8 logs (convert it first, "
+                                  "e.g. iconv -f UTF-16 -t UTF-8)")
+            if b"\x00" in chunk:
+                raise GpuwizError(f"{printable(path)}: looks like a binary file, not a text log")
+            first = False
+        buf += chunk
+        parts = re.split(rb"\r\n|\n|\r", buf)
+        buf = parts.pop()
+        for part in parts:
+            lineno += 1
+            yield lineno, part.decode("utf-8", errors="replace")
+        if len(buf) > MAX_LINE:
+            raise GpuwizError(f"{printable(path)}:{lineno + 1}: line is over {MAX_LINE >> 20} MiB; not a training log")
+    if buf:
+        yield lineno + 1, buf.decode("utf-8", errors="replace")
+
+
+def _read_json(path: str) -> object:
+    """trainer_state.json, whole, through the safe reader; ValueError when it is not JSON."""
+    raw = read_file_bytes(path, max_bytes=MAX_JSON_BYTES, what="trainer_state.json")
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed in finally
-    except OSError as exc:
-        raise GpuwizError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        buf = b""
-        lineno = 0
-        first = True
-        while True:
-            try:
-                chunk = fh.read(CHUNK)
-            except OSError as exc:
-                raise GpuwizError(f"{path}: cannot read: {exc.strerror or exc}") from None
-            if first:
-                if b"\x00" in chunk[:CHUNK]:
-                    raise GpuwizError(f"{path}: looks like a binary file, not a text log")
-                first = False
-            if not chunk:
-                break
-            buf += chunk
-            parts = re.split(rb"\r\n|\n|\r", buf)
-            buf = parts.pop()
-            for part in parts:
-                lineno += 1
-                yield lineno, part.decode("utf-8", errors="replace")
-            if len(buf) > MAX_LINE:
-                raise GpuwizError(f"{path}:{lineno + 1}: line is over {MAX_LINE >> 20} MiB; not a training log")
-        if buf:
-            yield lineno + 1, buf.decode("utf-8", errors="replace")
-    finally:
-        fh.close()
+        return json.loads(raw.decode("utf-8", errors="replace"))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 # ---- detection --------------------------------------------------------------------------------------
@@ -192,15 +190,14 @@ def detect(path: str, head_lines: int = 400) -> str:
                 return name
     if lines and all(ln.strip().startswith("{") for ln in lines[:5] if ln.strip()):
         return "jsonl"
-    raise GpuwizError(f"{path}: not a log format gpuwiz reads ({', '.join(FORMATS)}); "
+    raise GpuwizError(f"{printable(path)}: not a log format gpuwiz reads ({', '.join(FORMATS)}); "
                       "no step timing or throughput found in its first lines")
 
 
 def _is_trainer_state(path: str) -> bool:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
+        data = _read_json(path)
+    except (GpuwizError, ValueError):
         return False
     return isinstance(data, dict) and isinstance(data.get("log_history"), list)
 
@@ -262,7 +259,7 @@ def read_log(path: str, fmt: str | None = None, warmup_steps: int = DEFAULT_WARM
     if pts.items:
         _skip_warmup(m, pts.items, warmup_steps)
     if fmt not in ("nvidia-smi", "dcgm") and not m.points and not m.whole_run:
-        raise GpuwizError(f"{path}: {fmt} log with no step after warm-up (the first logged step and steps "
+        raise GpuwizError(f"{printable(path)}: {fmt} log with no step after warm-up (the first logged step and steps "
                           f"below {warmup_steps} are skipped; --warmup-steps 0 keeps all but the first)")
     return m
 
@@ -390,16 +387,16 @@ def _hf_line(line: str, m: Measurement) -> Point | None:
 def _read_trainer_state(path: str, m: Measurement) -> None:
     size = _open_checked(path)
     if size > MAX_JSON_BYTES:
-        raise GpuwizError(f"{path}: {size / 1e6:.0f} MB of JSON; gpuwiz reads trainer_state.json up to "
+        raise GpuwizError(f"{printable(path)}: {size / 1e6:.0f} MB of JSON; gpuwiz reads trainer_state.json up to "
                           f"{MAX_JSON_BYTES >> 20} MiB")
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise GpuwizError(f"{path}: not a readable trainer_state.json ({' '.join(str(exc).split())})") from None
+        data = _read_json(path)
+    except ValueError as exc:
+        raise GpuwizError(f"{printable(path)}: not a readable trainer_state.json "
+                          f"({printable(' '.join(str(exc).split()))})") from None
     hist = data.get("log_history") if isinstance(data, dict) else None
     if not isinstance(hist, list):
-        raise GpuwizError(f"{path}: no log_history list (not a Hugging Face trainer_state.json)")
+        raise GpuwizError(f"{printable(path)}: no log_history list (not a Hugging Face trainer_state.json)")
     for rec in hist:
         if isinstance(rec, dict):
             _hf_record(rec, m)
@@ -407,7 +404,7 @@ def _read_trainer_state(path: str, m: Measurement) -> None:
     if isinstance(tb, int):
         m.micro_batch = tb
     if not m.points:
-        raise GpuwizError(f"{path}: trainer_state.json has no train_samples_per_second summary yet "
+        raise GpuwizError(f"{printable(path)}: trainer_state.json has no train_samples_per_second summary yet "
                           "(the run has not finished); use the printed log or a JSON-lines log")
 
 
@@ -474,8 +471,8 @@ def _read_smi(path: str, m: Measurement) -> None:
             if t:
                 m.last_time = f"{t.group(1)}T{t.group(2)}"
     if header is None or not m.logged:
-        raise GpuwizError(f"{path}: nvidia-smi CSV without memory.used samples (use --query-gpu=...,memory.used "
-                          "--format=csv)")
+        raise GpuwizError(f"{printable(path)}: nvidia-smi CSV without memory.used samples "
+                          "(use --query-gpu=...,memory.used --format=csv)")
     m.count = len(gpus) if gpus else None
     m.notes.append("nvidia-smi samples give memory, GPU type and count only, no throughput")
 
@@ -507,7 +504,8 @@ def _read_dcgm(path: str, m: Measurement) -> None:
             m.logged += 1
         gpus.add(entity)
     if cols is None or not m.logged:
-        raise GpuwizError(f"{path}: dcgmi dmon output without an FBUSD (field 252, frame buffer used) column")
+        raise GpuwizError(f"{printable(path)}: dcgmi dmon output without an FBUSD (field 252, frame buffer used) "
+                          "column")
     m.count = len(gpus)
     m.notes.append("DCGM samples give memory and GPU count only, no throughput")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 ENV_CACHE_DIR = "GPUWIZ_CACHE_DIR"
 FORMAT = "gpuwiz-cache 1"
 MAX_ENTRIES = 16  # per kind; older entries (other catalog versions / overlays) are removed
+MAX_ENTRY_BYTES = 64 << 20  # the validated catalog is a few MB; anything bigger is not ours
 
 
 def digest(*parts: bytes) -> str:
@@ -51,9 +52,12 @@ def read(kind: str, key: str) -> str | None:
     path = _path(kind, key)
     if path is None:
         return None
-    try:
-        raw = path.read_bytes()
-    except OSError:
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.yamlio import read_file_bytes
+
+    try:  # the one safe reader: a FIFO or device in the cache folder is a miss, not a hang
+        raw = read_file_bytes(path, max_bytes=MAX_ENTRY_BYTES, what="cache entry")
+    except GpuwizError:
         return None
     header, sep, payload = raw.partition(b"\n")
     if not sep:

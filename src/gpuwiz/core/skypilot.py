@@ -21,6 +21,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -123,6 +124,19 @@ def _cloud(cloud: str, mapping: dict[str, Any]) -> _Cloud:
                   country_field=c.get("region_country_field"))
 
 
+def _rows(reader: Any, name: str) -> Iterator[list[str]]:
+    """The CSV's rows; the csv module's own failures (a field over its 128 KiB limit, a NUL in
+    strict mode) become one line naming the file and line, not a traceback."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise GpuwizError(f"{name}:{reader.line_num}: not a readable CSV row ({exc})") from None
+        yield row
+
+
 def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, retrieved: str,
              source: str | None = None, mapping: dict[str, Any] | None = None,
              gpu_ids: set[str] | None = None) -> ImportResult:
@@ -131,8 +145,9 @@ def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, ret
     c = _cloud(cloud, m)
     res = ImportResult(cloud=cloud)
     reader = csv.reader(io.StringIO(text))
+    rows = _rows(reader, name)
     try:
-        header = next(reader)
+        header = next(rows)
     except StopIteration:
         raise GpuwizError(f"{name}: empty file (expected a SkyPilot vms.csv header)") from None
     col = {h.strip(): i for i, h in enumerate(header)}
@@ -154,7 +169,7 @@ def read_csv(text: str, cloud: str, name: str = "vms.csv", *, observed: str, ret
     def bad(line: int, column: str, what: str) -> None:
         res.problems.append(f"{name}:{line}: {column}: {what}")
 
-    for row in reader:
+    for row in rows:
         line = reader.line_num
         if not row or (len(row) == 1 and not row[0].strip()):
             continue

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,15 +105,12 @@ def _describe_kind(mode: int) -> str | None:
     return "is not a regular file; gpuwiz reads regular files only"
 
 
-def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES,
-                    what: str = "file", follow_symlinks: bool = True) -> bytes:
-    """THE reader for every file gpuwiz opens (configs, overlays, HF config.json, drafts, published runs).
+def open_regular(path: str | os.PathLike[str], *, what: str, follow_symlinks: bool = True) -> int:
+    """Open ``path`` for reading the safe way; the descriptor of a regular file, blocking again.
 
-    Opens with ``O_NONBLOCK`` (a FIFO never blocks the open), ``fstat``s the open descriptor and
-    refuses anything that is not a regular file (FIFO, device, directory, socket) with one line
-    naming the path; checks the size before reading and never reads more than ``max_bytes`` (+1,
-    to notice a file that grew). ``follow_symlinks=False`` adds ``O_NOFOLLOW``. Every OS failure
-    becomes a one-line GpuwizError.
+    ``O_NONBLOCK`` (a FIFO never blocks the open), then ``fstat`` on the open descriptor: anything
+    that is not a regular file (FIFO, device, directory, socket) is refused with one line naming the
+    path. ``follow_symlinks=False`` adds ``O_NOFOLLOW``. Every OS failure is a one-line GpuwizError.
     """
     name = printable(os.fspath(path))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -154,10 +151,36 @@ def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_B
             if stat.S_ISDIR(st.st_mode):
                 kind = f"is a directory, not a {what}"
             raise GpuwizError(f"{name}: {kind}")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_error(exc: OSError, name: str, what: str) -> GpuwizError:
+    if isinstance(exc, PermissionError):
+        return GpuwizError(f"{name}: permission denied (cannot read the {what})")
+    if isinstance(exc, IsADirectoryError):
+        return GpuwizError(f"{name}: is a directory, not a {what}")
+    return GpuwizError(f"{name}: cannot read: {exc.strerror or exc}")
+
+
+def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES,
+                    what: str = "file", follow_symlinks: bool = True) -> bytes:
+    """THE reader for every file gpuwiz opens whole (configs, overlays, HF config.json, drafts,
+    published runs, price lists); :func:`iter_file_chunks` is its streaming twin (training logs).
+
+    Regular files only (see :func:`open_regular`); checks the size before reading and never reads
+    more than ``max_bytes`` (+1, to notice a file that grew). Every failure is one GpuwizError line.
+    """
+    name = printable(os.fspath(path))
+    fd = open_regular(path, what=what, follow_symlinks=follow_symlinks)
+    try:
+        st = os.fstat(fd)
         if st.st_size > max_bytes:
             raise GpuwizError(
                 f"{name}: file is {st.st_size / 1e6:.1f} MB; gpuwiz reads {what}s up to {_mb(max_bytes)} MB")
-        os.set_blocking(fd, True)
         chunks: list[bytes] = []
         total = 0
         while total <= max_bytes:
@@ -170,12 +193,36 @@ def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_B
             raise GpuwizError(f"{name}: file is over {_mb(max_bytes)} MB; gpuwiz reads {what}s up to "
                               f"{_mb(max_bytes)} MB")
         return b"".join(chunks)
-    except PermissionError:
-        raise GpuwizError(f"{name}: permission denied (cannot read the {what})") from None
-    except IsADirectoryError:
-        raise GpuwizError(f"{name}: is a directory, not a {what}") from None
     except OSError as exc:
-        raise GpuwizError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        raise _read_error(exc, name, what) from None
+    finally:
+        os.close(fd)
+
+
+def iter_file_chunks(path: str | os.PathLike[str], *, max_bytes: int, chunk_bytes: int = 1 << 16,
+                     what: str = "file") -> Iterator[bytes]:
+    """The file's bytes in chunks, with :func:`read_file_bytes`'s checks (regular files only, opened
+    without blocking) and a cap: past ``max_bytes`` (checked before reading, and again as it is
+    read, for a file that grows) it is a one-line GpuwizError. For files too big to hold whole."""
+    name = printable(os.fspath(path))
+    fd = open_regular(path, what=what)
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise GpuwizError(f"{name}: file is {size / 1e6:.0f} MB; gpuwiz reads {what}s up to {_mb(max_bytes)} MB")
+        total = 0
+        while True:
+            try:
+                chunk = os.read(fd, chunk_bytes)
+            except OSError as exc:
+                raise _read_error(exc, name, what) from None
+            if not chunk:
+                return
+            total += len(chunk)
+            if total > max_bytes:
+                raise GpuwizError(f"{name}: file is over {_mb(max_bytes)} MB; gpuwiz reads {what}s up to "
+                                  f"{_mb(max_bytes)} MB")
+            yield chunk
     finally:
         os.close(fd)
 
@@ -184,8 +231,15 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.0f}" if n >= 1e6 else f"{n / 1e6:.1f}"
 
 
+_OTHER_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"),
+               (b"\xfe\xff", "UTF-16"), (b"\xff\xfe", "UTF-16"))
+
+
 def decode_utf8(data: bytes, name: str, *, what: str = "YAML") -> str:
     """Strict UTF-8 (a BOM is accepted); NUL bytes mean a binary file. One-line errors."""
+    for bom, enc in _OTHER_BOMS:  # PowerShell's `>` writes UTF-16: say so, not "binary"
+        if data.startswith(bom):
+            raise GpuwizError(f"{printable(name)}: is {enc} text; gpuwiz reads UTF-8 (save the file as UTF-8)")
     if b"\x00" in data:
         raise GpuwizError(f"{printable(name)}: looks like a binary file, not {what}")
     try:
@@ -387,8 +441,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """
     p = Path(path)
     name = printable(str(path))
-    if p.is_symlink():  # a linked config (dotfiles): replace the file it points to, keep the link
-        p = Path(os.path.realpath(p))
+    try:
+        if p.is_symlink():  # a linked config (dotfiles): replace the file it points to, keep the link
+            p = Path(os.path.realpath(p))
+    except OSError as exc:  # a name over NAME_MAX / PATH_MAX: lstat raises (found by the TUI's Export)
+        raise GpuwizError(f"{name}: cannot save: {exc.strerror or exc}") from None
+    except ValueError:
+        raise GpuwizError(f"{name}: not a valid file name (contains a NUL character)") from None
     check_output_target(p)  # a FIFO, device node, socket or folder is never replaced
     parent = p.parent if str(p.parent) else Path(".")
     tmp_name: str | None = None

@@ -207,6 +207,18 @@ class GpuwizApp(App[None]):
         if self.use_command_palette and not any(isinstance(s, CommandPalette) for s in self.screen_stack):
             self.push_screen(SafeCommandPalette(id="--command-palette"))
 
+    def get_driver_class(self) -> Any:
+        """On Linux/macOS, Textual's driver with an input loop that survives bytes that are not UTF-8
+        and CSI numbers Textual's parser cannot take (see gpuwiz.tui.driver); TEXTUAL_DRIVER still wins."""
+        from textual import constants
+
+        base = super().get_driver_class()
+        if constants.DRIVER is None and base.__module__ == "textual.drivers.linux_driver":
+            from gpuwiz.tui.driver import SafeInputDriver
+
+            return SafeInputDriver
+        return base
+
     # ---- running ---------------------------------------------------------------------------------
     def run(self, *, headless: bool = False, inline: bool = False, inline_no_clear: bool = False,
             mouse: bool | None = None, size: tuple[int, int] | None = None, auto_pilot: Any = None,
@@ -975,18 +987,23 @@ def _fingerprint(path: str) -> str | None:
     """sha256 of the file's bytes (None when it cannot be read): "changed on disk since opened"."""
     import hashlib
 
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read(16 * 2**20)).hexdigest()
-    except OSError:
+    from gpuwiz.core.yamlio import read_file_bytes
+
+    try:  # the one safe reader: a config swapped for a FIFO since it was opened must not hang ctrl+s
+        return hashlib.sha256(read_file_bytes(path, max_bytes=16 * 2**20, what="config")).hexdigest()
+    except GpuwizError:
         return None
 
 
 def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
-    except OSError:
+    except (OSError, ValueError):
+        pass
+    try:  # a looping symlink makes resolve() raise RuntimeError (found by the hostile-path dialog test)
         return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 # full action names for the help screen, by binding id (the footer keeps its short labels)

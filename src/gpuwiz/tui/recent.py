@@ -17,11 +17,22 @@ MAX_RECENT = 8
 
 def recent_files(directory: Path) -> list[str]:
     """Paths that still exist as regular files, newest first."""
+    import stat
+
+    # The safe reader's rules (regular file only, opened without blocking, capped) written out here:
+    # the start screen shows this list before gpuwiz.core may be imported (tests/tui/test_startup.py).
     try:
-        with open(directory / RECENT_NAME, encoding="utf-8") as fh:
-            data = json.loads(fh.read(64 * 1024))
+        fd = os.open(directory / RECENT_NAME, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
         return []
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device planted in the state folder
+            return []
+        data = json.loads(os.read(fd, 64 * 1024))
+    except (OSError, ValueError, RecursionError):
+        return []
+    finally:
+        os.close(fd)
     if not isinstance(data, list):
         return []
     out: list[str] = []

@@ -19,6 +19,16 @@ from textual.widgets import Button, Input, Label, Static
 from gpuwiz.tui.dialogs.base import Dialog
 from gpuwiz.tui.plain import plain
 
+MAX_SHOWN = 300  # an error naming a 5,000-character path would push its reason off the dialog
+
+
+def shorten(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` cut in the middle when longer than ``limit`` (the reason at its end stays visible)."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return f"{text[:head]} … {text[len(text) - (limit - head - 3):]}"
+
 
 class PathDialog(Dialog[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="dialog-cancel")]
@@ -63,7 +73,7 @@ class PathDialog(Dialog[str | None]):
         ask = self._confirm_overwrite(path) if callable(self._confirm_overwrite) else self._confirm_overwrite
         if ask and os.path.lexists(path):
             if os.path.isdir(path):
-                err_box.update(plain(f"{path} is a folder; give a file name"))
+                err_box.update(plain(shorten(f"{path} is a folder; give a file name")))
                 return
             from gpuwiz.tui.dialogs.confirm import ChoiceDialog
 
@@ -83,7 +93,7 @@ class PathDialog(Dialog[str | None]):
         if self._action is not None:
             error = self._action(path)
             if error:
-                self.query_one("#path-error", Static).update(plain(error))
+                self.query_one("#path-error", Static).update(plain(shorten(error)))
                 return
         self.dismiss(path)
 
