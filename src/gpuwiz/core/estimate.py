@@ -83,6 +83,7 @@ from gpuwiz.core.parallel import (
     ckpt_options,
     memory_table,
     shape_problem,
+    vp_for,
 )
 from gpuwiz.core.ranges import RangeTable, around, bundled_ranges, group_keys, range_for
 from gpuwiz.core.schedule import WorkShape
@@ -618,28 +619,61 @@ def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choi
     mp_ups = 0.0
     ep_best: Choice | None = first if first.shape.ep > 1 else None
     ep_ups = best_ups if ep_best is not None else 0.0
-    for row in table:
-        sh = row[0]
-        if sh.offload != "none" or not sh.model_parallel:
-            continue
-        c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_budget)
-        if not c.fits:
-            continue
-        m = -(-ctx.global_batch // (c.mb * max(1, c.dp // sh.cp)))
-        if sh.pp > 1 and (m < sh.pp or (sh.vp > 1 and m % sh.pp)):
-            continue  # fewer micro-batches than pipeline stages: most of the pipeline would idle (1F1B needs m >= p)
-        ups = _step_units_per_s(ctx, g, gf, c, count, gpn, nodes)
-        if ups > mp_ups:
-            mp_best, mp_ups = c, ups
-        if sh.ep > 1 and ups > ep_ups * (1.0 + FASTEST_MARGIN):
-            ep_best, ep_ups = c, ups
-        if ups > best_ups * (1.0 + FASTEST_MARGIN):
-            best, best_ups = c, ups
-    if prefer_ep and ep_best is not None:
-        return ep_best
+    # EP layouts are timed only where they are preferred (the time model does not credit EP with the
+    # expert all-gathers it saves, so elsewhere they never win on time: skipping them keeps the search
+    # fast); preferred, they are timed first and the other layouts only if none fits
+    passes = ((True,), (False,)) if prefer_ep else ((False,),)
+    for (ep_pass,) in passes:
+        for row in table:
+            sh = row[0]
+            if sh.offload != "none" or not sh.model_parallel or (sh.ep > 1) != ep_pass:
+                continue
+            c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_budget)
+            if not c.fits:
+                continue
+            m = -(-ctx.global_batch // (c.mb * max(1, c.dp // sh.cp)))
+            if sh.pp > 1 and (m < sh.pp or (sh.vp > 1 and m % sh.pp)):
+                continue  # fewer micro-batches than stages: most of the pipeline would idle (1F1B needs m >= p)
+            if sh.pp > 1 and sh.vp == 1 and ctx.pinned.vp is None and not ctx.pinned.any_layout:
+                c = _interleave(ctx, g, gf, c, budget, count, gpn, nodes)  # each pipeline at its best schedule
+            ups = _step_units_per_s(ctx, g, gf, c, count, gpn, nodes)
+            if ups > mp_ups:
+                mp_best, mp_ups = c, ups
+            if sh.ep > 1 and ups > ep_ups * (1.0 + FASTEST_MARGIN):
+                ep_best, ep_ups = c, ups
+            if ups > best_ups * (1.0 + FASTEST_MARGIN):
+                best, best_ups = c, ups
+        if prefer_ep and ep_best is not None:
+            return ep_best
     if prefer_mp and mp_best is not None:
         return mp_best
     return best
+
+
+def _interleave(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, budget: float, count: int, gpn: int,
+                nodes: int) -> Choice:
+    """The chosen pipeline with interleaved 1F1B (``vp`` virtual stages per rank) where that is allowed and
+    pays: the layers split into pp·vp chunks of ≥ 2 layers, the micro-batches per step are a multiple of pp
+    (Megatron-LM's rule), the stack runs it, it fits (the micro-batch re-solved for the extra in-flight
+    activations) and the step -- bubble / vp against the vp-fold pipeline traffic -- is faster."""
+    s = ch.shape
+    v = vp_for(ctx.model.layers or 1, s.pp)
+    if v <= 1:
+        return ch
+    sv = dc_replace(s, vp=v)
+    want = ctx.stack_override or ctx.req.training.stack
+    if want != "auto" and want in ctx.stacks and not ctx.stacks[want].supports(
+            tp=sv.tp, pp=sv.pp, cp=sv.cp, ep=sv.ep, vp=v, zero=sv.zero, offload=sv.offload,
+            method=ctx.req.training.method, vendor=g.vendor):
+        return ch
+    row = memory_table(ctx.mc, [sv], count, (ch.ckpt,))[0]
+    c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch)
+    m = -(-ctx.global_batch // (c.mb * max(1, c.dp // s.cp)))
+    if not c.fits or m < s.pp or m % s.pp:
+        return ch
+    if _step_units_per_s(ctx, g, gf, c, count, gpn, nodes) > _step_units_per_s(ctx, g, gf, ch, count, gpn, nodes):
+        return c
+    return ch
 
 
 def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> QuickResult:
@@ -713,6 +747,10 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
             ch = _fastest(ctx, g, gf, table, ch, budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
                           else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large,
                           prefer_ep=moe_ep)
+    s = ch.shape
+    if ch.fits and s.pp > 1 and s.vp == 1 and ctx.pinned.vp is None and not ctx.pinned.any_layout \
+            and model.is_token_model:
+        ch = _interleave(ctx, g, gf, ch, usable * GIB / ctx.mem_scale, count, gpn, nodes)
     s = ch.shape
     if s.pp > 1 and ctx.pinned.micro_batch is None:
         # keep at least as many micro-batches per step as pipeline stages: a smaller micro-batch only

@@ -16,8 +16,9 @@ Issue 11 adds the other dimensions, each only where a practitioner would use it:
   ZeRO layouts and combined with TP and PP;
 * expert parallel (EP) for mixture-of-experts models on ZeRO-0/1 and TP/PP layouts (Megatron-Core /
   DeepSpeed-MoE; never with ZeRO-3): EP divides the experts and the data-parallel ranks;
-* interleaved 1F1B (``vp`` virtual stages per rank) as a variant of each pipeline layout, when the
-  layers split into pp·vp chunks of at least two layers.
+* interleaved 1F1B (``vp`` virtual stages per rank, ``vp_for``) is decided after the layout: where the
+  layers split into pp·vp chunks of at least two layers, the micro-batches per step are a multiple of
+  pp, it fits and it is faster (``core.estimate``), the chosen pipeline runs interleaved.
 
 TP never leaves a node (``shape_problem``); the time-based choice in ``core.estimate`` skips pipelines
 with fewer micro-batches than stages.
@@ -40,6 +41,7 @@ from gpuwiz.core.models import Checkpointing, Offload
 CP_MIN_SEQ = 32_768  # shortest sequence the planner splits with context parallelism
 CP_MIN_TOKENS = 8_192  # tokens each CP rank keeps at least (Llama 3 405B: 131,072 / CP 16)
 EP_MAX = 64  # widest expert-parallel group the planner proposes (DeepSeek-V3: EP 64)
+EP_MIN_GPUS = 16  # below this many GPUs MoE runs without EP unless configured (FSDP / ZeRO fine-tuning recipes)
 VP_OPTIONS = (4, 2)  # virtual stages per rank tried for interleaved 1F1B, largest first
 VP_MIN_LAYERS = 2  # layers per virtual stage at least
 
@@ -134,7 +136,7 @@ def candidate_shapes(
 ) -> list[Shape]:
     """Layouts in order of simplicity (see module docstring), filtered by pinned values."""
     shapes: list[Shape] = [Shape(0, 1, 1, "none")]
-    moe = is_token and experts > 1
+    moe = is_token and experts > 1 and count >= EP_MIN_GPUS
     cps = cp_options(count, seq) if is_token and count > 1 else []
 
     def with_ep(zero: int, tp: int, pp: int, cp: int = 1, vp: int = 1) -> list[Shape]:
@@ -168,11 +170,8 @@ def candidate_shapes(
             if (count // tp_fill) % pp == 0:
                 dp = count // (tp_fill * pp)
                 z = 1 if dp > 1 else 0
-                vp = vp_for(layers, pp)
                 for cp in [1] + [c for c in cps if dp % c == 0]:
                     shapes += with_ep(z, tp_fill, pp, cp)
-                    if vp > 1:
-                        shapes += with_ep(z, tp_fill, pp, cp, vp)
     if count > 1:
         shapes += [Shape(3, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
     else:
