@@ -125,9 +125,10 @@ def test_a_longer_sequence_never_lowers_activation_memory(cat, preset, s1, s2, c
 
 
 @settings(max_examples=30, deadline=None)
-@given(preset=st.sampled_from(PRESETS), n1=st.sampled_from([1, 2, 8, 16, 64, 256, 1024]),
-       n2=st.sampled_from([1, 2, 8, 16, 64, 256, 1024]), method=st.sampled_from(["full", "lora"]))
+@given(preset=st.sampled_from(PRESETS), n1=st.sampled_from([2, 8, 16, 64, 256, 1024]),
+       n2=st.sampled_from([2, 8, 16, 64, 256, 1024]), method=st.sampled_from(["full", "lora"]))
 def test_more_fsdp_shards_never_raise_per_gpu_memory(cat, preset, n1, n2, method):
+    # from 2 GPUs on (one GPU has no NCCL communicator or comm buckets, so 1 -> 2 may add a little)
     lo, hi = sorted((n1, n2))
     r = req(model={"preset": preset, "seq_len": 2048},
             training={"method": method, "micro_batch": 1, "activation_checkpointing": "full",

@@ -165,7 +165,7 @@ class Context:
     calib_notes: list[str] = field(default_factory=list)
     _shape_cache: dict[tuple[int, ...], tuple[list[Shape], list[Row]]] = field(default_factory=dict)
     _host_cache: dict[tuple[str, int], float] = field(default_factory=dict)
-    _mem_cache: dict[tuple[int, Shape, str, int, bool], tuple[MemParts, str]] = field(default_factory=dict)
+    _mem_cache: dict[tuple[int, Shape, str, int, int], tuple[MemParts, str]] = field(default_factory=dict)
     _row_cache: dict[tuple[int, Shape], Row] = field(default_factory=dict)
     _gpu_cache: dict[tuple[str, int], GpuFactors] = field(default_factory=dict)
     _mb_cap_fn: Callable[[int], int] = field(init=False, repr=False)
@@ -764,7 +764,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     if s.pp > 1 and ga < s.pp:
         notes.append(f"pipeline: {ga} micro-batch(es) per step for {s.pp} stages -- most of the pipeline idles; "
                      "raise training.global_batch or lower the micro-batch")
-    mkey = (count, s, ch.ckpt, ch.mb, ga <= 1)
+    mkey = (count, s, ch.ckpt, ch.mb, ga if s.pp > 1 else int(ga <= 1))  # a pipeline's in-flight count needs ga
     hit = ctx._mem_cache.get(mkey)
     if hit is None:
         mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt, ga, cp=s.cp, ep=s.ep,
