@@ -125,9 +125,12 @@ def test_offload_moves_states_to_host(cat):
 def test_pipeline_holds_all_layers_of_activations_on_stage0(cat):
     r = req(model={"preset": "llama-2-7b"}, training={"micro_batch": 1, "activation_checkpointing": "selective"})
     ctx = prepare(r, cat)
-    a1 = plan_memory(ctx.mc, 8, 8, 1, 1, 0, "none", 1, "selective").activations
-    a4 = plan_memory(ctx.mc, 8, 2, 1, 4, 0, "none", 1, "selective").activations
+    a1 = plan_memory(ctx.mc, 8, 8, 1, 1, 0, "none", 1, "selective", ga=8).activations
+    a4 = plan_memory(ctx.mc, 8, 2, 1, 4, 0, "none", 1, "selective", ga=8).activations
     assert a4 == pytest.approx(a1 - ctx.mc.act_head, rel=0.05)  # 1F1B: p micro-batches of L/p layers
+    # fewer micro-batches per step than stages: only those are in flight (2 of 4 -> half the layers' worth)
+    a4_2 = plan_memory(ctx.mc, 8, 2, 1, 4, 0, "none", 1, "selective", ga=2).activations
+    assert a4_2 == pytest.approx((a1 - ctx.mc.act_head) / 2, rel=0.05)
     t4 = plan_memory(ctx.mc, 8, 2, 4, 1, 0, "none", 1, "selective").activations
     assert t4 == pytest.approx(a1 / 4, rel=1e-6)
 

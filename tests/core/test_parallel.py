@@ -6,7 +6,7 @@ import pytest
 
 from gpuwiz.core.catalog import load_catalog
 from gpuwiz.core.estimate import estimate
-from gpuwiz.core.models import Requirements
+from gpuwiz.core.models import ParallelSpec, Requirements
 from gpuwiz.core.parallel import Pinned, Shape, candidate_shapes
 
 
@@ -126,10 +126,27 @@ def test_extra_dimensions_that_cannot_run_are_problems_in_words():
 def test_interleaved_pipeline_shrinks_the_bubble():
     cat = load_catalog()
     base = {"zero_stage": 1, "tp": 2, "pp": 4}
-    plain = estimate(_llama(base), cat, "h100-sxm", 16)
+    plain = estimate(_llama({**base, "vp": 1}), cat, "h100-sxm", 16)
     inter = estimate(_llama({**base, "vp": 2}), cat, "h100-sxm", 16)
-    assert inter.plan.vp == 2 and inter.feasible
+    assert inter.plan.vp == 2 and inter.feasible and plain.plan.vp == 1
     assert inter.time.wall_hours < plain.time.wall_hours
+    # a configured layout with vp left open keeps plain 1F1B (a published layout without vp ran that way)
+    assert estimate(_llama(base), cat, "h100-sxm", 16).plan.vp == 1
+
+
+def test_planner_interleaves_its_own_pipelines_where_it_pays():
+    cat = load_catalog()
+    gpt3 = {"layers": 96, "hidden": 12288, "heads": 96, "vocab": 51200, "seq_len": 2048, "mlp": "gelu",
+            "norm": "layer", "bias": True}
+    r = Requirements.model_validate({"model": gpt3, "training": {"method": "pretrain", "global_batch": 1536},
+                                     "data": {"tokens": 3e11}})
+    e = estimate(r, cat, "a100-80gb-sxm", 1024)
+    p = e.plan
+    assert e.feasible and p.pp > 1 and p.vp > 1
+    assert 96 % (p.pp * p.vp) == 0 and p.grad_accum % p.pp == 0  # Megatron-LM's rule for interleaving
+    r1 = r.model_copy(update={"training": r.training.model_copy(update={"parallel": ParallelSpec(
+        tp=p.tp, pp=p.pp, zero_stage=p.zero_stage, vp=1)})})
+    assert estimate(r1, cat, "a100-80gb-sxm", 1024).time.wall_hours > e.time.wall_hours
 
 
 def test_stack_that_cannot_run_the_layout_is_a_problem():

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import NamedTuple
 
-from gpuwiz.core.arch import block_params, fmt_params, largest_layer_params, lora_params, resolve_model
+from gpuwiz.core.arch import GATED_MLPS, block_params, fmt_params, largest_layer_params, lora_params, resolve_model
 from gpuwiz.core.catalog import GPU, Catalog, did_you_mean
 from gpuwiz.core.compute import (
     EFF,
@@ -83,6 +83,7 @@ from gpuwiz.core.parallel import (
     ckpt_options,
     memory_table,
     shape_problem,
+    vp_for,
 )
 from gpuwiz.core.ranges import RangeTable, around, bundled_ranges, group_keys, range_for
 from gpuwiz.core.schedule import WorkShape
@@ -165,7 +166,7 @@ class Context:
     calib_notes: list[str] = field(default_factory=list)
     _shape_cache: dict[tuple[int, ...], tuple[list[Shape], list[Row]]] = field(default_factory=dict)
     _host_cache: dict[tuple[str, int], float] = field(default_factory=dict)
-    _mem_cache: dict[tuple[int, Shape, str, int, bool], tuple[MemParts, str]] = field(default_factory=dict)
+    _mem_cache: dict[tuple[int, Shape, str, int, int], tuple[MemParts, str]] = field(default_factory=dict)
     _row_cache: dict[tuple[int, Shape], Row] = field(default_factory=dict)
     _gpu_cache: dict[tuple[str, int], GpuFactors] = field(default_factory=dict)
     _mb_cap_fn: Callable[[int], int] = field(init=False, repr=False)
@@ -178,7 +179,8 @@ class Context:
     stack_override: str | None = None  # estimate_from's stack alternatives: this stack instead of the configured one
     _rel_cache: dict[tuple[str, Shape, str], dict[str, RelSpeed]] = field(default_factory=dict)
     _stack_cache: dict[tuple[str, Shape, str], tuple[StackEntry | None, str]] = field(default_factory=dict)
-    _relspeed: dict[tuple[str, str, str], RelSpeed] = field(default_factory=dict)
+    _relspeed: dict[tuple[str, str, str, int, int, int], RelSpeed] = field(default_factory=dict)
+    _cc_cache: dict[int, ComputeConsts] = field(default_factory=dict)  # by expert-parallel degree (_cc_for)
 
     def __post_init__(self) -> None:
         self._mb_cap_fn = lambda dp: _mb_cap(self, dp)
@@ -203,7 +205,7 @@ def prepare(
     p_tr = p_adapter if lora else model.params_total
     mc = memory_consts(model, tr.method, tr.precision, tr.optimizer, tr.flash_attention, tr.lora_rank, seq, res,
                        p_adapter, largest_layer_params(model), mem_params, tr.pure_bf16, tr.chunked_loss,
-                       tr.activation_offload)
+                       tr.activation_offload, _fp8_recipe(catalog, tr.stack))
 
     if model.is_token_model:
         L, h = model.layers or 1, model.hidden or 1
@@ -268,6 +270,7 @@ def prepare(
     pinned = Pinned(
         zero=par.zero_stage if par else None, tp=par.tp if par else None, pp=par.pp if par else None,
         offload=par.offload if par else None, micro_batch=tr.micro_batch, ckpt=tr.activation_checkpointing,
+        cp=par.cp if par else None, ep=par.ep if par else None, vp=par.vp if par else None,
     )
     good = DEFAULT_GOODPUT
     try:
@@ -289,6 +292,14 @@ def prepare(
     return ctx
 
 
+def _fp8_recipe(catalog: Catalog, stack: str) -> str:
+    """The FP8 recipe whose memory habits the memory model assumes: the configured stack's; with ``auto``
+    Transformer Engine (Megatron-Core, the stack ``auto`` picks for FP8 model-parallel plans; the larger
+    memory of the two recipes)."""
+    st = catalog.stack_map.get(stack) if stack != "auto" else None
+    return st.fp8 if st is not None else "transformer-engine"
+
+
 def _cnn_bytes(model: ResolvedModel, precision: str, res: int | None, eff: EfficiencyParams) -> float:
     """HBM bytes per sample of a CNN's memory-bound layers (compute.EfficiencyParams.cnn_activation_passes)."""
     if model.is_token_model or model.family != "cnn" or not model.act_gib_per_sample:
@@ -300,15 +311,27 @@ def _cnn_bytes(model: ResolvedModel, precision: str, res: int | None, eff: Effic
 
 def _work_shape(model: ResolvedModel, method: str, rank: int, precision: str, flash: bool,
                 seq: int) -> WorkShape | None:
-    """The model as operators for core.schedule (token models with a known shape; None otherwise)."""
+    """The model as operators for core.schedule (token models with a known shape; None otherwise).
+
+    MoE: the expert GEMMs run at one routed expert's width (``moe_ffn``); the shared experts, which every
+    token visits, count as that many more experts per token (``top_k`` + shared width / expert width:
+    DeepSeek-V3 8 + 1 = 9); dense first layers are folded into the per-layer parameters only (DeepSeek-V3:
+    3 of 61 layers, whose 18,432-wide MLP equals 9 experts of 2,048)."""
     if not (model.is_token_model and model.layers and model.hidden and model.heads):
         return None
     h, heads = int(model.hidden), int(model.heads)
     blk, _ = block_params(model)
+    experts = int(model.experts or 1)
+    moe = experts > 1 and model.moe_layers > 0
+    ffn = int(model.moe_ffn or model.ffn or 4 * h) if moe else int(model.ffn or 4 * h)
+    top_k = min(int(model.top_k or 2), experts) if moe else 1
+    if moe and model.shared_experts:
+        shared_w = model.shared_experts * (model.shared_expert_ffn or ffn)
+        top_k += max(1, round(shared_w / ffn))
     return WorkShape(
         layers=int(model.layers), hidden=h, heads=heads, kv_heads=int(model.kv_heads or heads),
-        head_dim=int(model.head_dim or h // heads), ffn=int(model.ffn or 4 * h), swiglu=model.mlp == "swiglu",
-        vocab=int(model.vocab or 32000), seq=seq, experts=int(model.experts or 1), top_k=int(model.top_k or 1),
+        head_dim=int(model.head_dim or h // heads), ffn=ffn, swiglu=model.mlp in GATED_MLPS,
+        vocab=int(model.vocab or 32000), seq=seq, experts=experts if moe else 1, top_k=top_k,
         params_per_layer=float(blk), frozen=method in ("lora", "qlora"),
         lora_rank=rank if method in ("lora", "qlora") else 0,
         qlora=method == "qlora", act_bytes=4.0 if precision in ("fp32", "tf32") else 2.0, flash_requested=flash,
@@ -335,7 +358,7 @@ def _auto(ctx: Context, **plan: object) -> StackEntry | None:
 def _pick_stack(ctx: Context, g: GPU, s: Shape) -> tuple[StackEntry | None, str]:
     want = ctx.stack_override or ctx.req.training.stack
     fp8 = ctx.req.training.precision == "fp8"
-    plan = dict(tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero, offload=s.offload,
+    plan = dict(tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep, vp=s.vp, zero=s.zero, offload=s.offload,
                 method=ctx.req.training.method, vendor=g.vendor)
     if want != "auto":
         st = ctx.stacks.get(want)
@@ -343,7 +366,7 @@ def _pick_stack(ctx: Context, g: GPU, s: Shape) -> tuple[StackEntry | None, str]
     st = _auto(ctx, fp8=fp8, **plan)
     if st is None and fp8:
         st = _auto(ctx, fp8=False, **plan)
-    why = "auto: the simplest stack that runs " + ("this layout" if (s.tp, s.pp, ctx.cp, ctx.ep) == (1, 1, 1, 1)
+    why = "auto: the simplest stack that runs " + ("this layout" if (s.tp, s.pp, s.cp, s.ep) == (1, 1, 1, 1)
                                                    else "TP/PP/CP/EP") + (" with an FP8 recipe" if fp8 else "")
     return st, why
 
@@ -371,14 +394,14 @@ def _op_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
 
 def _rel_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
     st, _ = _stack_for(ctx, g, s)
-    ref_st = _auto(ctx, fp8=False, tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero, offload=s.offload,
+    ref_st = _auto(ctx, fp8=False, tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep, vp=s.vp, zero=s.zero, offload=s.offload,
                    method=ctx.req.training.method, vendor=g.vendor) or st
     if st is None or ref_st is None:
         return {}
-    key = (g.id, st.id, ref_st.id)
+    key = (g.id, st.id, ref_st.id, s.cp, s.ep, s.vp)
     rel = ctx._relspeed.get(key)
     if rel is None:
-        rel = ctx._relspeed[key] = _relspeed(ctx, g, st, ref_st)
+        rel = ctx._relspeed[key] = _relspeed(ctx, g, st, ref_st, s)
     return {"rel": rel}
 
 
@@ -390,7 +413,7 @@ def _op_memo(ctx: Context) -> dict[tuple[object, ...], float]:
     return memo[key]  # type: ignore[no-any-return]
 
 
-def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry) -> RelSpeed:
+def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape) -> RelSpeed:
     prec = ctx.req.training.precision
     fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
     entry = ctx.perf.get(arch_key(g.architecture))
@@ -403,31 +426,34 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry) -> RelSp
                     # reference GPU itself then still moves that GPU's estimate
                     ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
                     ref_stack=ref_st,
-                    peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=ctx.cp, ep=ctx.ep,
-                    vp=ctx.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
+                    peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=s.cp, ep=s.ep,
+                    vp=s.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
 
 
 def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[str]:
     """Why a configured cp / ep / vp cannot run this layout, in words (training.parallel.cp/ep/vp)."""
     out: list[str] = []
     m = ctx.model
-    if ctx.cp > 1:
-        if count % (s.tp * s.pp * ctx.cp):
-            out.append(f"training.parallel.cp: {count} GPUs do not split into TP {s.tp} × PP {s.pp} × CP {ctx.cp} "
+    if s.cp > 1:
+        if count % (s.tp * s.pp * s.cp):
+            out.append(f"training.parallel.cp: {count} GPUs do not split into TP {s.tp} × PP {s.pp} × CP {s.cp} "
                        "groups")
-        if ctx.seq % (2 * ctx.cp):
-            out.append(f"training.parallel.cp: sequence length {ctx.seq} is not a multiple of 2 × cp = {2 * ctx.cp} "
+        if ctx.seq % (2 * s.cp):
+            out.append(f"training.parallel.cp: sequence length {ctx.seq} is not a multiple of 2 × cp = {2 * s.cp} "
                        "(ring attention splits each sequence into 2·cp chunks)")
-    if ctx.ep > 1:
+    if s.ep > 1:
         if not m.experts or m.experts < 2:
             out.append("training.parallel.ep: expert parallelism needs a mixture-of-experts model (model.experts)")
-        elif m.experts % ctx.ep:
-            out.append(f"training.parallel.ep: {m.experts} experts do not split evenly over ep = {ctx.ep}")
-    if ctx.vp > 1:
+        elif m.experts % s.ep:
+            out.append(f"training.parallel.ep: {m.experts} experts do not split evenly over ep = {s.ep}")
+        elif (count // (s.tp * s.pp)) % s.ep:
+            out.append(f"training.parallel.ep: ep = {s.ep} does not divide the {count // (s.tp * s.pp)} "
+                       "data-parallel ranks (expert parallelism is carved out of data parallelism)")
+    if s.vp > 1:
         if s.pp <= 1:
             out.append("training.parallel.vp: virtual pipeline stages need pipeline parallelism (pp > 1)")
-        elif (m.layers or 0) % (s.pp * ctx.vp):
-            out.append(f"training.parallel.vp: {m.layers} layers do not split into pp × vp = {s.pp * ctx.vp} stages")
+        elif (m.layers or 0) % (s.pp * s.vp):
+            out.append(f"training.parallel.vp: {m.layers} layers do not split into pp × vp = {s.pp * s.vp} stages")
     return out
 
 
@@ -557,20 +583,36 @@ FASTEST_MARGIN = 0.05
 TIGHT_HEADROOM = 0.05  # before CPU offload, the in-GPU plans are tried against this smaller headroom
 LARGE_SCALE_GPUS = 256  # at this scale and model size the planner prefers Megatron-style TP/PP plans
 LARGE_SCALE_PARAMS = 100e9  # a model-parallel plan must be this much faster to replace the simpler ZeRO-3 plan
+MOE_EP_GPUS = 64  # from this many GPUs a mixture-of-experts model runs expert-parallel where a layout fits
+
+
+def _cc_for(ctx: Context, s: Shape) -> ComputeConsts:
+    """The time model's constants for this layout: under expert parallelism each GPU holds and reduces the
+    gradients of only its 1/ep of the routed experts (plus the dense part), so the data-parallel gradient
+    volume the time model moves shrinks to ``dense + experts / ep`` (Megatron-Core: expert gradients are
+    reduced over the expert data-parallel group)."""
+    if s.ep <= 1 or ctx.mc.lora or not ctx.mc.p_expert:
+        return ctx.cc
+    hit = ctx._cc_cache.get(s.ep)
+    if hit is None:
+        tr = ctx.cc.p_trainable - ctx.mc.p_expert * (1.0 - 1.0 / s.ep)
+        hit = ctx._cc_cache[s.ep] = dc_replace(ctx.cc, p_trainable=tr)
+    return hit
 
 
 def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: int, gpn: int, nodes: int) -> float:
     core_gpu, peak, _, intra, inter = gf
     s = ch.shape
-    dpd = max(1, ch.dp // ctx.cp)
+    dpd = max(1, ch.dp // s.cp)
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
-    st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
+    st = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb,
+                   ga,
                    ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
     return ch.mb * ga * dpd / st.step_s if st.step_s > 0 else 0.0
 
 
 def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choice, budget: float, count: int, gpn: int,
-             nodes: int, host_budget: float, prefer_mp: bool = False) -> Choice:
+             nodes: int, host_budget: float, prefer_mp: bool = False, prefer_ep: bool = False) -> Choice:
     """At multi-node scale the simplest plan that fits (ZeRO-3 / FSDP) is often not what practitioners run:
     Megatron TP within the node + PP across nodes reaches ~45 % MFU on GPT-3 175B / 1024 A100 where FSDP's
     per-micro-batch all-gathers over the network do not (Narayanan et al. 2021). Among the model-parallel
@@ -579,29 +621,76 @@ def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choi
     ``prefer_mp`` (≥ ``LARGE_SCALE_GPUS`` GPUs and ≥ ``LARGE_SCALE_PARAMS`` parameters): the fastest
     TP/PP layout that fits wins outright -- every published run of that size used Megatron-style 3D
     parallelism (GPT-3 175B, MT-NLG 530B, Megatron 1T, Falcon-180B, OPT-175B), and the ZeRO-3 time model
-    misses the network contention of parameter all-gathers over hundreds of nodes."""
+    misses the network contention of parameter all-gathers over hundreds of nodes.
+
+    ``prefer_ep`` (a mixture of experts on ≥ ``MOE_EP_GPUS`` GPUs): the fastest expert-parallel layout
+    that fits wins outright -- published MoE runs at that scale all spread the experts (DeepSeek-V3: EP 64
+    over 2,048 H800; Megatron-Core / NeMo Mixtral and Qwen3-MoE recipes: EP 8 and up), and the time model
+    does not credit EP with the expert all-gathers it saves. CP, EP and interleaved (vp) layouts compete
+    like TP/PP ones; a pipeline needs at least as many micro-batches per step as stages (interleaved:
+    a multiple of them, Megatron-LM's rule)."""
     best, best_ups = first, _step_units_per_s(ctx, g, gf, first, count, gpn, nodes)
-    if prefer_mp and (first.shape.tp > 1 or first.shape.pp > 1):
+    if prefer_mp and first.shape.model_parallel:
         prefer_mp = False  # already model-parallel: plain fastest-of comparison
     mp_best: Choice | None = None
     mp_ups = 0.0
-    for row in table:
-        sh = row[0]
-        if sh.offload != "none" or (sh.tp == 1 and sh.pp == 1):
-            continue
-        c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_budget)
-        if not c.fits:
-            continue
-        if sh.pp > 1 and -(-ctx.global_batch // (c.mb * c.dp)) < sh.pp:
-            continue  # fewer micro-batches than pipeline stages: most of the pipeline would idle (1F1B needs m >= p)
-        ups = _step_units_per_s(ctx, g, gf, c, count, gpn, nodes)
-        if ups > mp_ups:
-            mp_best, mp_ups = c, ups
-        if ups > best_ups * (1.0 + FASTEST_MARGIN):
-            best, best_ups = c, ups
+    ep_best: Choice | None = first if first.shape.ep > 1 else None
+    ep_ups = best_ups if ep_best is not None else 0.0
+    # EP layouts are timed only where they are preferred (the time model does not credit EP with the
+    # expert all-gathers it saves, so elsewhere they never win on time: skipping them keeps the search
+    # fast); preferred, they are timed first and the other layouts only if none fits
+    passes = ((True,), (False,)) if prefer_ep else ((False,),)
+    for (ep_pass,) in passes:
+        for row in table:
+            sh = row[0]
+            if sh.offload != "none" or not sh.model_parallel or (sh.ep > 1) != ep_pass:
+                continue
+            c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_budget)
+            if not c.fits:
+                continue
+            m = -(-ctx.global_batch // (c.mb * max(1, c.dp // sh.cp)))
+            if sh.pp > 1 and (m < sh.pp or (sh.vp > 1 and m % sh.pp)):
+                continue  # fewer micro-batches than stages: most of the pipeline would idle (1F1B needs m >= p)
+            if sh.pp > 1 and sh.vp == 1 and ctx.pinned.vp is None and not ctx.pinned.any_layout:
+                c = _interleave(ctx, g, gf, c, budget, count, gpn, nodes)  # each pipeline at its best schedule
+            ups = _step_units_per_s(ctx, g, gf, c, count, gpn, nodes)
+            if ups > mp_ups:
+                mp_best, mp_ups = c, ups
+            if sh.ep > 1 and ups > ep_ups * (1.0 + FASTEST_MARGIN):
+                ep_best, ep_ups = c, ups
+            if ups > best_ups * (1.0 + FASTEST_MARGIN):
+                best, best_ups = c, ups
+        if prefer_ep and ep_best is not None:
+            return ep_best
     if prefer_mp and mp_best is not None:
         return mp_best
     return best
+
+
+def _interleave(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, budget: float, count: int, gpn: int,
+                nodes: int) -> Choice:
+    """The chosen pipeline with interleaved 1F1B (``vp`` virtual stages per rank) where that is allowed and
+    pays: the layers split into pp·vp chunks of ≥ 2 layers, the micro-batches per step are a multiple of pp
+    (Megatron-LM's rule), the stack runs it, it fits (the micro-batch re-solved for the extra in-flight
+    activations) and the step -- bubble / vp against the vp-fold pipeline traffic -- is faster."""
+    s = ch.shape
+    v = vp_for(ctx.model.layers or 1, s.pp)
+    if v <= 1:
+        return ch
+    sv = dc_replace(s, vp=v)
+    want = ctx.stack_override or ctx.req.training.stack
+    if want != "auto" and want in ctx.stacks and not ctx.stacks[want].supports(
+            tp=sv.tp, pp=sv.pp, cp=sv.cp, ep=sv.ep, vp=v, zero=sv.zero, offload=sv.offload,
+            method=ctx.req.training.method, vendor=g.vendor):
+        return ch
+    row = memory_table(ctx.mc, [sv], count, (ch.ckpt,))[0]
+    c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch)
+    m = -(-ctx.global_batch // (c.mb * max(1, c.dp // s.cp)))
+    if not c.fits or m < s.pp or m % s.pp:
+        return ch
+    if _step_units_per_s(ctx, g, gf, c, count, gpn, nodes) > _step_units_per_s(ctx, g, gf, ch, count, gpn, nodes):
+        return c
+    return ch
 
 
 def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> QuickResult:
@@ -621,7 +710,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     cached = ctx._shape_cache.get(key)
     if cached is None:
         shapes = candidate_shapes(count, gpn, nodes, nvlink_tp, model.is_token_model, model.heads or 1,
-                                  model.kv_heads or model.heads or 1, model.layers or 1, ctx.pinned)
+                                  model.kv_heads or model.heads or 1, model.layers or 1, ctx.pinned,
+                                  experts=int(model.experts or 1), seq=ctx.seq)
         cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache))
         ctx._shape_cache[key] = cached
     shapes, table = cached
@@ -629,8 +719,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     if want != "auto" and want in ctx.stacks:
         # a configured stack: only the layouts it runs (e.g. no TP/PP on plain PyTorch, one GPU on Unsloth)
         pin = ctx.stacks[want]
-        ok = [r for r in table if pin.supports(tp=r[0].tp, pp=r[0].pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=r[0].zero,
-                                             offload=r[0].offload, method=ctx.req.training.method,
+        ok = [r for r in table if pin.supports(tp=r[0].tp, pp=r[0].pp, cp=r[0].cp, ep=r[0].ep, vp=r[0].vp,
+                                             zero=r[0].zero, offload=r[0].offload, method=ctx.req.training.method,
                                              vendor=g.vendor)]
         if not ok:
             problems.append(f"training.stack: {pin.name} runs none of the layouts {count}× {g.name} needs "
@@ -669,22 +759,33 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     if (ch.fits and nodes > 1 and ch.shape.offload == "none" and not ctx.pinned.any_layout
             and model.is_token_model):
         large = count >= LARGE_SCALE_GPUS and model.params_total >= LARGE_SCALE_PARAMS
-        if large or ch.shape.zero >= 3:
+        moe_ep = (model.experts or 1) > 1 and count >= MOE_EP_GPUS and ctx.pinned.ep is None
+        if large or moe_ep or ch.shape.zero >= 3:
             ch = _fastest(ctx, g, gf, table, ch, budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
-                          else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large)
+                          else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large,
+                          prefer_ep=moe_ep)
     s = ch.shape
+    if ch.fits and s.pp > 1 and s.vp == 1 and ctx.pinned.vp is None and not ctx.pinned.any_layout \
+            and model.is_token_model:
+        ch = _interleave(ctx, g, gf, ch, usable * GIB / ctx.mem_scale, count, gpn, nodes)
+    s = ch.shape
+    if s.pp > 1 and ctx.pinned.micro_batch is None:
+        # keep at least as many micro-batches per step as pipeline stages: a smaller micro-batch only
+        # lowers the memory, a pipeline with idle stages is one no practitioner runs
+        rep = max(1, ch.dp // s.cp)
+        while ch.mb > 1 and -(-ctx.global_batch // (ch.mb * rep)) < s.pp:
+            ch = dc_replace(ch, mb=ch.mb // 2)
     problems += _extra_dim_problems(ctx, s, count)
-    dpd = max(1, ch.dp // ctx.cp)  # data-parallel replicas: a CP group shares each micro-batch's sequences
+    dpd = max(1, ch.dp // s.cp)  # data-parallel replicas: a CP group shares each micro-batch's sequences
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
     if s.pp > 1 and ga < s.pp:
         notes.append(f"pipeline: {ga} micro-batch(es) per step for {s.pp} stages -- most of the pipeline idles; "
                      "raise training.global_batch or lower the micro-batch")
-    mkey = (count, s, ch.ckpt, ch.mb, ga <= 1)
+    mkey = (count, s, ch.ckpt, ch.mb, ga if s.pp > 1 else int(ga <= 1))  # a pipeline's in-flight count needs ga
     hit = ctx._mem_cache.get(mkey)
     if hit is None:
-        mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt, ga)
-        if ctx.cp > 1:  # each GPU of a CP group holds 1/cp of every sequence's activations
-            mem = dc_replace(mem, activations=mem.activations / ctx.cp)
+        mem = plan_memory(ctx.mc, count, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ch.ckpt, ga, cp=s.cp, ep=s.ep,
+                          vp=s.vp)
         plan_s = f"{s.framework(count)}, mb {ch.mb}, ckpt {ch.ckpt}"
         ctx._mem_cache[mkey] = (mem, plan_s)
     else:
@@ -714,7 +815,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     core_gpu, peak, pnote, intra, inter = gf
     if pnote:
         notes.append(pnote)
-    st = step_time(ctx.cc, g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
+    st = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
                    ch.mb, ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
     units_step = ch.mb * ga * dpd * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
@@ -796,12 +897,12 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     plan = Plan(
         gpus=d.count, gpus_per_node=d.gpn, nodes=d.nodes, dp=ch.dp, tp=s.tp, pp=s.pp, zero_stage=s.zero,
         offload=s.offload, micro_batch=ch.mb, grad_accum=d.ga, activation_checkpointing=ch.ckpt,
-        framework=s.framework(d.count), stack=_stack_name(ctx, g, s), cp=ctx.cp, ep=ctx.ep, vp=ctx.vp,
+        framework=s.framework(d.count), stack=_stack_name(ctx, g, s), cp=s.cp, ep=s.ep, vp=s.vp,
     )
     thr = Throughput(
         tokens_per_s_per_gpu=q.tokens_per_s_per_gpu, samples_per_s_per_gpu=q.samples_per_s_per_gpu, mfu=q.mfu,
         peak_tflops=d.peak_tflops, achieved_tflops=q.mfu * d.peak_tflops,
-        step_time_s=(ch.mb * d.ga * max(1, ch.dp // ctx.cp) * ctx.cc.units_per_sample)
+        step_time_s=(ch.mb * d.ga * max(1, ch.dp // s.cp) * ctx.cc.units_per_sample)
         / (d.units_per_s_per_gpu * d.count) if d.units_per_s_per_gpu > 0 else None,
         range=rg.throughput,
     )
@@ -846,11 +947,11 @@ def _stack_alternatives(ctx: Context, q: QuickResult) -> list[StackAlternative]:
     saved = ctx.stack_override
     try:
         for sid, st in ctx.stacks.items():
-            if sid == current or not st.supports(tp=s.tp, pp=s.pp, cp=ctx.cp, ep=ctx.ep, vp=ctx.vp, zero=s.zero,
+            if sid == current or not st.supports(tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep, vp=s.vp, zero=s.zero,
                                                  offload=s.offload, method=ctx.req.training.method, vendor=g.vendor):
                 continue
             ctx.stack_override = sid
-            alt = step_time(ctx.cc, g, core_gpu, peak, d.count, d.gpn, d.nodes, ch.dp, s.tp, s.pp, s.zero,
+            alt = step_time(_cc_for(ctx, s), g, core_gpu, peak, d.count, d.gpn, d.nodes, ch.dp, s.tp, s.pp, s.zero,
                             s.offload, ch.mb, d.ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
             if alt.step_s <= 0:
                 continue

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuwiz.core.arch import count_params
 from gpuwiz.core.units import GIB
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ class MemoryParams:
     # width: 2 x 2 B = 4 B x largest layer for 16-bit weights (DeepSpeed estimate_zero3_model_states_mem_needs:
     # 4·largest_layer); NF4 bases (QLoRA) gather 2 x 0.52 B (FSDP all-gathers the quantised storage)
     zero3_gather_layers: float = 2.0
+    # ZeRO-3 / FSDP unsharded gradients: the layer whose backward just ran waits for its reduce-scatter
+    # (PyTorch FSDP2 frees the unsharded gradient after the reduce-scatter) -- one layer at the gradient width
+    zero3_grad_layers: float = 1.0
     # Layers whose checkpointed inputs stay on the GPU with activation offloading (current + prefetched)
     act_offload_layers_on_gpu: float = 2.0
     # Allocator fragmentation allowance on states + activations (ZeRO paper §3 reports OOM with up to 30 %
@@ -111,26 +115,113 @@ def model_state_bytes_per_gpu(
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class LayerShape:
+    """One transformer layer as the operators whose outputs autograd keeps (token models).
+
+    ``q_dim``/``kv_dim``/``v_dim``/``o_dim``: widths of the stored query, key, value and attention-output
+    tensors per token (GQA/MQA: ``kv_dim = kv_heads·head_dim``; MLA: the decompressed per-head widths).
+    ``dropout``: the model trains with dropout (GPT-2/BERT-era LayerNorm models: one 1-byte mask per
+    dropout; Llama-style RMSNorm decoders have none). MoE layers: ``experts`` routed experts of width
+    ``moe_ffn``, ``top_k`` per token, ``shared_ffn`` = the summed width of the always-active shared experts.
+    """
+
+    hidden: int
+    heads: int
+    ffn: int
+    gated: bool  # SwiGLU / GeGLU (gate, up, down) vs GELU (fc1, fc2)
+    q_dim: int = 0  # 0: hidden
+    kv_dim: int = 0  # 0: hidden (multi-head attention)
+    v_dim: int = 0  # 0: kv_dim
+    o_dim: int = 0  # 0: q_dim
+    dropout: bool = True
+    experts: int = 1
+    top_k: int = 1
+    moe_ffn: int = 0
+    shared_ffn: int = 0
+
+
+def mlp_activation_bytes(seq: int, hidden: int, width: int, gated: bool) -> float:
+    """Stored activations of one MLP (or one expert's share) for ``seq`` tokens, 16-bit, without its input.
+
+    GELU: the fc1 output (GELU input) and the GELU output (fc2 input), ``2·s·f`` each = ``4·s·f``
+    (Korthikanti et al. 2022 §4.1: 16·s·b·h at f = 4h). Gated: gate and up outputs, the activation
+    output and the product (down-projection input) = ``8·s·f`` (Ultra-Scale Playbook memory widget)."""
+    return (8.0 if gated else 4.0) * seq * width
+
+
+def layer_activation_parts(seq: int, ls: LayerShape, flash: bool, moe: bool = False) -> dict[str, float]:
+    """Activation bytes of one layer for ONE sequence (b = 1), 16-bit, no recompute, by operator.
+
+    Korthikanti et al. 2022 §4.1 (``34·s·h + 5·a·s²`` for GPT with f = 4h), split by operator so every
+    family gets its own terms:
+
+    * ``norm``: the inputs of the two norms, ``2·s·h`` each (LayerNorm and RMSNorm alike);
+    * ``attention``: the QKV-projection input ``2·s·h``, Q, K and V at their own widths (GQA/MQA keep
+      K and V at ``kv_heads·head_dim``), the output-projection input (a fused kernel's fp32 log-sum-exp,
+      ``4·s·a``, is under 0.1 % of the layer and left out); without FlashAttention the scores: softmax
+      output ``2·a·s²`` + dropout mask ``a·s²`` + dropout output ``2·a·s²`` (``2·a·s²`` without dropout);
+    * ``mlp`` (dense layers): its input ``2·s·h`` + ``mlp_activation_bytes``;
+    * ``moe`` (MoE layers): the router input ``2·s·h`` and fp32 logits + probabilities ``8·s·E``; per
+      routed token-expert pair the permuted input ``2·h``, the expert's activations and its output
+      ``2·h`` (kept for the weighted combine); the shared experts as a dense MLP over every token.
+      Only the ``top_k`` experts a token visits hold activations; EP moves them between GPUs but the
+      tokens per GPU stay the same on average;
+    * ``dropout``: the two 1-byte masks ``s·h`` each (attention output and MLP output).
+    """
+    s, h = float(seq), float(ls.hidden)
+    q = float(ls.q_dim or ls.hidden)
+    kv = float(ls.kv_dim or ls.hidden)
+    v = float(ls.v_dim or kv)
+    o = float(ls.o_dim or q)
+    attn = 2.0 * s * h + 2.0 * s * (q + kv + v) + 2.0 * s * o
+    if not flash:
+        attn += (5.0 if ls.dropout else 2.0) * ls.heads * s * s
+    parts = {"norm": 4.0 * s * h, "attention": attn, "dropout": 2.0 * s * h if ls.dropout else 0.0}
+    if moe and ls.experts > 1:
+        routed = ls.top_k * (4.0 * s * h + mlp_activation_bytes(seq, ls.hidden, ls.moe_ffn or ls.ffn, ls.gated))
+        shared = mlp_activation_bytes(seq, ls.hidden, ls.shared_ffn, ls.gated) if ls.shared_ffn else 0.0
+        parts["moe"] = 2.0 * s * h + 8.0 * s * ls.experts + routed + shared
+    else:
+        parts["mlp"] = 2.0 * s * h + mlp_activation_bytes(seq, ls.hidden, ls.ffn, ls.gated)
+    return parts
+
+
+# Per-operator terms that tensor parallelism without sequence parallelism leaves replicated on every rank
+# (Korthikanti et al. 2022 Table 2: 10·s·b·h = norms 4 + dropout masks 2 + QKV and MLP inputs 2 + 2)
+def _replicated_without_sp(seq: int, ls: LayerShape) -> float:
+    s, h = float(seq), float(ls.hidden)
+    return 4.0 * s * h + (2.0 * s * h if ls.dropout else 0.0) + 4.0 * s * h
+
+
 def layer_activation_bytes(
-    seq: int, hidden: int, heads: int, ffn: int, mlp: str, flash: bool, ckpt: str, tp: int = 1
+    seq: int, hidden: int, heads: int, ffn: int, mlp: str, flash: bool, ckpt: str, tp: int = 1, *,
+    shape: LayerShape | None = None, moe: bool = False, sp: bool = True, cp: int = 1,
 ) -> float:
     """Activation bytes of one transformer layer for ONE sequence (b = 1), 16-bit activations.
 
-    Korthikanti et al. 2022, Table 2: ``s·b·h·(34 + 5·a·s/h)`` without recompute; the ``5·a·s²·b``
-    attention-score term (scores, softmax, dropout mask) disappears with FlashAttention or selective
-    recompute; full recompute keeps only the layer input ``2·s·b·h``. The "34" assumes ffn = 4h; it is
-    generalised as ``18 + c·ffn/h`` (Megatron theoretical_memory_usage.py: 18 + 4·ffn/h) with c = 4
-    for a GELU MLP and c = 8 for SwiGLU (gate, up, SiLU output and product are stored: Ultra-Scale
-    Playbook memory widget). With tensor parallel + sequence parallel everything is divided by t.
+    The sum of ``layer_activation_parts`` (``shape``; default: multi-head attention, dropout, the
+    given MLP). For GPT (f = 4h, GELU) it is Korthikanti et al. 2022 Table 2: ``s·h·(34 + 5·a·s/h)``
+    without recompute; FlashAttention or selective recompute drop the ``5·a·s²`` score term; full
+    recompute keeps only the layer input ``2·s·h``. Tensor parallel with sequence parallel divides
+    everything by t; without SP the norms, dropout masks and the two block inputs stay whole
+    (``10 + 24/t``). Context parallel splits the sequence: s → s/cp (the score term becomes the local
+    queries against every key, ``a·(s/cp)·s``).
     """
-    s, h = float(seq), float(hidden)
+    ls = shape or LayerShape(hidden=hidden, heads=heads, ffn=ffn, gated=mlp in ("swiglu", "geglu"))
+    s_loc = seq / max(1, cp)
     if ckpt == "full":
-        return 2.0 * s * h / tp
-    c = 8.0 if mlp == "swiglu" else 4.0
-    per = s * h * (18.0 + c * ffn / h)
-    if ckpt == "none" and not flash:
-        per += 5.0 * heads * s * s
-    return per / tp
+        return 2.0 * s_loc * ls.hidden / (tp if sp else 1)
+    keep_scores = ckpt == "none" and not flash
+    # The s² score term is computed on the local chunk against every key: a·(s/cp)·s
+    parts = layer_activation_parts(seq, ls, flash=not keep_scores, moe=moe)
+    total = sum(parts.values()) / max(1, cp)
+    if tp <= 1:
+        return total
+    if sp:
+        return total / tp
+    rep = _replicated_without_sp(seq, ls) / max(1, cp)
+    return rep + (total - rep) / tp
 
 
 def head_activation_bytes(seq: int, hidden: int, vocab: int, tp: int = 1, chunked: bool = False) -> float:
@@ -171,13 +262,17 @@ class MemoryConsts:
     g_bytes: float
     o_bytes: float
     largest_layer: float
-    # Activation bytes per sample (sequence / image) at tp = 1, by checkpointing mode
-    act_layer: dict[str, float]  # one layer (token models)
-    act_work_full: float  # one layer's full working set, recomputed transiently (full recompute)
+    # Activation bytes per sample (sequence / image) at tp = cp = 1, by checkpointing mode
+    act_layer: dict[str, float]  # one layer, mean over the layers (token models; MoE and dense layers differ)
+    act_work_full: float  # the largest layer's full working set, recomputed transiently (full recompute)
     act_head: float  # logits + loss + embedding output
     act_lora_layer: float  # LoRA adapter intermediates per layer
     act_sample: dict[str, float]  # non-token models: whole-model activation bytes per sample
     params: MemoryParams = PARAMS
+    p_expert: float = 0.0  # routed-expert parameters of all MoE layers (sharded by EP)
+    layer_expert: float = 0.0  # routed-expert parameters of one MoE layer (the ZeRO-3 gather under EP)
+    fp8_weight_bytes: float = 0.0  # FP8 weight copies per local weight (recipe-dependent, 0 without FP8)
+    fp8_amax_bytes: float = 0.0  # FP8 scaling history, whole model
 
 
 @dataclass(slots=True)
@@ -194,48 +289,87 @@ class MemParts:
         return self.weights + self.gradients + self.optimizer + self.activations + self.overhead
 
 
-def _shard_params(mc: MemoryConsts, tp: int, pp: int) -> tuple[float, float]:
-    """(params, trainable params) held by the most loaded model-parallel rank before ZeRO sharding.
+def _shard_params(mc: MemoryConsts, tp: int, pp: int, ep: int = 1) -> tuple[float, float, float]:
+    """(non-expert params, routed-expert params, trainable params) on the most loaded model-parallel rank
+    before ZeRO sharding.
 
-    Megatron theoretical_memory_usage.py: blocks / pp + embedding (one table when pp > 1), all / t.
+    Megatron theoretical_memory_usage.py: blocks / pp + embedding (one table when pp > 1), all / t;
+    routed experts additionally / ep (Megatron-Core MoE: expert weights split over the expert-parallel
+    group, expert tensor parallel = TP by default).
     """
-    blocks = mc.p_total - mc.p_embedding
+    blocks = mc.p_total - mc.p_embedding - mc.p_expert
     emb = mc.p_embedding if pp == 1 else mc.p_embedding_one
-    p = (blocks / pp + emb) / tp
-    tr = mc.p_adapter / (tp * pp) if mc.lora else p
-    return p, tr
+    dense = (blocks / pp + emb) / tp
+    experts = mc.p_expert / (pp * tp * max(1, ep))
+    tr = mc.p_adapter / (tp * pp) if mc.lora else dense + experts
+    return dense, experts, tr
 
 
-def states(mc: MemoryConsts, dp: int, tp: int, pp: int, zero: int, offload: str) -> tuple[float, float, float, float]:
-    """(weights, gradients, optimizer, host bytes per GPU) for one plan; ZeRO table in §3.3."""
-    p, tr = _shard_params(mc, tp, pp)
-    w_div = dp if zero >= 3 else 1
-    g_div = dp if zero >= 2 else 1
-    o_div = dp if zero >= 1 else 1
+def states(
+    mc: MemoryConsts, dp: int, tp: int, pp: int, zero: int, offload: str, ep: int = 1,
+) -> tuple[float, float, float, float]:
+    """(weights, gradients, optimizer, host bytes per GPU) for one plan; ZeRO table in §3.3.
+
+    Non-expert states shard over the ``dp`` data-parallel ranks; routed-expert states over the
+    ``dp / ep`` ranks that hold the same experts (Megatron-Core's expert data-parallel group), so under
+    ZeRO-3 EP leaves the per-GPU figure unchanged and under ZeRO-0/1/2 it divides the experts by ep.
+    FP8 recipes add their weight copies (``fp8_weight_bytes`` per local weight, of the gathered layer
+    under ZeRO-3) and the scaling history to the weights."""
+    dense, experts, tr = _shard_params(mc, tp, pp, ep)
+    edp = max(1, dp // max(1, ep))
+
+    def div(stage: int, n: int) -> float:
+        return float(n) if zero >= stage else 1.0
+
     if mc.lora:
-        weights = mc.frozen_bytes * p / w_div + mc.w_bytes * tr / w_div
+        weights = mc.frozen_bytes * (dense / div(3, dp) + experts / div(3, edp)) + mc.w_bytes * tr / div(3, dp)
+        grads = mc.g_bytes * tr / div(2, dp)
+        opt = mc.o_bytes * tr / div(1, dp)
     else:
-        weights = mc.w_bytes * p / w_div
-    grads = mc.g_bytes * tr / g_div
-    opt = mc.o_bytes * tr / o_div
+        weights = mc.w_bytes * (dense / div(3, dp) + experts / div(3, edp))
+        grads = mc.g_bytes * (dense / div(2, dp) + experts / div(2, edp))
+        opt = mc.o_bytes * (dense / div(1, dp) + experts / div(1, edp))
     host = 0.0
     if offload != "none":
         # DeepSpeed ZeRO-Offload: fp32 grads + optimizer states (+ master) live on the CPU:
         # 16 B/param for AdamW (estimate_zero3_*: "offload optimizer" → CPU 16·P), GPU keeps weights.
-        host += (mc.o_bytes + 4.0) * tr / o_div
+        host += (mc.o_bytes + 4.0) / mc.o_bytes * opt if mc.o_bytes else 0.0
         grads = 0.0
         opt = 0.0
         if offload == "optimizer+params":
             host += weights  # 16-bit params streamed from host (DeepSpeed: 18 B/param on CPU)
             weights = 0.0
+    if mc.fp8_weight_bytes and offload != "optimizer+params":
+        local = dense + experts
+        weights += mc.fp8_weight_bytes * (local / dp if zero >= 3 else local) + mc.fp8_amax_bytes / (tp * pp)
     return weights, grads, opt, host * mc.params.host_buffer_factor
 
 
-def activation_per_sample(mc: MemoryConsts, tp: int, pp: int, ckpt: str) -> float:
+def in_flight_layers(layers: int, pp: int, vp: int = 1, ga: int | None = None) -> float:
+    """Layers' worth of activations the first pipeline stage holds at its peak.
+
+    1F1B (Narayanan et al. 2021 §2.2): stage 0 runs p warm-up forwards before its first backward, so it
+    holds min(p, m) micro-batches of L/p layers (m = micro-batches per step). Interleaved 1F1B with v
+    chunks per rank (Megatron-LM schedules.py: (p - 1)·2 + (v - 1)·p warm-up chunks + the current one):
+    v·p + p - 1 chunks of L/(p·v) layers = L·(1 + (p - 1)/(p·v)) (Korthikanti et al. 2022 §4.2.3), at
+    most m·v chunks. ``ga`` None (planning, before the micro-batch is known): as many as the schedule
+    can hold."""
+    if pp <= 1:
+        return float(layers)
+    m = ga if ga is not None else 1 << 30
+    if vp <= 1:
+        return layers / pp * min(pp, m)
+    return layers / (pp * vp) * min(m * vp, vp * pp + pp - 1)
+
+
+def activation_per_sample(
+    mc: MemoryConsts, tp: int, pp: int, ckpt: str, cp: int = 1, vp: int = 1, ga: int | None = None,
+) -> float:
     """Activation bytes per micro-batch sample on the most loaded GPU.
 
-    1F1B pipeline: stage 0 holds p micro-batches of L/p layers = L layers' worth (Korthikanti §4.2.3);
-    the last stage holds the logits; the larger of the two is taken.
+    Pipeline: the first stage holds ``in_flight_layers`` layers' worth; the last stage holds one
+    micro-batch of its layers and the logits; the larger of the two is taken. Context parallel splits
+    every sequence (layers, logits) over cp GPUs (the s² score term: local queries against all keys).
     """
     if not mc.is_token:
         return mc.act_sample[ckpt]
@@ -243,19 +377,24 @@ def activation_per_sample(mc: MemoryConsts, tp: int, pp: int, ckpt: str) -> floa
     per_layer = mc.act_layer[ckpt] / tp + (mc.act_lora_layer / tp if ckpt != "full" else 0.0)
     work = mc.act_work_full / tp if ckpt == "full" else 0.0
     head = mc.act_head / tp
+    c = float(max(1, cp))
     if mc.act_offload and ckpt == "full":
         # checkpointed inputs stream to host; the current and the prefetched layer's stay on the GPU
-        return min(mc.layers, mc.params.act_offload_layers_on_gpu) * per_layer + work + head
+        return (min(mc.layers, mc.params.act_offload_layers_on_gpu) * per_layer + work + head) / c
     if pp == 1:
-        return mc.layers * per_layer + work + head
-    stage_layers = mc.layers / pp
-    first = stage_layers * pp * per_layer + work  # p micro-batches in flight
-    last = stage_layers * per_layer + work + head
-    return max(first, last)
+        return (mc.layers * per_layer + work + head) / c
+    first = in_flight_layers(mc.layers, pp, vp, ga) * per_layer + work
+    last = mc.layers / pp * per_layer + work + head
+    return max(first, last) / c
 
 
-def fixed_overhead(mc: MemoryConsts, count: int, dp: int, tp: int, zero: int, offload: str) -> float:
-    """Bytes that do not scale with the model states: CUDA context, framework, comm buckets, ZeRO-3 buffer."""
+def fixed_overhead(
+    mc: MemoryConsts, count: int, dp: int, tp: int, zero: int, offload: str, ep: int = 1,
+) -> float:
+    """Bytes that do not scale with the micro-batch: CUDA context, framework, comm buckets, and under
+    ZeRO-3 / FSDP the unsharded layer buffers: ``zero3_gather_layers`` layers of gathered parameters
+    (the one computing + the prefetched one; only the local experts under EP) and
+    ``zero3_grad_layers`` layer of unsharded gradients waiting for their reduce-scatter."""
     prm = mc.params
     b = (prm.cuda_context_gib + (prm.framework_gib_multi if count > 1 else prm.framework_gib_single)) * GIB
     if dp > 1:
@@ -266,7 +405,11 @@ def fixed_overhead(mc: MemoryConsts, count: int, dp: int, tp: int, zero: int, of
             b += min(prm.zero_bucket_elems, tr) * mc.g_bytes
     if zero >= 3 or offload == "optimizer+params":
         wb = mc.frozen_bytes if mc.lora else mc.w_bytes
-        b += prm.zero3_gather_layers * wb * mc.largest_layer / tp
+        layer = max(mc.largest_layer - mc.layer_expert * (1.0 - 1.0 / max(1, ep)), mc.p_embedding_one)
+        b += prm.zero3_gather_layers * wb * layer / tp
+        if offload == "none":
+            trainable = layer * (mc.p_adapter / mc.p_total if mc.lora and mc.p_total else 1.0)
+            b += prm.zero3_grad_layers * mc.g_bytes * trainable / tp
     return b
 
 
@@ -283,34 +426,75 @@ def grads_transient(dp: int, zero: int, offload: str, ga: int) -> bool:
 
 def plan_memory(
     mc: MemoryConsts, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, mb: int, ckpt: str,
-    ga: int = 2,
+    ga: int = 2, *, cp: int = 1, ep: int = 1, vp: int = 1,
 ) -> MemParts:
     """Full breakdown for one plan (bytes per GPU). With ``grads_transient`` the gradients and the
-    activations share the same memory over the step: the breakdown shows the larger, the other as 0."""
-    w, g, o, host = states(mc, dp, tp, pp, zero, offload)
-    act = activation_per_sample(mc, tp, pp, ckpt) * mb
+    activations share the same memory over the step: the breakdown shows the larger, the other as 0.
+    ``ga`` (micro-batches per step) also bounds the pipeline's in-flight micro-batches."""
+    w, g, o, host = states(mc, dp, tp, pp, zero, offload, ep)
+    act = activation_per_sample(mc, tp, pp, ckpt, cp, vp, ga) * mb
     if grads_transient(dp, zero, offload, ga):
         g, act = (g, 0.0) if g > act else (0.0, act)
     frag = mc.params.fragmentation * (w + g + o + act)
-    over = fixed_overhead(mc, count, dp, tp, zero, offload) + frag
+    over = fixed_overhead(mc, count, dp, tp, zero, offload, ep) + frag
     return MemParts(w, g, o, act, over, host)
 
 
 def max_micro_batch(
-    mc: MemoryConsts, budget_bytes: float, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, ckpt: str
+    mc: MemoryConsts, budget_bytes: float, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, ckpt: str,
+    *, cp: int = 1, ep: int = 1, vp: int = 1,
 ) -> tuple[int, float, float]:
     """Largest micro-batch whose total fits ``budget_bytes`` (0 if none), with (fixed, per-sample) bytes.
 
-    total(mb) = fixed_overhead + (1 + frag)·(states + mb·act_per_sample) -- linear in mb, solved directly.
+    total(mb) = fixed_overhead + (1 + frag)·(states + mb·act_per_sample) -- linear in mb, solved directly
+    (a pipeline is planned with the most in-flight micro-batches its schedule can hold).
     """
-    w, g, o, _ = states(mc, dp, tp, pp, zero, offload)
+    w, g, o, _ = states(mc, dp, tp, pp, zero, offload, ep)
     k = 1.0 + mc.params.fragmentation
-    fixed = fixed_overhead(mc, count, dp, tp, zero, offload) + k * (w + g + o)
-    per = k * activation_per_sample(mc, tp, pp, ckpt)
+    fixed = fixed_overhead(mc, count, dp, tp, zero, offload, ep) + k * (w + g + o)
+    per = k * activation_per_sample(mc, tp, pp, ckpt, cp, vp)
     if per <= 0:
         return (1 << 30) if fixed <= budget_bytes else 0, fixed, per
     room = budget_bytes - fixed
     return (int(room // per) if room > 0 else 0), fixed, per
+
+
+def layer_shapes(model: ResolvedModel) -> tuple[LayerShape, int, int]:
+    """(the layer's operator shape, dense layers, MoE layers) of a token model."""
+    h, a = model.hidden or 1, model.heads or 1
+    d = model.head_dim or max(1, h // a)
+    if model.kv_lora_rank:  # MLA: q/k decompressed per head (nope + rope), v per head
+        qk = a * ((model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0))
+        q_dim, kv_dim, v_dim, o_dim = qk, qk, a * (model.v_head_dim or d), a * (model.v_head_dim or d)
+    else:
+        q_dim, kv_dim = a * d, (model.kv_heads or a) * d
+        v_dim, o_dim = kv_dim, a * d
+    experts = int(model.experts or 1)
+    shared = model.shared_experts * (model.shared_expert_ffn or model.moe_ffn or model.ffn or 4 * h)
+    ls = LayerShape(
+        hidden=h, heads=a, ffn=model.ffn or 4 * h, gated=model.mlp in ("swiglu", "geglu"), q_dim=q_dim,
+        kv_dim=kv_dim, v_dim=v_dim, o_dim=o_dim, dropout=model.norm == "layer", experts=experts,
+        top_k=min(int(model.top_k or 2), experts) if experts > 1 else 1, moe_ffn=model.moe_ffn or model.ffn or 4 * h,
+        shared_ffn=int(shared),
+    )
+    n_dense, n_moe = model.dense_layers, model.moe_layers
+    if not (n_dense or n_moe):
+        layers = model.layers or 1
+        n_dense, n_moe = (0, layers) if experts > 1 else (layers, 0)
+    return ls, n_dense, n_moe
+
+
+# FP8 weight copies kept per local weight, bytes per parameter (0: cast on the fly, freed after use)
+FP8_WEIGHT_BYTES = {
+    # Transformer Engine caches each weight's FP8 cast across micro-batches, plus its FP8 transpose for the
+    # backward GEMMs on Hopper (TE Linear ``is_first_microbatch`` weight caching): 1 + 1 B
+    "transformer-engine": 2.0,
+    # torchao float8 (torchtitan, FSDP2): casts inside each linear, nothing persistent
+    "torchao-float8": 0.0,
+    "none": 0.0,
+}
+FP8_AMAX_HISTORY = 1024  # TE DelayedScaling default amax_history_len; fp32 per FP8 tensor
+FP8_TENSORS_PER_LINEAR = 3  # input, weight, output gradient
 
 
 def memory_consts(
@@ -328,6 +512,7 @@ def memory_consts(
     pure: bool = False,
     chunked_loss: bool = False,
     act_offload: bool = False,
+    fp8_recipe: str = "transformer-engine",
 ) -> MemoryConsts:
     """Precompute the per-requirements constants used by every plan evaluation."""
     w, g, o = state_bytes(precision, optimizer, pure)
@@ -339,16 +524,36 @@ def memory_consts(
     act_layer: dict[str, float] = {}
     act_sample: dict[str, float] = {}
     work = head = lora_act = 0.0
+    p_expert = layer_expert = 0.0
+    fp8_w = fp8_amax = 0.0
     if model.is_token_model:
         h, a, f = model.hidden or 1, model.heads or 1, model.ffn or 4 * (model.hidden or 1)
+        ls, n_dense, n_moe = layer_shapes(model)
+        n = max(1, n_dense + n_moe)
         for mode in CKPT_MODES:
-            act_layer[mode] = layer_activation_bytes(seq, h, a, f, model.mlp, flash, mode)
-        work = layer_activation_bytes(seq, h, a, f, model.mlp, flash, "none")
+            dense = layer_activation_bytes(seq, h, a, f, model.mlp, flash, mode, shape=ls) if n_dense else 0.0
+            moe = layer_activation_bytes(seq, h, a, f, model.mlp, flash, mode, shape=ls, moe=True) if n_moe else 0.0
+            act_layer[mode] = (n_dense * dense + n_moe * moe) / n
+        work = max(layer_activation_bytes(seq, h, a, f, model.mlp, flash, "none", shape=ls, moe=m)
+                   for m, k in ((False, n_dense), (True, n_moe)) if k)
         head = head_activation_bytes(seq, h, model.vocab or 0, chunked=chunked_loss)
         if lora:
             # PEFT adapter inputs (dropout copy) and rank-r intermediates: 2·(4·s·b·(r + h) + s·b·h) bytes
             # per layer (pacman100 in huggingface/transformers#25572)
             lora_act = 2.0 * (4.0 * seq * (lora_rank + h) + seq * h)
+        if n_moe and model.experts and model.experts > 1 and model.params_expert:
+            # the experts' share of the counted blocks, applied to the model's parameter figure (a shape
+            # derived from params_b counts differently from the figure itself)
+            counted, _, counted_emb = count_params(model)
+            blocks = max(0.0, model.params_total - model.params_embedding)
+            scale = blocks / (counted - counted_emb) if counted > counted_emb else 0.0
+            layer_expert = float(model.experts) * model.params_expert * scale
+            p_expert = min(n_moe * layer_expert, blocks)
+        if precision == "fp8":
+            fp8_w = FP8_WEIGHT_BYTES.get(fp8_recipe, 0.0)
+            if fp8_recipe == "transformer-engine":
+                linears = 4 + (3 if ls.gated else 2) * (ls.top_k if n_moe else 1)
+                fp8_amax = float(n * linears * FP8_TENSORS_PER_LINEAR * FP8_AMAX_HISTORY * 4)
     else:
         ref = model.resolution or resolution or 1
         scale = ((resolution or ref) / ref) ** 2  # activations scale with pixels (H·W), §3.6
@@ -365,5 +570,6 @@ def memory_consts(
         act_offload=act_offload,
         frozen_bytes=frozen, w_bytes=w, g_bytes=g, o_bytes=o, largest_layer=largest_layer,
         act_layer=act_layer, act_work_full=work, act_head=head, act_lora_layer=lora_act,
-        act_sample=act_sample, params=params,
+        act_sample=act_sample, params=params, p_expert=p_expert, layer_expert=layer_expert,
+        fp8_weight_bytes=fp8_w, fp8_amax_bytes=fp8_amax,
     )

@@ -9,6 +9,20 @@ Order (research note §3.3 and §3.10: keep TP inside an NVLink domain, prefer D
 4. PP = 2, 4, ... (across nodes; inside a node too when there is no NVLink), with TP filling the node
 5. CPU offload (optimizer, then optimizer + parameters) on ZeRO-3 -- last resort, slow
 
+Issue 11 adds the other dimensions, each only where a practitioner would use it:
+
+* context parallel (CP, ring attention) for sequences of at least ``CP_MIN_SEQ`` tokens, each rank
+  keeping at least ``CP_MIN_TOKENS`` of them (Llama 3 405B: CP 16 at 128k = 8k per rank), after the
+  ZeRO layouts and combined with TP and PP;
+* expert parallel (EP) for mixture-of-experts models on ZeRO-0/1 and TP/PP layouts (Megatron-Core /
+  DeepSpeed-MoE; never with ZeRO-3): EP divides the experts and the data-parallel ranks;
+* interleaved 1F1B (``vp`` virtual stages per rank, ``vp_for``) is decided after the layout: where the
+  layers split into pp·vp chunks of at least two layers, the micro-batches per step are a multiple of
+  pp, it fits and it is faster (``core.estimate``), the chosen pipeline runs interleaved.
+
+TP never leaves a node (``shape_problem``); the time-based choice in ``core.estimate`` skips pipelines
+with fewer micro-batches than stages.
+
 For each layout the activation checkpointing is none, then selective (only where it saves memory: it
 equals "none" when FlashAttention already drops the attention-score term), then full; the first that
 fits with micro-batch ≥ 1 wins, with the largest power-of-two micro-batch ≤ the cap. Values pinned in
@@ -24,6 +38,13 @@ from dataclasses import dataclass
 from gpuwiz.core.memory import MemoryConsts, max_micro_batch, states
 from gpuwiz.core.models import Checkpointing, Offload
 
+CP_MIN_SEQ = 32_768  # shortest sequence the planner splits with context parallelism
+CP_MIN_TOKENS = 8_192  # tokens each CP rank keeps at least (Llama 3 405B: 131,072 / CP 16)
+EP_MAX = 64  # widest expert-parallel group the planner proposes (DeepSeek-V3: EP 64)
+EP_MIN_GPUS = 16  # below this many GPUs MoE runs without EP unless configured (FSDP / ZeRO fine-tuning recipes)
+VP_OPTIONS = (4, 2)  # virtual stages per rank tried for interleaved 1F1B, largest first
+VP_MIN_LAYERS = 2  # layers per virtual stage at least
+
 
 @dataclass(frozen=True, slots=True)
 class Shape:
@@ -31,10 +52,20 @@ class Shape:
     tp: int
     pp: int
     offload: Offload
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+
+    @property
+    def model_parallel(self) -> bool:
+        """A layout beyond data parallelism / ZeRO (any of TP, PP, CP, EP)."""
+        return self.tp > 1 or self.pp > 1 or self.cp > 1 or self.ep > 1
 
     def framework(self, count: int) -> str:
-        if self.tp > 1 or self.pp > 1:
-            deg = " ".join(x for x in (f"TP={self.tp}" if self.tp > 1 else "", f"PP={self.pp}" if self.pp > 1 else "")
+        if self.model_parallel:
+            deg = " ".join(x for x in (f"TP={self.tp}" if self.tp > 1 else "", f"PP={self.pp}" if self.pp > 1 else "",
+                                       f"VP={self.vp}" if self.vp > 1 else "", f"CP={self.cp}" if self.cp > 1 else "",
+                                       f"EP={self.ep}" if self.ep > 1 else "")
                            if x)
             z = f" + ZeRO-{self.zero}" if self.zero else ""
             off = f" + CPU offload ({self.offload})" if self.offload != "none" else ""
@@ -56,6 +87,9 @@ class Pinned:
     offload: Offload | None = None
     micro_batch: int | None = None
     ckpt: Checkpointing | None = None
+    cp: int | None = None
+    ep: int | None = None
+    vp: int | None = None
 
     @property
     def any_layout(self) -> bool:
@@ -70,34 +104,93 @@ def _pow2_upto(n: int) -> list[int]:
     return out
 
 
+def cp_options(count: int, seq: int) -> list[int]:
+    """Context-parallel degrees worth proposing: powers of two dividing the GPUs, each rank keeping at least
+    ``CP_MIN_TOKENS`` tokens, the sequence a multiple of 2·cp (ring attention's load-balanced chunks)."""
+    if seq < CP_MIN_SEQ:
+        return []
+    return [c for c in _pow2_upto(min(count, seq // CP_MIN_TOKENS)) if count % c == 0 and seq % (2 * c) == 0]
+
+
+def ep_for(experts: int, dp: int, cap: int = EP_MAX) -> int:
+    """The expert-parallel degree for ``dp`` data-parallel ranks: the largest power of two ≤ ``cap`` (at most
+    ``EP_MAX``) dividing both the experts and the ranks (1: no EP)."""
+    best = 1
+    for e in _pow2_upto(min(experts, dp, cap, EP_MAX)):
+        if experts % e == 0 and dp % e == 0:
+            best = e
+    return best
+
+
+def vp_for(layers: int, pp: int) -> int:
+    """Virtual stages per rank for an interleaved variant of a ``pp``-stage pipeline (1: none)."""
+    for v in VP_OPTIONS:
+        if layers % (pp * v) == 0 and layers // (pp * v) >= VP_MIN_LAYERS:
+            return v
+    return 1
+
+
 def candidate_shapes(
     count: int, gpn: int, nodes: int, nvlink_tp_max: int, is_token: bool, heads: int, kv_heads: int,
-    layers: int, pinned: Pinned,
+    layers: int, pinned: Pinned, experts: int = 1, seq: int = 0,
 ) -> list[Shape]:
     """Layouts in order of simplicity (see module docstring), filtered by pinned values."""
     shapes: list[Shape] = [Shape(0, 1, 1, "none")]
+    moe = is_token and experts > 1 and count >= EP_MIN_GPUS
+    cps = cp_options(count, seq) if is_token and count > 1 else []
+
+    def with_ep(zero: int, tp: int, pp: int, cp: int = 1, vp: int = 1) -> list[Shape]:
+        out = [Shape(zero, tp, pp, "none", cp, 1, vp)]
+        dp = count // (tp * pp)
+        if moe and zero < 3:
+            # the all-to-all inside the node (tp·ep ≤ GPUs per node), then the widest EP the ranks allow
+            for ep in sorted({ep_for(experts, dp, max(1, gpn // tp)), ep_for(experts, dp)}):
+                if ep > 1:
+                    out.append(Shape(1 if dp > 1 else zero, tp, pp, "none", cp, ep, vp))
+        return out
+
     if count > 1:
         shapes += [Shape(1, 1, 1, "none"), Shape(2, 1, 1, "none"), Shape(3, 1, 1, "none")]
+        if moe:
+            shapes += with_ep(1, 1, 1)[1:]
+        for cp in cps:
+            shapes += [*with_ep(1, 1, 1, cp), Shape(3, 1, 1, "none", cp)]
     if is_token and count > 1:
-        for tp in _pow2_upto(min(8, gpn, nvlink_tp_max)):
-            if count % tp == 0 and heads % tp == 0 and (kv_heads % tp == 0 or tp % kv_heads == 0):
-                shapes.append(Shape(1 if count // tp > 1 else 0, tp, 1, "none"))
+        tps = [t for t in _pow2_upto(min(8, gpn, nvlink_tp_max))
+               if count % t == 0 and heads % t == 0 and (kv_heads % t == 0 or t % kv_heads == 0)]
+        for tp in tps:
+            z = 1 if count // tp > 1 else 0
+            shapes += with_ep(z, tp, 1)
+            for cp in cps:
+                if (count // tp) % cp == 0:
+                    shapes += with_ep(1 if count // (tp * cp) > 1 or cp > 1 else 0, tp, 1, cp)
         tp_fill = max([1] + [t for t in _pow2_upto(min(8, gpn, nvlink_tp_max))
                              if count % t == 0 and heads % t == 0])
         for pp in _pow2_upto(min(layers, count // tp_fill)):
             if (count // tp_fill) % pp == 0:
                 dp = count // (tp_fill * pp)
-                shapes.append(Shape(1 if dp > 1 else 0, tp_fill, pp, "none"))
+                z = 1 if dp > 1 else 0
+                for cp in [1] + [c for c in cps if dp % c == 0]:
+                    shapes += with_ep(z, tp_fill, pp, cp)
     if count > 1:
         shapes += [Shape(3, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
     else:
         shapes += [Shape(2, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
+    if pinned.cp is not None or pinned.ep is not None or pinned.vp is not None:
+        # a configured cp / ep / vp applies to every layout searched (dimensions it does not fit are
+        # reported by core.estimate, never silently dropped)
+        seen: dict[Shape, None] = {}
+        for s in shapes:
+            seen[Shape(s.zero, s.tp, s.pp, s.offload, pinned.cp or s.cp, pinned.ep or s.ep,
+                       pinned.vp or s.vp)] = None
+        shapes = list(seen)
     if pinned.any_layout:
         keep = [s for s in shapes if (pinned.zero is None or s.zero == pinned.zero)
                 and (pinned.tp is None or s.tp == pinned.tp) and (pinned.pp is None or s.pp == pinned.pp)
                 and (pinned.offload is None or s.offload == pinned.offload)]
         if not keep:
-            keep = [Shape(pinned.zero or 0, pinned.tp or 1, pinned.pp or 1, pinned.offload or "none")]
+            keep = [Shape(pinned.zero or 0, pinned.tp or 1, pinned.pp or 1, pinned.offload or "none",
+                          pinned.cp or 1, pinned.ep or 1, pinned.vp or 1)]
         shapes = keep
     return shapes
 
@@ -155,10 +248,11 @@ def memory_table(
                 rows.append(hit)
                 continue
         dp = max(1, count // (s.tp * s.pp))
-        host = states(mc, dp, s.tp, s.pp, s.zero, s.offload)[3] if s.offload != "none" else 0.0
+        host = states(mc, dp, s.tp, s.pp, s.zero, s.offload, s.ep)[3] if s.offload != "none" else 0.0
         per_ck = []
         for ck in ckpts:
-            _, fixed, per = max_micro_batch(mc, 0.0, count, dp, s.tp, s.pp, s.zero, s.offload, ck)
+            _, fixed, per = max_micro_batch(mc, 0.0, count, dp, s.tp, s.pp, s.zero, s.offload, ck, cp=s.cp, ep=s.ep,
+                                            vp=s.vp)
             per_ck.append((ck, fixed, per))
         row = (s, dp, host, tuple(per_ck))
         if cache is not None:
