@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -417,3 +418,54 @@ def test_an_image_model_given_only_tokens_is_told_to_give_samples() -> None:
         recommend(req, CAT)
     ok = req.model_copy(update={"data": req.data.model_copy(update={"samples": 1.28e6})})
     assert recommend(ok, CAT).found
+
+
+def test_one_card_beats_a_rented_pair_without_p2p() -> None:
+    # 2x RTX 5090 on a marketplace host is a little cheaper per run, but GeForce cards have no P2P
+    # and a rented host's settings are not the renter's: one RTX 5090 does the run with slack.
+    r = recommend(load_config(EXAMPLES / "llama3-8b-qlora.yaml"), CAT)
+    assert r.build is not None and r.estimate is not None
+    assert r.build.gpus_per_node * r.build.nodes == 1
+    assert "consumer-no-p2p" not in {p.id for p in r.pitfalls}
+    # With a deadline no single GPU meets with slack, the pair stays (and the pitfall says what to set).
+    from gpuwiz.core.recommend import DROP_NO_P2P, _Recommender, _Scanner
+    req = load_config(EXAMPLES / "llama3-8b-qlora.yaml")
+    rc = _Recommender(req, CAT, "cheapest")
+    scan = _Scanner(req, CAT)
+    cands = rc.enumerate(scan)
+    w0 = rc.workload0(scan)
+    for c in cands:
+        rc.price_rough(c, w0)
+    risky = [c for c in cands if rc.risky_rent(c)]
+    assert risky and all(c.gpu.segment == "consumer" and c.count >= 2 for c in risky)
+    singles = [c for c in cands if c.count == 1]
+    rc.drop_risky_rent(cands)
+    assert all(c.rent_total is None for c in risky)
+    assert all((math.isfinite(c.score) and c.mode == "buy") or c.extra.get("drop") == DROP_NO_P2P for c in risky)
+    rc2 = _Recommender(req, CAT, "cheapest")
+    for c in singles:
+        c.q = dataclasses.replace(c.q, wall_hours=rc2.deadline_h)  # no single GPU has slack now
+    kept = [c for c in cands if c.count >= 2]
+    for c in kept:
+        rc2.price_rough(c, w0)
+    rc2.drop_risky_rent(singles + kept)
+    assert any(c.rent_total is not None for c in kept if rc2.risky_rent(c))
+
+
+def test_scale_out_stops_at_one_sample_per_replica() -> None:
+    # 1,024 sequences per step: more than 1,024 data-parallel GPUs would train a different batch.
+    req = Requirements.model_validate({
+        "model": {"preset": "llama-3-8b"}, "training": {"method": "pretrain", "global_batch": 1024},
+        "data": {"tokens": "100B"}, "schedule": {"runs_per_month": 0.5, "deadline_days": 30},
+        "deployment": {"mode": "rent", "objective": "fastest", "budget_usd": 5_000_000}})
+    r = recommend(req, CAT)
+    assert r.estimate is not None and r.build is not None
+    assert r.estimate.plan.dp // r.estimate.plan.cp <= 1024
+    assert all(p.count <= 1024 * 8 for p in r.pareto)
+
+
+def test_pareto_can_hold_several_shapes_of_one_gpu() -> None:
+    req = example("small-team-lora-7b.yaml")
+    r = recommend(req, CAT)
+    gpus = [p.gpu for p in r.pareto]
+    assert len(gpus) > len(set(gpus)), [(p.gpu, p.count) for p in r.pareto]

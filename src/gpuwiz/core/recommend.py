@@ -68,6 +68,7 @@ LEAN_REACH = 1.5  # the lean / used tiers are tried for boxes up to this factor 
 ROUGH_REACH = 1.6  # over-budget single boxes whose rough capex is within this factor get a real BOM
 STAGING_GBPS = 10.0  # an instance without a published network figure stages data at ~10 Gb/s (judgement)
 EXACT_TOP = 14  # candidates that get a full system build for exact ranking
+SHAPES_PER_TYPE = 3  # ... and the best shapes (gpn x nodes) of each GPU type by the rough ranking
 N_ALTERNATIVES = 4
 
 DROP_FIT = "does not fit in GPU memory"
@@ -82,6 +83,8 @@ DROP_CONSUMER_MULTI = "consumer card in a multi-node build"
 DROP_CAPACITY = "cannot do the runs per month when owned"
 DROP_TRAINING = "not a training part (VDI / inference board)"
 DROP_ERROR = "estimator error"
+DROP_NO_P2P = "rented multi-GPU without peer-to-peer while one GPU suffices"
+DROP_BATCH = "more data-parallel replicas than the global batch has samples"
 
 
 # ---- estimator adapter ---------------------------------------------------------------------------
@@ -95,6 +98,7 @@ class Quick:
     per_gpu_gib: float = 0.0
     problems: tuple[str, ...] = ()
     host_ram_gib: float = 0.0  # per node, CPU offload
+    replicas: int = 1  # data-parallel replicas of the plan (each needs samples of the global batch)
 
 
 class _Scanner:
@@ -115,6 +119,8 @@ class _Scanner:
             r = self.mod.quick(self.ctx, gpu, count, gpn)
             detail = _get(r, "detail")
             blocked = bool(detail is not None and getattr(detail, "problems", None))
+            choice = getattr(detail, "choice", None)
+            dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
             return Quick(
                 fits=bool(_get(r, "fits", "feasible")) and not blocked,
                 wall_hours=float(_get(r, "wall_hours") or math.inf),
@@ -122,10 +128,17 @@ class _Scanner:
                 per_gpu_gib=float(_get(r, "per_gpu_gib") or 0.0),
                 host_ram_gib=float(_get(r, "host_ram_gib") or 0.0),
                 problems=tuple(_get(r, "problems") or ()) or ((str(_get(r, "reason")),) if _get(r, "reason") else ()),
+                replicas=max(1, dp),
             )
         e = self.full(gpu, count, gpn)
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
-                     per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib)
+                     per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib,
+                     replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
+
+    def global_batch(self) -> int | None:
+        """Samples per optimizer step (the estimator's default when the config gives none)."""
+        gb = getattr(self.ctx, "global_batch", None) if self.fast else self.req.training.global_batch
+        return int(gb) if gb else None
 
     def full(self, gpu: GPU, count: int, gpn: int) -> Estimate:
         if self.fast and hasattr(self.mod, "estimate_from"):
@@ -322,12 +335,18 @@ class _Recommender:
             least_gph = math.inf
             slack_h = self.stop_h * SLACK_FRAC
             i = 0
+            batch = scan.global_batch()
             while i < len(NODE_LADDER):
                 nodes = NODE_LADDER[i]
                 i += 1
                 self.considered += 1
                 c = self._try(scan, gpu, gpn, nodes, count_drops=False)
                 q = c.q if c else None
+                if c is not None and c.q.fits and batch is not None and c.q.replicas > batch:
+                    # More replicas than the global batch has samples: the plan would train with a
+                    # bigger batch than asked (a different run); more nodes only add replicas.
+                    self.drop(DROP_BATCH)
+                    break
                 if c and c.q.fits and c.q.wall_hours <= self.search_h:
                     out.append(c)
                     if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
@@ -392,9 +411,8 @@ class _Recommender:
 
     # -- pricing --
     def price_rough(self, c: Cand, w: sysmod.Workload) -> None:
-        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req)
-        if hit and not instance_ram_ok(hit[1], c.q.host_ram_gib):
-            hit = None  # CPU offload needs host RAM the instance does not have (or does not publish)
+        # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
+        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
@@ -405,6 +423,7 @@ class _Recommender:
             times = f" x{n}" if n > 1 else ""
             c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})"
             c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
+            c.extra["tier"] = inst.tier
             c.extra["idle"] = inst.gpu_count * n - c.count  # GPUs paid for but unused (smallest offer >= count)
             if inst.spot_usd_per_hour:
                 c.spot_run = inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
@@ -425,6 +444,29 @@ class _Recommender:
             c.capex = unit * c.count / (1 - share)
             c.buy_total = self._buy_total_rough(c)
         self._score(c)
+
+    def risky_rent(self, c: Cand) -> bool:
+        """A rented multi-GPU build of cards without peer-to-peer or NVLink (GeForce 40/50 series):
+        every all-reduce is staged through host memory, and on a rented host -- whose BIOS, IOMMU /
+        ACS settings and driver are not the renter's to change -- an NCCL hang cannot be fixed
+        (pitfall consumer-no-p2p). The estimate already counts the slower all-reduce; the hang is
+        the risk the price does not show."""
+        g = c.gpu
+        return c.rent_total is not None and c.count >= 2 and not g.p2p and g.nvlink_gbps <= 0
+
+    def drop_risky_rent(self, cands: list[Cand]) -> None:
+        """When one GPU does the run with slack against the deadline, a ``risky_rent`` build is not
+        rented (it may still be bought: on an owned box the P2P settings are the owner's). When no
+        single GPU suffices, it stays, and the pitfall says what to set."""
+        if not any(c.count == 1 and math.isfinite(c.score) and not self.tight(c) for c in cands):
+            return
+        for c in cands:
+            if self.risky_rent(c):
+                c.rent_run = c.rent_total = c.reserved_year = c.spot_run = None
+                c.rent_label = ""
+                self._score(c)
+                if math.isinf(c.score):  # renting was its way; buying is not (budget, price, capacity)
+                    c.extra["drop"] = DROP_NO_P2P
 
     def _buyable(self, c: Cand) -> bool:
         """A chassis one can buy takes these GPUs (system.chassis_fits: cooling, baseboards, site)."""
@@ -576,6 +618,8 @@ class _Recommender:
             if c.extra.get("drop") == DROP_BUDGET and c.capex is not None and self.d.budget_usd is not None \
                     and c.nodes == 1 and c.capex <= ROUGH_REACH * self.d.budget_usd:
                 self.exact(c, w0)
+        if not pinned and self.obj != "fastest":
+            self.drop_risky_rent(cands)
         if pinned:
             ok = cands
         else:
@@ -593,11 +637,14 @@ class _Recommender:
         if not ok:
             return self.nothing(scan)
         ok.sort(key=self.key)
-        # Exact ranking for the top few and the best of each GPU type.
-        best_per_type: dict[str, Cand] = {}
+        # Exact ranking for the top few and the best few shapes of each GPU type (another node count
+        # or gpn of the same GPU can be cheaper once its real bill of materials is known).
+        per_type: dict[str, list[Cand]] = {}
         for c in ok:
-            best_per_type.setdefault(c.gpu.id, c)
-        shortlist = ok[:EXACT_TOP] + [c for c in best_per_type.values() if c not in ok[:EXACT_TOP]][:EXACT_TOP]
+            per_type.setdefault(c.gpu.id, []).append(c)
+        top = ok[:EXACT_TOP]
+        seen = {id(c) for c in top}
+        shortlist = top + [c for cs in per_type.values() for c in cs[:SHAPES_PER_TYPE] if id(c) not in seen]
         for c in shortlist:
             self.exact(c, w0)
         shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
@@ -646,8 +693,10 @@ class _Recommender:
                          overhead_hours=round(hours, 3), egress_usd=round(egress, 2))
 
     def _instance(self, o: CloudOption) -> CloudInstance | None:
+        """The catalog row of a cloud option: one instance type is listed per region, each with its
+        own price and (as published) host figures, so the region is part of the match."""
         for inst in self.cat.cloud_instances:
-            if inst.provider == o.provider and inst.instance_type == o.instance and inst.gpu == o.gpu:
+            if (inst.provider, inst.instance_type, inst.gpu, inst.region) == (o.provider, o.instance, o.gpu, o.region):
                 return inst
         return None
 
@@ -658,7 +707,8 @@ class _Recommender:
         gph = est.time.gpu_hours if est.feasible else win.q.gpu_hours
         cloud = costmod.cloud_options(self.req, self.cat, win.gpu.id, win.count, win.gpn, wall,
                                       storage_tb=build.storage_needed_tb,
-                                      split=costmod.SplitJob.from_estimate(est, self.req.training.precision))
+                                      split=costmod.SplitJob.from_estimate(est, self.req.training.precision),
+                                      host_ram_gib=est.memory.host_ram_gib if est.feasible else win.q.host_ram_gib)
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         renting = win.mode == "rent" and win.rent_run is not None and not (pinned and self.d.mode == "buy")
         buy_build: Build | None = build
@@ -689,7 +739,7 @@ class _Recommender:
             if ref is not None and ref is not win:
                 _, offer_w = self._workload(scan, ref)
                 extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
-                                              storage_tb=build.storage_needed_tb)
+                                              storage_tb=build.storage_needed_tb, host_ram_gib=ref.q.host_ram_gib)
                 cloud = cloud + extra[:1]
                 ref_offer = extra[0] if extra else None
             elif ref is win and cloud:
@@ -764,11 +814,13 @@ class _Recommender:
         )
 
     def pareto(self, win: Cand, win_run: float | None, win_rented: bool) -> list[ParetoPoint]:
-        """The time / cost front over every priced candidate: no point is both slower and dearer per
-        run than another. The pick carries the price the answer quotes."""
+        """The time / cost front over every exact-priced candidate (several shapes of one GPU may be
+        on it): no point is both slower and dearer per run than another. The pick carries the price
+        the answer quotes."""
         pts: list[ParetoPoint] = []
         for c in self.priced:
-            if math.isinf(c.score):
+            # Only exact prices: a rent price is exact once priced, a bought build once sized.
+            if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
                 continue
             run = win_run if c is win and win_run is not None else self.per_run(c)
             rented = win_rented if c is win else c.mode == "rent"
@@ -972,12 +1024,7 @@ class _Recommender:
         return (best[1], best[2], best[3]) if best else None
 
 
-def instance_ram_ok(inst: CloudInstance, host_ram_gib: float) -> bool:
-    """The one host-RAM rule for a rented instance: CPU offload's pinned buffers (per node) must fit
-    in the instance's published RAM, with 10 % left for the OS and the data loader."""
-    if host_ram_gib <= 0:
-        return True
-    return inst.ram_gb is not None and host_ram_gib * GB_PER_GIB <= 0.9 * inst.ram_gb
+instance_ram_ok = costmod.instance_ram_ok  # the one host-RAM rule lives in core.cost
 
 
 def _reserved_wins(o: Any) -> bool:
