@@ -47,7 +47,8 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             reserved = top is not None and (top.cost_per_run_reserved_usd or 1e18) < top.cost_per_run_usd
             if cost.rent_usd_total and r.cost_per_run_usd and not reserved and req.deployment.utilization is None:
                 runs = req.schedule.runs_per_month * 12 * req.deployment.horizon_years
-                assert cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * runs, rel=0.01)  # one price
+                # one price (to the cent per run: the per-run figures are rounded to cents)
+                assert cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * runs, rel=0.01, abs=0.01 * runs)
             if est.memory.host_ram_gib > 0:  # offload: the chosen instance's published RAM holds it
                 ram = b.instance.ram_gib
                 assert ram is not None and ram >= est.memory.host_ram_gib, (ram, est.memory.host_ram_gib)
@@ -183,6 +184,12 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         assert any(exp["assumption"] in a for a in r.assumptions), r.assumptions
     if "gpus_total_in" in exp:
         assert b.gpus_per_node * b.nodes in exp["gpus_total_in"], (b.gpus_per_node, b.nodes)
+    if exp.get("buy_not_restricted") and r.buy_build is not None:  # a build to own must be buyable there
+        assert not CAT.gpu(r.buy_build.gpu).export_restricted, r.buy_build.gpu
+    if exp.get("value_of_time"):  # no equally simple build 1.25x faster for at most 5 % more per run
+        me = r.cost_per_run_usd or 0
+        assert not [p for p in r.pareto if p.count == b.gpus_per_node * b.nodes and p.nodes == b.nodes
+                    and p.wall_hours * 1.25 <= est.time.wall_hours and p.cost_per_run_usd <= 1.04 * me], r.pareto
     if "max_wall_hours" in exp:
         assert est.time.wall_hours <= exp["max_wall_hours"]
     if exp.get("board_note"):

@@ -349,7 +349,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         rent_year = rent.usd_per_run * runs_per_year(req)
         return CostAnalysis(
             cloud=cloud, verdict="rent",
-            verdict_reason=f"{no_buy_reason}; rent {rent.label} at ${rent.usd_per_run:,.0f} per run",
+            verdict_reason=(f"{no_buy_reason}; rent {rent.label} at "
+                            f"${rent.usd_per_run:,.{2 if rent.usd_per_run < 100 else 0}f} per run"),
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
             monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0)
