@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpuwiz.core import market
-from gpuwiz.core.system import DIMM_TOLERANCE
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
+from gpuwiz.core.system import DIMM_TOLERANCE
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 
