@@ -569,10 +569,11 @@ class _Recommender:
     def pick(self, ranked: list[Cand]) -> Cand:
         """The winner of a list sorted by ``key``. Cheapest: the simplest build -- fewest GPUs, then
         fewest nodes, then a clearly (CLEARLY_FASTER) faster one -- among those within
-        SIMPLICITY_TOLERANCE of the lowest effective cost (a multi-GPU job costs engineering time the price does not show, so 1 GPU at $104 beats 8 at
-        $100). Only a near-tie breaker: the pick never costs more than (1 + tolerance) x the
-        cheapest, so a longer deadline -- which only adds candidates -- never makes the pick dearer
-        than the shorter deadline's pick by more than the tolerance (tests/robustness)."""
+        SIMPLICITY_TOLERANCE of the lowest effective cost (a multi-GPU job costs engineering time the
+        price does not show, so 1 GPU at $104 beats 8 at $100). Only a near-tie breaker: the pick
+        never costs more than (1 + tolerance) x the cheapest, so a longer deadline -- which only adds
+        candidates -- never makes the pick dearer than the shorter deadline's pick by more than the
+        tolerance (tests/robustness)."""
         if self.obj != "cheapest" or not ranked:
             return ranked[0]
         floor = self.effective(ranked[0])
