@@ -329,10 +329,9 @@ def test_slack_ranks_runs_past_85_percent_last() -> None:
     req = load_config(EXAMPLES / "small-team-lora-7b.yaml")
     rec = rmod._Recommender(req, CAT, "cheapest")
     scan = rmod._Scanner(req, CAT)
-    cands = rec.enumerate(scan)
+    found = rec.enumerate(scan)
     w0 = rec.workload0(scan)
-    for c in cands:
-        rec.price_rough(c, w0)
+    cands = [rec.price_rough(c, w0) for c in found.cands]
     ok = [c for c in cands if math.isfinite(c.score)]
     ok.sort(key=rec.key)
     tight = [rec.tight(c) for c in ok]
@@ -432,24 +431,21 @@ def test_one_card_beats_a_rented_pair_without_p2p() -> None:
     req = load_config(EXAMPLES / "llama3-8b-qlora.yaml")
     rc = _Recommender(req, CAT, "cheapest")
     scan = _Scanner(req, CAT)
-    cands = rc.enumerate(scan)
+    found = rc.enumerate(scan)
     w0 = rc.workload0(scan)
-    for c in cands:
-        rc.price_rough(c, w0)
+    cands = [rc.price_rough(c, w0) for c in found.cands]
     risky = [c for c in cands if rc.risky_rent(c)]
     assert risky and all(c.gpu.segment == "consumer" and c.count >= 2 for c in risky)
-    singles = [c for c in cands if c.count == 1]
-    rc.drop_risky_rent(cands)
-    assert all(c.rent_total is None for c in risky)
-    assert all((math.isfinite(c.score) and c.mode == "buy") or c.extra.get("drop") == DROP_NO_P2P for c in risky)
-    rc2 = _Recommender(req, CAT, "cheapest")
-    for c in singles:
-        c.q = dataclasses.replace(c.q, wall_hours=rc2.deadline_h)  # no single GPU has slack now
-    kept = [c for c in cands if c.count >= 2]
-    for c in kept:
-        rc2.price_rough(c, w0)
-    rc2.drop_risky_rent(singles + kept)
-    assert any(c.rent_total is not None for c in kept if rc2.risky_rent(c))
+    after = rc.drop_risky_rent(cands)
+    now = [c for c, before in zip(after, cands, strict=True) if before in risky]
+    assert all(c.rent_total is None for c in now)
+    assert all((math.isfinite(c.score) and c.mode == "buy") or c.drop == DROP_NO_P2P for c in now)
+    # No single GPU has slack: the pair stays rentable (and the pitfall says what to set).
+    slow = [dataclasses.replace(c, q=dataclasses.replace(c.q, wall_hours=rc.deadline_h)) if c.count == 1 else c
+            for c in cands]
+    kept = rc.drop_risky_rent(slow)
+    assert [c.rent_total for c in kept if c.count >= 2] == [c.rent_total for c in slow if c.count >= 2]
+    assert any(c.rent_total is not None for c in kept if rc.risky_rent(c))
 
 
 def test_scale_out_stops_at_one_sample_per_replica() -> None:
@@ -469,3 +465,87 @@ def test_pareto_can_hold_several_shapes_of_one_gpu() -> None:
     r = recommend(req, CAT)
     gpus = [p.gpu for p in r.pareto]
     assert len(gpus) > len(set(gpus)), [(p.gpu, p.count) for p in r.pareto]
+
+
+# ---- the pipeline's stages, one at a time (enumerate -> price -> rank -> explain; suggest) --------
+
+
+def _stages(req: Requirements, objective: str = "cheapest") -> tuple[Any, Any, Any, Any]:
+    from gpuwiz.core import recommend as rmod
+
+    rc = rmod._Recommender(req, CAT, objective)
+    scan = rmod._Scanner(req, CAT)
+    return rmod, rc, scan, rc.workload0(scan)
+
+
+def test_stage_enumerate_tries_shapes_and_counts_what_it_drops() -> None:
+    rmod, rc, scan, _ = _stages(load_config(EXAMPLES / "llama3-8b-qlora.yaml"))
+    found = rc.enumerate(scan)
+    assert isinstance(found, rmod.Enumerated) and isinstance(found.cands, tuple) and found.cands
+    assert found.considered >= len(found.cands)
+    assert all(c.q.fits and math.isinf(c.score) and c.rent_total is None for c in found.cands)  # not priced yet
+    assert dict(found.dropped).get(DROP_SITE, 0) > 0  # a desk: SXM boards and racks are dropped
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found.cands[0].score = 1.0  # type: ignore[misc]
+    pinned = example("small-team-lora-7b.yaml", hardware={"gpu": "h100-sxm", "count": 4})
+    _, rc2, scan2, _ = _stages(pinned)
+    shapes = {(c.gpu.id, c.gpn, c.nodes) for c in rc2.enumerate(scan2).cands}
+    assert shapes == {("h100-sxm", 4, 1)}
+
+
+def test_stage_price_filters_by_budget_and_leaves_its_input_alone() -> None:
+    req = load_config(EXAMPLES / "llama3-8b-qlora.yaml")  # mode either, $8,000
+    rmod, rc, scan, w0 = _stages(req)
+    found = rc.enumerate(scan)
+    priced = rc.price(found, w0)
+    assert isinstance(priced, rmod.Priced) and priced.ok
+    budget = req.deployment.budget_usd
+    for c in priced.ok:
+        assert math.isfinite(c.score) and c.mode in ("rent", "buy")
+        if c.mode == "buy":
+            assert c.capex is not None and c.capex <= budget
+        else:
+            assert c.rent_total is not None and c.rent_total / rc.y <= budget
+    assert all(c.drop == rmod.DROP_BUDGET for c in priced.over_budget)
+    assert all(math.isinf(c.score) for c in found.cands)  # a new Cand per stage, the old ones unchanged
+    assert priced.considered == found.considered
+    assert sum(dict(priced.dropped).values()) >= sum(dict(found.dropped).values())
+
+
+def test_stage_rank_puts_the_pick_first_and_prices_the_shortlist_exactly() -> None:
+    rmod, rc, scan, w0 = _stages(load_config(EXAMPLES / "small-team-lora-7b.yaml"))
+    priced = rc.price(rc.enumerate(scan), w0)
+    ranked = rc.rank(priced, w0)
+    assert isinstance(ranked, rmod.Ranked)
+    assert all(c.exact for c in ranked.shortlist)
+    assert ranked.win is rc.pick(sorted(ranked.shortlist, key=rc.key))
+    assert any(c is ranked.win for c in ranked.priced)  # the Pareto front sees the exact-priced pick
+    assert len(ranked.priced) == len(priced.ok)
+    gpus = [c.gpu.id for c in ranked.shortlist]
+    assert len(gpus) > len(set(gpus))  # several shapes of one GPU are ranked exactly
+
+
+def test_stage_explain_is_the_answer_recommend_gives() -> None:
+    req = load_config(EXAMPLES / "small-team-lora-7b.yaml")
+    _, rc, scan, w0 = _stages(req)
+    ranked = rc.rank(rc.price(rc.enumerate(scan), w0), w0)
+    assert ranked is not None
+    r = rc.explain(scan, ranked)
+    assert r.model_dump_json() == recommend(req, CAT).model_dump_json()
+    assert r.build is not None and r.build.gpu == ranked.win.gpu.id and r.build.nodes == ranked.win.nodes
+
+
+def test_stage_suggest_and_nothing_fits_name_what_binds() -> None:
+    req = Requirements.model_validate({
+        "model": {"preset": "llama-2-70b"}, "training": {"method": "full", "global_batch": 64},
+        "data": {"tokens": "1B"}, "schedule": {"runs_per_month": 1, "deadline_days": 7},
+        "deployment": {"mode": "buy", "budget_usd": 3000, "site": "desk"}})
+    _, rc, scan, w0 = _stages(req)
+    priced = rc.price(rc.enumerate(scan), w0)
+    assert not priced.ok
+    bc = rc.binding(priced)
+    assert bc.kind in ("budget", "site", "memory", "deadline")
+    sugg = rc.suggestions(scan, priced)
+    r = rc.nothing(scan, priced)
+    assert not r.found and r.binding_constraint == bc and r.suggestions == sugg
+    assert not any("B200" in s or "H100 SXM" in s for s in sugg)  # no data-centre server to a desk buyer
