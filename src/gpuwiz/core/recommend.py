@@ -145,8 +145,10 @@ class _Scanner:
                      replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
 
     def global_batch(self) -> int | None:
-        """Samples per optimizer step (the estimator's default when the config gives none)."""
-        gb = getattr(self.ctx, "global_batch", None) if self.fast else self.req.training.global_batch
+        """Samples per optimizer step as the config states them (training.global_batch), or None:
+        a batch the estimator defaulted is a heuristic a bigger cluster may scale, a stated one is a
+        hyperparameter of the run."""
+        gb = self.req.training.global_batch
         return int(gb) if gb else None
 
     def full(self, gpu: GPU, count: int, gpn: int) -> Estimate:
