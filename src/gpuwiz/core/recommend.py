@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
@@ -78,6 +78,7 @@ ROUGH_REACH = 1.6  # over-budget single boxes whose rough capex is within this f
 STAGING_GBPS = 10.0  # an instance without a published network figure stages data at ~10 Gb/s (judgement)
 EXACT_TOP = 14  # candidates that get a full system build for exact ranking
 SHAPES_PER_TYPE = 3  # ... and the best shapes (gpn x nodes) of each GPU type by the rough ranking
+SHAPE_REACH = 1.5  # ... the 2nd and 3rd only when their rough horizon cost is within this of the best
 N_ALTERNATIVES = 4
 
 DROP_FIT = "does not fit in GPU memory"
@@ -201,6 +202,14 @@ class Cand:
     tier: str | None = None  # the priced offer's market tier
     idle: int = 0  # GPUs paid for but unused (smallest offer >= count)
     overhead: float = 0.0  # per-run rent overhead in $ (provisioning, staging, egress)
+
+    def but(self, **changes: Any) -> Cand:
+        """A copy with ``changes`` (``dataclasses.replace`` without re-running ``__init__``: the
+        search makes a few thousand of these per answer)."""
+        new = object.__new__(Cand)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
     @property
     def count(self) -> int:
@@ -452,7 +461,7 @@ class _Recommender:
             q = Quick(fits=False, wall_hours=q.wall_hours, gpu_hours=q.gpu_hours, per_gpu_gib=q.per_gpu_gib,
                       problems=("CPU offload needs more host RAM than the platform takes",),
                       host_ram_gib=q.host_ram_gib)
-            c = replace(c, q=q)
+            c = c.but(q=q)
         if not q.fits:
             if count_drops:
                 t.drop(DROP_FIT)
@@ -508,7 +517,7 @@ class _Recommender:
                 spot_run=(inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
                           if inst.spot_usd_per_hour else None),
                 reserved_year=reserved_year, rent_total=min(rent_run * self.rpy, reserved_year) * self.y)
-        c = replace(c, **rent)
+        c = c.but(**rent)
         used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
         unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
@@ -517,8 +526,8 @@ class _Recommender:
         if unit and (pinned or (sold_here and self._buyable(c))):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
             share = min(max(self.cat.fac("server_overhead_frac"), 0.0), 0.9)
-            c = replace(c, capex=unit * c.count / (1 - share))
-            c = replace(c, buy_total=self._buy_total_rough(c))
+            c = c.but(capex=unit * c.count / (1 - share))
+            c = c.but(buy_total=self._buy_total_rough(c))
         return self._score(c)
 
     def risky_rent(self, c: Cand) -> bool:
@@ -539,10 +548,10 @@ class _Recommender:
         out: list[Cand] = []
         for c in cands:
             if self.risky_rent(c):
-                c = self._score(replace(c, rent_run=None, rent_total=None, reserved_year=None, spot_run=None,
+                c = self._score(c.but(rent_run=None, rent_total=None, reserved_year=None, spot_run=None,
                                         rent_label=""))
                 if math.isinf(c.score):  # renting was its way; buying is not (budget, price, capacity)
-                    c = replace(c, drop=DROP_NO_P2P)
+                    c = c.but(drop=DROP_NO_P2P)
             out.append(c)
         return out
 
@@ -591,9 +600,9 @@ class _Recommender:
                 why = DROP_CAPACITY
             else:
                 why = DROP_PRICE
-            return replace(c, score=math.inf, drop=why)
+            return c.but(score=math.inf, drop=why)
         score, how = min(opts)
-        return replace(c, score=score, mode=how, drop=None)
+        return c.but(score=score, mode=how, drop=None)
 
     def exact(self, c: Cand, w: sysmod.Workload) -> Cand:
         """Replace the rough buy cost with the sized system's TCO (its real bill of materials). Over
@@ -601,7 +610,7 @@ class _Recommender:
         used GPUs where the catalog has a used price, are tried before the build is given up."""
         if c.exact:
             return c
-        c = replace(c, exact=True)
+        c = c.but(exact=True)
         if c.capex is None:
             return c
         build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
@@ -620,7 +629,7 @@ class _Recommender:
                     build = used
         parts = costmod.onprem_parts(self.req, self.cat, build)
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
-        return self._score(replace(c, capex=build.capex_usd, buy_total=parts.total(self.y, busy), build=build))
+        return self._score(c.but(capex=build.capex_usd, buy_total=parts.total(self.y, busy), build=build))
 
     def tight(self, c: Cand) -> bool:
         """The run ends after SLACK_FRAC of the deadline (or of the assumed turnaround)."""
@@ -746,7 +755,22 @@ class _Recommender:
             per_type.setdefault(c.gpu.id, []).append(c)
         top = ok[:EXACT_TOP]
         seen = {id(c) for c in top}
-        picked = top + [c for cs in per_type.values() for c in cs[:SHAPES_PER_TYPE] if id(c) not in seen]
+        # A type's further shapes only when their rough cost -- the ranked one, or owning it (the
+        # build to own beside a rented pick) -- is near the best (they could win once sized); the
+        # best shape of every type is sized (the alternatives list one per type), and its fastest
+        # (the fast end of the Pareto front).
+        near = SHAPE_REACH * min((c.score for c in ok), default=math.inf)
+        near_buy = SHAPE_REACH * min((c.buy_total for c in ok if c.buy_total is not None), default=math.inf)
+        picked = list(top)
+        for cs in per_type.values():
+            fastest = min(cs, key=lambda c: c.q.wall_hours)  # the type's end of the time / cost front
+            for i, c in enumerate(cs):
+                if id(c) in seen:
+                    continue
+                if c is fastest or (i < SHAPES_PER_TYPE and (
+                        i == 0 or c.score <= near or (c.buy_total is not None and c.buy_total <= near_buy))):
+                    picked.append(c)
+                    seen.add(id(c))
         sized = {id(c): self.exact(c, w0) for c in picked}
         shortlist = [sized[id(c)] for c in picked]
         every = tuple(sized.get(id(c), c) for c in priced.ok)
