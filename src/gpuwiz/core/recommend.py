@@ -758,12 +758,15 @@ class _Recommender:
         # A type's further shapes only when their rough cost -- the ranked one, or owning it (the
         # build to own beside a rented pick) -- is near the best (they could win once sized); the
         # best shape of every type is sized (the alternatives list one per type), and its fastest
-        # (the fast end of the Pareto front).
+        # when that is faster than the top few (the fast end of the Pareto front).
         near = SHAPE_REACH * min((c.score for c in ok), default=math.inf)
         near_buy = SHAPE_REACH * min((c.buy_total for c in ok if c.buy_total is not None), default=math.inf)
         picked = list(top)
+        quickest = min((c.q.wall_hours for c in top), default=math.inf)
         for cs in per_type.values():
             fastest = min(cs, key=lambda c: c.q.wall_hours)  # the type's end of the time / cost front
+            if fastest.q.wall_hours >= quickest:
+                fastest = cs[0]  # no faster than the top few: it cannot extend the front's fast end
             for i, c in enumerate(cs):
                 if id(c) in seen:
                     continue
