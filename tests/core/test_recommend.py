@@ -91,6 +91,9 @@ def test_reference_enterprise_70b(enterprise: Recommendation) -> None:
     RAM, NVMe RAID + parallel FS, InfiniBand 200-400 Gb/s, Slurm/Kubernetes + DCGM."""
     b, est = enterprise.build, enterprise.estimate
     assert b is not None and est is not None and enterprise.cost is not None
+    if b.rented:  # renting won within the buy margin: the reference spec is the build to own beside it
+        assert enterprise.buy_build is not None and "margin" in enterprise.cost.verdict_reason
+        b = enterprise.buy_build
     g = CAT.gpu(b.gpu)
     assert g.form_factor in ("sxm", "oam") and g.nvlink_gbps > 0 and g.segment == "datacenter"
     assert b.gpus_per_node == 8 and b.nodes >= 2
@@ -102,9 +105,13 @@ def test_reference_enterprise_70b(enterprise: Recommendation) -> None:
     assert b.rdma and 200 <= b.network_gbps_per_gpu <= 400 and "InfiniBand" in b.network
     sw = " ".join(b.software)
     assert ("Slurm" in sw or "Kubernetes" in sw) and "DCGM" in sw
-    assert enterprise.cost.verdict in ("buy", "hybrid")  # ~3 runs a year of ~1,000 h on 500+ GPUs
+    # ~3 runs a year of ~1,000 h on 300+ GPUs: buy, or rent when the ranking puts owning within the
+    # buy margin (since the e2-accuracy merge it does: owning wins only through resale) and says so
+    c = enterprise.cost
+    assert c.verdict in ("buy", "hybrid") or (c.verdict == "rent" and "margin" in c.verdict_reason), c.verdict_reason
     ids = {p.id for p in enterprise.pitfalls}
-    assert "reliability-spares" in ids and "multinode-network" not in ids
+    owned = not (enterprise.build is not None and enterprise.build.rented)
+    assert ("reliability-spares" if owned else "failures-per-run") in ids and "multinode-network" not in ids
 
 
 def test_no_8x_h100_for_resnet50_a_few_times_a_year() -> None:
