@@ -251,3 +251,21 @@ def test_rough_and_exact_owning_cost_share_one_rule() -> None:
     one = costmod.onprem_parts(req, CAT, costmod.Footprint(1, 1, 800, 600, False), capex=5000)
     eight = costmod.onprem_parts(req, CAT, costmod.Footprint(1, 8, 6000, 5000, False), capex=50000)
     assert one.staff == eight.staff  # one box is one box to run: staff is not a per-GPU cost
+
+
+def test_offers_are_checked_one_by_one_against_the_plans_host_ram() -> None:
+    # Every 8x A100 40GB offer is checked, not only the cheapest: the cheapest that holds 1,500 GiB of
+    # offloaded optimizer state per node may be dearer than the cheapest offer overall.
+    need = 1500.0
+    plain = costmod.cheapest_rate(CAT, "a100-40gb-sxm", 8, 8)
+    held = costmod.cheapest_rate(CAT, "a100-40gb-sxm", 8, 8, host_ram_gib=need)
+    assert plain is not None and held is not None
+    assert costmod.instance_ram_ok(held[1], need) and held[0] >= plain[0]
+    if not costmod.instance_ram_ok(plain[1], need):
+        assert held[1] is not plain[1]
+    rows = costmod.cloud_options(req(), CAT, "a100-40gb-sxm", 8, 8, 10.0, host_ram_gib=need)
+    every = costmod.cloud_options(req(), CAT, "a100-40gb-sxm", 8, 8, 10.0)
+    assert rows and len(rows) < len(every)
+    by_key = {(i.provider, i.instance_type, i.gpu, i.region): i for i in CAT.cloud_instances}
+    assert all(costmod.instance_ram_ok(by_key[(o.provider, o.instance, o.gpu, o.region)], need) for o in rows)
+    assert costmod.cloud_options(req(), CAT, "a100-40gb-sxm", 8, 8, 10.0, host_ram_gib=1e6) == []

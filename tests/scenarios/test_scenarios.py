@@ -13,6 +13,7 @@ import yaml
 
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
+from gpuwiz.core.cost import instance_ram_ok
 from gpuwiz.core.models import Recommendation, Requirements
 from gpuwiz.core.recommend import SLACK_FRAC, _deadline_hours, recommend
 from gpuwiz.core.units import HOURS_PER_YEAR
@@ -46,11 +47,16 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             reserved = top is not None and (top.cost_per_run_reserved_usd or 1e18) < top.cost_per_run_usd
             if cost.rent_usd_total and r.cost_per_run_usd and not reserved and req.deployment.utilization is None:
                 runs = req.schedule.runs_per_month * 12 * req.deployment.horizon_years
-                assert cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * runs, rel=0.01)  # one price
-            if est.memory.host_ram_gib > 0:  # offload on a host whose RAM is unknown / too small is flagged
+                # one price (to the cent per run: the per-run figures are rounded to cents)
+                assert cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * runs, rel=0.01, abs=0.01 * runs)
+            if est.memory.host_ram_gib > 0:  # offload: the chosen instance's published RAM holds it
                 ram = b.instance.ram_gib
-                assert (ram is not None and ram >= est.memory.host_ram_gib) or any(
-                    p.id == "host-ram-offload" for p in r.pitfalls)
+                assert ram is not None and ram >= est.memory.host_ram_gib, (ram, est.memory.host_ram_gib)
+            # A multi-GPU rent of cards without P2P only when no single GPU does the run with slack.
+            if b.gpus_per_node * b.nodes >= 2 and not gpu.p2p and gpu.nvlink_gbps <= 0 and not pinned \
+                    and r.objective != "fastest":
+                slack = SLACK_FRAC * _deadline_hours(req)
+                assert not any(p.count == 1 and p.wall_hours <= slack for p in r.pareto), r.pareto
         else:
             assert b.bom and b.capex_usd > 0
             assert b.capex_usd == pytest.approx(sum(x.total_usd or 0 for x in b.bom), rel=1e-6)
@@ -72,6 +78,15 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
                 assert "storage / front-end" in b.network
             if cost.verdict == "buy" and req.deployment.budget_usd is not None:
                 assert b.capex_usd <= req.deployment.budget_usd
+        # Every cloud row for the pick's GPU holds the plan's CPU offload in its RAM.
+        for o in cost.cloud:
+            key = (o.provider, o.instance, o.gpu, o.region)
+            inst = next((i for i in CAT.cloud_instances if (i.provider, i.instance_type, i.gpu, i.region) == key), None)
+            if o.gpu == b.gpu and inst is not None and est.feasible:
+                assert instance_ram_ok(inst, est.memory.host_ram_gib), (o.provider, o.instance, inst.ram_gb)
+        # The plan trains with the batch asked: no more data-parallel replicas than samples per step.
+        if req.training.global_batch and not pinned:
+            assert est.plan.dp // max(1, est.plan.cp) <= req.training.global_batch, est.plan
         if not pinned:
             assert b.gpu not in {e.id for e in CAT.platforms.training_excluded}
         # One coherent answer: the pick on the Pareto front carries the price the answer quotes.
@@ -167,6 +182,14 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         assert pid not in ids, ids
     if "assumption" in exp:
         assert any(exp["assumption"] in a for a in r.assumptions), r.assumptions
+    if "gpus_total_in" in exp:
+        assert b.gpus_per_node * b.nodes in exp["gpus_total_in"], (b.gpus_per_node, b.nodes)
+    if exp.get("buy_not_restricted") and r.buy_build is not None:  # a build to own must be buyable there
+        assert not CAT.gpu(r.buy_build.gpu).export_restricted, r.buy_build.gpu
+    if exp.get("value_of_time"):  # no equally simple build 1.25x faster for at most 5 % more per run
+        me = r.cost_per_run_usd or 0
+        assert not [p for p in r.pareto if p.count == b.gpus_per_node * b.nodes and p.nodes == b.nodes
+                    and p.wall_hours * 1.25 <= est.time.wall_hours and p.cost_per_run_usd <= 1.04 * me], r.pareto
     if "max_wall_hours" in exp:
         assert est.time.wall_hours <= exp["max_wall_hours"]
     if exp.get("board_note"):

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from gpuwiz.core import market
 from gpuwiz.core.catalog import Catalog, CloudInstance
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
-from gpuwiz.core.units import HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 IDLE_FRAC = 0.25  # idle draw as a fraction of max (judgement, 0.15-0.35; tco_and_pitfalls §C4)
 BUY_MARGIN = 0.9  # buy only when it is clearly (>= 10 %) cheaper than renting over the horizon
@@ -40,6 +40,14 @@ def runs_per_year(req: Requirements) -> float:
 
 
 # ---- cloud ---------------------------------------------------------------------------------------
+
+
+def instance_ram_ok(inst: CloudInstance, host_ram_gib: float) -> bool:
+    """The one host-RAM rule for a rented instance: CPU offload's pinned buffers (per node) must fit
+    in the instance's published RAM, with 10 % left for the OS and the data loader."""
+    if host_ram_gib <= 0:
+        return True
+    return inst.ram_gb is not None and host_ram_gib * GB_PER_GIB <= 0.9 * inst.ram_gb
 
 
 def instance_count(inst: CloudInstance, gpus_total: int, gpus_per_node: int) -> int | None:
@@ -94,8 +102,10 @@ class SplitJob:
 
 
 def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
-                  wall_hours: float, storage_tb: float = 0.0, split: SplitJob | None = None) -> list[CloudOption]:
-    """Every catalog cloud offer for this GPU type and count, cheapest on-demand run first.
+                  wall_hours: float, storage_tb: float = 0.0, split: SplitJob | None = None,
+                  host_ram_gib: float = 0.0) -> list[CloudOption]:
+    """Every catalog cloud offer for this GPU type and count, cheapest on-demand run first; with
+    ``host_ram_gib`` (per node, CPU offload) only offers whose RAM holds it (``instance_ram_ok``).
 
     A job goes on the smallest instance with enough GPUs (idle ones are paid and said so), on
     several instances over RDMA, or -- given ``split`` -- on several smaller instances over plain
@@ -106,7 +116,7 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     out: list[CloudOption] = []
     for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id or not market.eligible(req, inst):
+        if inst.gpu != gpu_id or not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         slow = 1.0
@@ -157,14 +167,18 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
 
 def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
                   countries: set[str] | None = None,
-                  req: Requirements | None = None) -> tuple[float, CloudInstance, int] | None:
+                  req: Requirements | None = None,
+                  host_ram_gib: float = 0.0) -> tuple[float, CloudInstance, int] | None:
     """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path);
-    with ``req``, only offers its data policy allows (market.eligible)."""
+    with ``req``, only offers its data policy allows (market.eligible); with ``host_ram_gib`` (per
+    node), only offers whose RAM holds it (``instance_ram_ok``)."""
     best: tuple[float, CloudInstance, int] | None = None
     for inst in cat.cloud_instances:
         if inst.gpu != gpu_id or (countries is not None and inst.country.upper() not in countries):
             continue
         if req is not None and not market.eligible(req, inst):
+            continue
+        if not instance_ram_ok(inst, host_ram_gib):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         if n is None:
@@ -335,7 +349,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         rent_year = rent.usd_per_run * runs_per_year(req)
         return CostAnalysis(
             cloud=cloud, verdict="rent",
-            verdict_reason=f"{no_buy_reason}; rent {rent.label} at ${rent.usd_per_run:,.0f} per run",
+            verdict_reason=(f"{no_buy_reason}; rent {rent.label} at "
+                            f"${rent.usd_per_run:,.{2 if rent.usd_per_run < 100 else 0}f} per run"),
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
             monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
+from gpuwiz.core.system import DIMM_TOLERANCE
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 
@@ -404,7 +405,7 @@ def _ram(c: Context) -> tuple[Severity, str] | None:  # P19
     ratio = b.ram_gb / b.vram_gb
     offload = bool(c.est and c.est.plan.offload != "none")
     want = 3.0 if offload else 2.0
-    if ratio >= want:
+    if ratio >= want * DIMM_TOLERANCE:  # the sizing rule's own fill tolerance (system.pick_memory)
         return None
     if ratio < 1.0:
         return "high", (f"{b.ram_gb} GB host RAM for {b.vram_gb:,.0f} GB of VRAM ({ratio:.1f}x): below the 1x floor "

@@ -1,10 +1,18 @@
 """Pick the build: enumerate GPU x count candidates, filter, rank by objective, explain.
 
 ``recommend(req, catalog, objective=None) -> Recommendation`` (pure, deterministic, never raises for
-valid input). The search uses the estimator's fast path for every candidate, prices the survivors
-roughly, sizes the whole system (``core.system``) for the best few, re-ranks them on exact rent
-and buy costs (``core.cost``), and builds the full estimate, cost analysis and pitfalls
-(``core.pitfalls``) only for the winner and its alternatives.
+valid input). A pipeline of stages with frozen values between them (``_Recommender.run``):
+
+- ``enumerate`` (-> ``Enumerated``): every GPU x shape, sized by the estimator's fast path;
+- ``price`` (-> ``Priced``): the rent price (exact) and a rough buy price, the filters (budget,
+  policy); builds near the budget get their real bill of materials;
+- ``rank`` (-> ``Ranked``): the whole system (``core.system``) sized for the best few and the best
+  shapes of each GPU type, re-ranked on exact rent and buy costs (``core.cost``), the pick first;
+- ``explain`` (-> ``Recommendation``): the full estimate, cost analysis and pitfalls
+  (``core.pitfalls``) for the pick, its alternatives and the Pareto front;
+- ``nothing`` / ``binding`` / ``suggestions``: when nothing fits, what binds and what would help.
+
+Each stage returns new ``Cand`` values (frozen; ``dataclasses.replace``) and never changes its input.
 
 Ranking ("cheapest", the default) compares each candidate's cheapest way to do the year's work over
 the horizon: renting (cloud per run x runs) or buying (TCO net of residual value, tco_and_pitfalls
@@ -21,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
@@ -52,6 +60,7 @@ NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the ch
 # Cheapest objective: among builds within this fraction of the lowest (effective) horizon cost, the
 # one with the fewest GPUs wins. The one place this tolerance is stated; see _Recommender.pick.
 SIMPLICITY_TOLERANCE = 0.05
+CLEARLY_FASTER = 1.25  # ... and among equally simple ones, a build this much faster wins (judgement)
 
 GPN_LADDER = (1, 2, 4, 8)
 MAX_NODES = 4096
@@ -68,6 +77,8 @@ LEAN_REACH = 1.5  # the lean / used tiers are tried for boxes up to this factor 
 ROUGH_REACH = 1.6  # over-budget single boxes whose rough capex is within this factor get a real BOM
 STAGING_GBPS = 10.0  # an instance without a published network figure stages data at ~10 Gb/s (judgement)
 EXACT_TOP = 14  # candidates that get a full system build for exact ranking
+SHAPES_PER_TYPE = 3  # ... and the best shapes (gpn x nodes) of each GPU type by the rough ranking
+SHAPE_REACH = 1.5  # ... the 2nd and 3rd only when their rough horizon cost is within this of the best
 N_ALTERNATIVES = 4
 
 DROP_FIT = "does not fit in GPU memory"
@@ -82,6 +93,8 @@ DROP_CONSUMER_MULTI = "consumer card in a multi-node build"
 DROP_CAPACITY = "cannot do the runs per month when owned"
 DROP_TRAINING = "not a training part (VDI / inference board)"
 DROP_ERROR = "estimator error"
+DROP_NO_P2P = "rented multi-GPU without peer-to-peer while one GPU suffices"
+DROP_BATCH = "more data-parallel replicas than the global batch has samples"
 
 
 # ---- estimator adapter ---------------------------------------------------------------------------
@@ -95,6 +108,7 @@ class Quick:
     per_gpu_gib: float = 0.0
     problems: tuple[str, ...] = ()
     host_ram_gib: float = 0.0  # per node, CPU offload
+    replicas: int = 1  # data-parallel replicas of the plan (each needs samples of the global batch)
 
 
 class _Scanner:
@@ -124,6 +138,8 @@ class _Scanner:
                 r = self.mod.requote(self.ctx, r)
             detail = _get(r, "detail")
             blocked = bool(detail is not None and getattr(detail, "problems", None))
+            choice = getattr(detail, "choice", None)
+            dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
             return Quick(
                 fits=bool(_get(r, "fits", "feasible")) and not blocked,
                 wall_hours=float(_get(r, "wall_hours") or math.inf),
@@ -131,10 +147,19 @@ class _Scanner:
                 per_gpu_gib=float(_get(r, "per_gpu_gib") or 0.0),
                 host_ram_gib=float(_get(r, "host_ram_gib") or 0.0),
                 problems=tuple(_get(r, "problems") or ()) or ((str(_get(r, "reason")),) if _get(r, "reason") else ()),
+                replicas=max(1, dp),
             )
         e = self.full(gpu, count, gpn)
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
-                     per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib)
+                     per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib,
+                     replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
+
+    def global_batch(self) -> int | None:
+        """Samples per optimizer step as the config states them (training.global_batch), or None:
+        a batch the estimator defaulted is a heuristic a bigger cluster may scale, a stated one is a
+        hyperparameter of the run."""
+        gb = self.req.training.global_batch
+        return int(gb) if gb else None
 
     def full(self, gpu: GPU, count: int, gpn: int) -> Estimate:
         if self.fast and hasattr(self.mod, "estimate_from"):
@@ -161,8 +186,11 @@ class _Decided(TypedDict, total=False):
     decided_why: str
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)  # compared by identity: one candidate, priced step by step
 class Cand:
+    """One build the search tried: GPU x gpus per node x nodes, its fast-path estimate, and what
+    each pricing stage found (a stage returns a new Cand; ``dataclasses.replace``)."""
+
     gpu: GPU
     gpn: int
     nodes: int
@@ -178,7 +206,19 @@ class Cand:
     score: float = math.inf
     mode: str = "rent"  # the cheaper way for this candidate
     exact: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    drop: str | None = None  # why it has no score (DROP_*), when it has none
+    build: Build | None = None  # the sized system (exact stage)
+    tier: str | None = None  # the priced offer's market tier
+    idle: int = 0  # GPUs paid for but unused (smallest offer >= count)
+    overhead: float = 0.0  # per-run rent overhead in $ (provisioning, staging, egress)
+
+    def but(self, **changes: Any) -> Cand:
+        """A copy with ``changes`` (``dataclasses.replace`` without re-running ``__init__``: the
+        search makes a few thousand of these per answer)."""
+        new = object.__new__(Cand)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
     @property
     def count(self) -> int:
@@ -187,6 +227,63 @@ class Cand:
     @property
     def energy_kwh(self) -> float:
         return self.q.wall_hours * self.count * self.gpu.tdp_w / 1000.0
+
+
+Drops = tuple[tuple[str, int], ...]  # (reason, count), in the order first seen
+
+
+class _Tally:
+    """The drop counter one stage fills while it runs (local to that call); frozen into ``Drops``."""
+
+    def __init__(self, start: Drops = (), considered: int = 0, fastest_miss: float = math.inf) -> None:
+        self.counts: dict[str, int] = dict(start)
+        self.considered = considered
+        self.fastest_miss = fastest_miss
+
+    def drop(self, reason: str, n: int = 1) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + n
+
+    def frozen(self) -> Drops:
+        return tuple(self.counts.items())
+
+
+@dataclass(frozen=True)
+class Enumerated:
+    """Stage 1 (enumerate + size): every shape tried, with its fast-path estimate."""
+
+    cands: tuple[Cand, ...]
+    dropped: Drops
+    considered: int
+    fastest_miss: float  # fastest fitting run that missed the deadline, hours
+
+
+@dataclass(frozen=True)
+class Priced:
+    """Stage 2 (price): the candidates with a price within budget and policy, and the ones the
+    budget stopped (for the binding constraint)."""
+
+    ok: tuple[Cand, ...]
+    over_budget: tuple[Cand, ...]
+    dropped: Drops
+    considered: int
+    fastest_miss: float
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.dropped)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """Stage 3 (rank): the exact-priced shortlist, winner first, and every priced candidate (exact
+    where sized) for the Pareto front."""
+
+    shortlist: tuple[Cand, ...]
+    priced: tuple[Cand, ...]
+    search: Priced
+
+    @property
+    def win(self) -> Cand:
+        return self.shortlist[0]
 
 
 def _gpn_options(gpu: GPU) -> list[int]:
@@ -246,24 +343,15 @@ class _Recommender:
         self.stop_h = self.deadline_h
         if self.d.mode in ("buy", "either"):
             self.stop_h = min(self.stop_h, HOURS_PER_MONTH / req.schedule.runs_per_month)
-        self.dropped: dict[str, int] = {}
-        self.considered = 0
         self.cap_cache: dict[tuple[str, int, int], float] = {}
         self.ram_cap: dict[tuple[str, int], float] = {}
         self.restricted = market.purchase_restricted_country(cat, self.d.country)
         self.y = costmod.years(req)
         self.rpy = costmod.runs_per_year(req)
-        self.storage_usd_per_hour = 0.0  # cloud volume for the data and checkpoints (set in run)
         self.not_training = {e.id for e in cat.platforms.training_excluded}
         self.buyable_cache: dict[tuple[str, int], bool] = {}
-        self.priced: list[Cand] = []  # candidates with a price, for the Pareto front
-        self.over_budget: list[Cand] = []  # priced, but over the budget (binding constraint)
-        self.fastest_miss = math.inf  # fastest fitting run that missed the deadline, hours
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
-
-    def drop(self, reason: str, n: int = 1) -> None:
-        self.dropped[reason] = self.dropped.get(reason, 0) + n
 
     # -- enumeration --
     def gpus(self) -> list[GPU]:
@@ -296,23 +384,25 @@ class _Recommender:
             return DROP_TRAINING
         return None
 
-    def enumerate(self, scan: _Scanner) -> list[Cand]:
+    def enumerate(self, scan: _Scanner) -> Enumerated:
+        """Stage 1: every GPU x shape the search tries, sized by the estimator's fast path."""
+        t = _Tally()
         out: list[Cand] = []
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         for gpu in self.gpus():
             if not pinned:
                 excluded = self.excluded(gpu)
                 if excluded:
-                    self.drop(excluded)
+                    t.drop(excluded)
                     continue
                 if self.d.site == "desk" and gpu.form_factor in ("sxm", "oam"):
-                    self.drop(DROP_SITE)
+                    t.drop(DROP_SITE)
                     continue
             shapes = self.shapes(gpu)
             if shapes is not None:
                 for gpn, nodes in shapes:
-                    self.considered += 1
-                    c = self._try(scan, gpu, gpn, nodes, pinned=True)
+                    t.considered += 1
+                    c = self._try(scan, t, gpu, gpn, nodes, pinned=True)
                     if c:
                         out.append(c)
                 continue
@@ -320,8 +410,8 @@ class _Recommender:
             if self.req.hardware and self.req.hardware.gpus_per_node:
                 gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
             for gpn in gpns:
-                self.considered += 1
-                c = self._try(scan, gpu, gpn, 1)
+                t.considered += 1
+                c = self._try(scan, t, gpu, gpn, 1)
                 if c:
                     out.append(c)
             # Scale out with full nodes: keep every shape that meets the deadline, and stop once a
@@ -338,12 +428,18 @@ class _Recommender:
             least_gph = math.inf
             slack_h = self.stop_h * SLACK_FRAC
             i = 0
+            batch = scan.global_batch()
             while i < len(NODE_LADDER):
                 nodes = NODE_LADDER[i]
                 i += 1
-                self.considered += 1
-                c = self._try(scan, gpu, gpn, nodes, count_drops=False)
+                t.considered += 1
+                c = self._try(scan, t, gpu, gpn, nodes, count_drops=False)
                 q = c.q if c else None
+                if c is not None and c.q.fits and batch is not None and c.q.replicas > batch:
+                    # More replicas than the global batch has samples: the plan would train with a
+                    # bigger batch than asked (a different run); more nodes only add replicas.
+                    t.drop(DROP_BATCH)
+                    break
                 if c and c.q.fits and c.q.wall_hours <= self.search_h:
                     out.append(c)
                     if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
@@ -361,35 +457,35 @@ class _Recommender:
                         while i < len(NODE_LADDER) and NODE_LADDER[i] < need:
                             i += 1
                 prev = q
-        return out
+        return Enumerated(cands=tuple(out), dropped=t.frozen(), considered=t.considered, fastest_miss=t.fastest_miss)
 
-    def _try(self, scan: _Scanner, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
+    def _try(self, scan: _Scanner, t: _Tally, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
              count_drops: bool = True) -> Cand | None:
         try:
             q = scan.quick(gpu, gpn * nodes, gpn)
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
-            self.drop(DROP_ERROR)
+            t.drop(DROP_ERROR)
             return None
         c = Cand(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
         if pinned:
             return c
         if self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
             if count_drops:
-                self.drop(DROP_SITE)
+                t.drop(DROP_SITE)
             return None
         if q.fits and q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
             q = Quick(fits=False, wall_hours=q.wall_hours, gpu_hours=q.gpu_hours, per_gpu_gib=q.per_gpu_gib,
                       problems=("CPU offload needs more host RAM than the platform takes",),
                       host_ram_gib=q.host_ram_gib)
-            c.q = q
+            c = c.but(q=q)
         if not q.fits:
             if count_drops:
-                self.drop(DROP_FIT)
+                t.drop(DROP_FIT)
             return None
         if q.wall_hours > self.search_h:
-            self.fastest_miss = min(self.fastest_miss, q.wall_hours)
+            t.fastest_miss = min(t.fastest_miss, q.wall_hours)
             if count_drops:
-                self.drop(DROP_DEADLINE)
+                t.drop(DROP_DEADLINE)
             return c if not count_drops else None
         return c
 
@@ -407,29 +503,37 @@ class _Recommender:
         return self.ram_cap[key]
 
     # -- pricing --
-    def price_rough(self, c: Cand, w: sysmod.Workload) -> None:
-        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req)
-        if hit and not instance_ram_ok(hit[1], c.q.host_ram_gib):
-            hit = None  # CPU offload needs host RAM the instance does not have (or does not publish)
+    def storage_per_hour(self, w: sysmod.Workload) -> float:
+        """The cloud volume for the data and checkpoints, $ per hour while a rented run lasts."""
+        return sysmod.storage_needed_tb(w) * self.cat.fac("cloud_storage_usd_per_tb_month") / HOURS_PER_MONTH
+
+    def price_rough(self, c: Cand, w: sysmod.Workload) -> Cand:
+        """The candidate with its rent price (exact: the offer's rate) and a rough buy price (capex
+        from the GPU share of a server), scored."""
+        st_h = self.storage_per_hour(w)
+        rent: dict[str, Any] = {}
+        # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
+        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
             over_h, egress = self.overhead(inst, w)
-            c.rent_run = (rate * (c.q.wall_hours + over_h) + egress
-                          + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0))
-            c.extra["overhead"] = rate * over_h + egress
+            rent_run = rate * (c.q.wall_hours + over_h) + egress + st_h * max(c.q.wall_hours, 1.0)
             times = f" x{n}" if n > 1 else ""
-            c.rent_label = f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})"
-            c.rent_gpu_hour = inst.price_usd_per_hour / inst.gpu_count
-            c.extra["idle"] = inst.gpu_count * n - c.count  # GPUs paid for but unused (smallest offer >= count)
-            if inst.spot_usd_per_hour:
-                c.spot_run = inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
             r1 = self.cat.fac("reserved_1y_discount")
             res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
-            c.reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
-                               + self.storage_usd_per_hour * max(c.q.wall_hours, 1.0) * self.rpy)
-            c.rent_total = min(c.rent_run * self.rpy, c.reserved_year) * self.y
+            reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
+                             + st_h * max(c.q.wall_hours, 1.0) * self.rpy)
+            rent = dict(
+                rent_run=rent_run, overhead=rate * over_h + egress,
+                rent_label=f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})",
+                rent_gpu_hour=inst.price_usd_per_hour / inst.gpu_count, tier=inst.tier,
+                idle=inst.gpu_count * n - c.count,  # GPUs paid for but unused (smallest offer >= count)
+                spot_run=(inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
+                          if inst.spot_usd_per_hour else None),
+                reserved_year=reserved_year, rent_total=min(rent_run * self.rpy, reserved_year) * self.y)
+        c = c.but(**rent)
         used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
         unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
@@ -438,9 +542,34 @@ class _Recommender:
         if unit and (pinned or (sold_here and self._buyable(c))):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
             share = min(max(self.cat.fac("server_overhead_frac"), 0.0), 0.9)
-            c.capex = unit * c.count / (1 - share)
-            c.buy_total = self._buy_total_rough(c)
-        self._score(c)
+            c = c.but(capex=unit * c.count / (1 - share))
+            c = c.but(buy_total=self._buy_total_rough(c))
+        return self._score(c)
+
+    def risky_rent(self, c: Cand) -> bool:
+        """A rented multi-GPU build of cards without peer-to-peer or NVLink (GeForce 40/50 series):
+        every all-reduce is staged through host memory, and on a rented host -- whose BIOS, IOMMU /
+        ACS settings and driver are not the renter's to change -- an NCCL hang cannot be fixed
+        (pitfall consumer-no-p2p). The estimate already counts the slower all-reduce; the hang is
+        the risk the price does not show."""
+        g = c.gpu
+        return c.rent_total is not None and c.count >= 2 and not g.p2p and g.nvlink_gbps <= 0
+
+    def drop_risky_rent(self, cands: list[Cand]) -> list[Cand]:
+        """When one GPU does the run with slack against the deadline, a ``risky_rent`` build is not
+        rented (it may still be bought: on an owned box the P2P settings are the owner's). When no
+        single GPU suffices, it stays, and the pitfall says what to set."""
+        if not any(c.count == 1 and math.isfinite(c.score) and not self.tight(c) for c in cands):
+            return cands
+        out: list[Cand] = []
+        for c in cands:
+            if self.risky_rent(c):
+                c = self._score(c.but(rent_run=None, rent_total=None, reserved_year=None, spot_run=None,
+                                        rent_label=""))
+                if math.isinf(c.score):  # renting was its way; buying is not (budget, price, capacity)
+                    c = c.but(drop=DROP_NO_P2P)
+            out.append(c)
+        return out
 
     def _buyable(self, c: Cand) -> bool:
         """A chassis one can buy takes these GPUs (system.chassis_fits: cooling, baseboards, site)."""
@@ -462,7 +591,9 @@ class _Recommender:
         parts = costmod.onprem_parts(self.req, self.cat, fp, capex=c.capex)
         return parts.total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.count))
 
-    def _score(self, c: Cand) -> None:
+    def _score(self, c: Cand) -> Cand:
+        """The candidate with its score (the cheaper allowed way over the horizon) and mode, or no
+        score and the reason (budget, capacity, price)."""
         budget = self.d.budget_usd
         mode = self.d.mode
         opts: list[tuple[float, str]] = []
@@ -477,27 +608,27 @@ class _Recommender:
             # verdict's own rule), so the ranking and the verdict agree.
             opts.append((c.buy_total / costmod.BUY_MARGIN if mode == "either" else c.buy_total, "buy"))
         if not opts:
-            c.score = math.inf
             can_rent = mode in ("rent", "either") and c.rent_total is not None
             can_buy = mode in ("buy", "either") and c.buy_total is not None
             if can_rent or (can_buy and keeps_up):
-                c.extra["drop"] = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
+                why = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
             elif can_buy:
-                c.extra["drop"] = DROP_CAPACITY
+                why = DROP_CAPACITY
             else:
-                c.extra["drop"] = DROP_PRICE
-            return
-        c.score, c.mode = min(opts)
+                why = DROP_PRICE
+            return c.but(score=math.inf, drop=why)
+        score, how = min(opts)
+        return c.but(score=score, mode=how, drop=None)
 
-    def exact(self, c: Cand, w: sysmod.Workload) -> None:
+    def exact(self, c: Cand, w: sysmod.Workload) -> Cand:
         """Replace the rough buy cost with the sized system's TCO (its real bill of materials). Over
         the budget, the lean tier (lean chassis, no bulk HDD / ingest NIC, RAM at its floor), then
         used GPUs where the catalog has a used price, are tried before the build is given up."""
         if c.exact:
-            return
-        c.exact = True
+            return c
+        c = c.but(exact=True)
         if c.capex is None:
-            return
+            return c
         build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
         budget = self.d.budget_usd
         # The lean tier saves the platform extras (a few $k at most), used GPUs their price gap:
@@ -514,10 +645,7 @@ class _Recommender:
                     build = used
         parts = costmod.onprem_parts(self.req, self.cat, build)
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
-        c.capex = build.capex_usd
-        c.buy_total = parts.total(self.y, busy)
-        c.extra["build"] = build
-        self._score(c)
+        return self._score(c.but(capex=build.capex_usd, buy_total=parts.total(self.y, busy), build=build))
 
     def tight(self, c: Cand) -> bool:
         """The run ends after SLACK_FRAC of the deadline (or of the assumed turnaround)."""
@@ -541,17 +669,23 @@ class _Recommender:
 
     def pick(self, ranked: list[Cand]) -> Cand:
         """The winner of a list sorted by ``key``. Cheapest: the simplest build -- fewest GPUs, then
-        fewest nodes -- among those within SIMPLICITY_TOLERANCE of the lowest effective cost (a
-        multi-GPU job costs engineering time the price does not show, so 1 GPU at $104 beats 8 at
-        $100). Only a near-tie breaker: the pick never costs more than (1 + tolerance) x the
-        cheapest, so a longer deadline -- which only adds candidates -- never makes the pick dearer
-        than the shorter deadline's pick by more than the tolerance (tests/robustness)."""
+        fewest nodes, then a clearly (CLEARLY_FASTER) faster one -- among those within
+        SIMPLICITY_TOLERANCE of the lowest effective cost (a multi-GPU job costs engineering time the
+        price does not show, so 1 GPU at $104 beats 8 at $100). Only a near-tie breaker: the pick
+        never costs more than (1 + tolerance) x the cheapest, so a longer deadline -- which only adds
+        candidates -- never makes the pick dearer than the shorter deadline's pick by more than the
+        tolerance (tests/robustness)."""
         if self.obj != "cheapest" or not ranked:
             return ranked[0]
         floor = self.effective(ranked[0])
         tight = self.tight(ranked[0])
         near = [c for c in ranked if self.tight(c) == tight and self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
-        return min(near, key=lambda c: (c.count, c.nodes, self.effective(c), c.q.wall_hours))
+        simple = min(near, key=lambda c: (c.count, c.nodes, self.effective(c), c.q.wall_hours))
+        # Value of time: an equally simple build within the tolerance that is clearly faster wins
+        # (1.7x faster for 1 % more is what an expert buys; the price gap is inside the estimate's error).
+        peers = [c for c in near if (c.count, c.nodes) == (simple.count, simple.nodes)]
+        fast = min(peers, key=lambda c: (c.q.wall_hours, self.effective(c)))
+        return fast if fast.q.wall_hours * CLEARLY_FASTER <= simple.q.wall_hours else simple
 
     def per_run(self, c: Cand) -> float:
         if c.mode == "rent" and c.rent_run is not None:
@@ -574,6 +708,8 @@ class _Recommender:
 
     # -- main --
     def run(self) -> Recommendation:
+        """enumerate (+ size by the fast path) -> price -> rank (exact sizing of the shortlist) ->
+        explain; suggest when nothing fits. Each stage takes and returns typed, frozen values."""
         scan = _Scanner(self.req, self.cat)
         if scan.ctx is not None and not scan.ctx.total_units:  # e.g. only data.tokens for an image model
             what = ("data.tokens, data.samples or data.dataset_gb" if scan.ctx.model.is_token_model
@@ -586,54 +722,94 @@ class _Recommender:
                               reason=("needed: a data size this model can use (tokens, samples or dataset size)"
                                       if scan.ctx.model.is_token_model else
                                       "needed: this model counts samples (give samples, or dataset and sample size)"))
-        pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        cands = self.enumerate(scan)
+        found = self.enumerate(scan)
         w0 = self.workload0(scan)
-        self.storage_usd_per_hour = (sysmod.storage_needed_tb(w0) * self.cat.fac("cloud_storage_usd_per_tb_month")
-                                     / HOURS_PER_MONTH)
-        for c in cands:
-            self.price_rough(c, w0)
+        priced = self.price(found, w0)
+        if not priced.ok:
+            return self.nothing(scan, priced)
+        ranked = self.rank(priced, w0)
+        if ranked is None:
+            return self.nothing(scan, priced)
+        return self.explain(scan, ranked)
+
+    def price(self, found: Enumerated, w0: sysmod.Workload) -> Priced:
+        """Stage 2: rent and rough buy prices for every candidate; the ones the rough price puts
+        within reach of the budget get their real bill of materials (and the lean / used tiers);
+        then the filters (budget, policy, a rented no-P2P pair when one GPU suffices)."""
+        pinned = bool(self.req.hardware and self.req.hardware.gpu)
+        cands: list[Cand] = []
+        for c in found.cands:
+            c = self.price_rough(c, w0)
             # The budget filter uses the real bill of materials (and the lean / used tiers) for every
             # build the rough price puts within reach (it is off by well under 2x either way).
-            if c.extra.get("drop") == DROP_BUDGET and c.capex is not None and self.d.budget_usd is not None \
+            if c.drop == DROP_BUDGET and c.capex is not None and self.d.budget_usd is not None \
                     and c.nodes == 1 and c.capex <= ROUGH_REACH * self.d.budget_usd:
-                self.exact(c, w0)
+                c = self.exact(c, w0)
+            cands.append(c)
+        if not pinned and self.obj != "fastest":
+            cands = self.drop_risky_rent(cands)
+        t = _Tally(found.dropped)
+        ok: list[Cand] = []
+        over: list[Cand] = []
         if pinned:
             ok = cands
         else:
-            ok = []
             for c in cands:
                 if math.isinf(c.score):
-                    self.drop(c.extra.get("drop", DROP_PRICE))
-                    if c.extra.get("drop") == DROP_BUDGET:
-                        self.over_budget.append(c)
+                    t.drop(c.drop or DROP_PRICE)
+                    if c.drop == DROP_BUDGET:
+                        over.append(c)
                 elif c.gpu.segment == "consumer" and c.nodes > 1:
-                    self.drop(DROP_CONSUMER_MULTI)
+                    t.drop(DROP_CONSUMER_MULTI)
                 else:
                     ok.append(c)
-        self.priced = ok
-        if not ok:
-            return self.nothing(scan)
-        ok.sort(key=self.key)
-        # Exact ranking for the top few and the best of each GPU type.
-        best_per_type: dict[str, Cand] = {}
+        return Priced(ok=tuple(ok), over_budget=tuple(over), dropped=t.frozen(), considered=found.considered,
+                      fastest_miss=found.fastest_miss)
+
+    def rank(self, priced: Priced, w0: sysmod.Workload) -> Ranked | None:
+        """Stage 3: the top few and the best few shapes of each GPU type (another node count or gpn
+        of the same GPU can be cheaper once its real bill of materials is known) get an exact price;
+        the winner (``pick``) first. None when no exact-priced build is left (over budget)."""
+        pinned = bool(self.req.hardware and self.req.hardware.gpu)
+        ok = sorted(priced.ok, key=self.key)
+        per_type: dict[str, list[Cand]] = {}
         for c in ok:
-            best_per_type.setdefault(c.gpu.id, c)
-        shortlist = ok[:EXACT_TOP] + [c for c in best_per_type.values() if c not in ok[:EXACT_TOP]][:EXACT_TOP]
-        for c in shortlist:
-            self.exact(c, w0)
+            per_type.setdefault(c.gpu.id, []).append(c)
+        top = ok[:EXACT_TOP]
+        seen = {id(c) for c in top}
+        # A type's further shapes only when their rough cost -- the ranked one, or owning it (the
+        # build to own beside a rented pick) -- is near the best (they could win once sized); the
+        # best shape of every type is sized (the alternatives list one per type), and its fastest
+        # when that is faster than the top few (the fast end of the Pareto front).
+        near = SHAPE_REACH * min((c.score for c in ok), default=math.inf)
+        near_buy = SHAPE_REACH * min((c.buy_total for c in ok if c.buy_total is not None), default=math.inf)
+        picked = list(top)
+        quickest = min((c.q.wall_hours for c in top), default=math.inf)
+        for cs in per_type.values():
+            fastest = min(cs, key=lambda c: c.q.wall_hours)  # the type's end of the time / cost front
+            if fastest.q.wall_hours >= quickest:
+                fastest = cs[0]  # no faster than the top few: it cannot extend the front's fast end
+            for i, c in enumerate(cs):
+                if id(c) in seen:
+                    continue
+                if c is fastest or (i < SHAPES_PER_TYPE and (
+                        i == 0 or c.score <= near or (c.buy_total is not None and c.buy_total <= near_buy))):
+                    picked.append(c)
+                    seen.add(id(c))
+        sized = {id(c): self.exact(c, w0) for c in picked}
+        shortlist = [sized[id(c)] for c in picked]
+        every = tuple(sized.get(id(c), c) for c in priced.ok)
         shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
         if not shortlist:
-            return self.nothing(scan)
+            return None
         shortlist.sort(key=self.key)
         win = self.pick(shortlist)
         shortlist.remove(win)
-        shortlist.insert(0, win)
-        return self.finish(scan, win, shortlist)
+        return Ranked(shortlist=(win, *shortlist), priced=every, search=priced)
 
     def _sized(self, c: Cand, w: sysmod.Workload) -> Build:
         """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""
-        tier = c.extra["build"].tier if "build" in c.extra else "standard"
+        tier = c.build.tier if c.build is not None else "standard"
         return sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=tier.startswith("lean"),
                                   used=True if tier.endswith("-used") else None)
 
@@ -668,19 +844,25 @@ class _Recommender:
                          overhead_hours=round(hours, 3), egress_usd=round(egress, 2))
 
     def _instance(self, o: CloudOption) -> CloudInstance | None:
+        """The catalog row of a cloud option: one instance type is listed per region, each with its
+        own price and (as published) host figures, so the region is part of the match."""
         for inst in self.cat.cloud_instances:
-            if inst.provider == o.provider and inst.instance_type == o.instance and inst.gpu == o.gpu:
+            if (inst.provider, inst.instance_type, inst.gpu, inst.region) == (o.provider, o.instance, o.gpu, o.region):
                 return inst
         return None
 
-    def finish(self, scan: _Scanner, win: Cand, ranked: list[Cand]) -> Recommendation:
+    def explain(self, scan: _Scanner, r: Ranked) -> Recommendation:
+        """Stage 4: the full estimate, system, cost analysis and pitfalls for the winner, and its
+        alternatives and Pareto front."""
+        win, ranked = r.win, list(r.shortlist)
         est, w = self._workload(scan, win)
         build = self._sized(win, w)
         wall = est.time.wall_hours if est.feasible else win.q.wall_hours
         gph = est.time.gpu_hours if est.feasible else win.q.gpu_hours
         cloud = costmod.cloud_options(self.req, self.cat, win.gpu.id, win.count, win.gpn, wall,
                                       storage_tb=build.storage_needed_tb,
-                                      split=costmod.SplitJob.from_estimate(est, self.req.training.precision))
+                                      split=costmod.SplitJob.from_estimate(est, self.req.training.precision),
+                                      host_ram_gib=est.memory.host_ram_gib if est.feasible else win.q.host_ram_gib)
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         renting = win.mode == "rent" and win.rent_run is not None and not (pinned and self.d.mode == "buy")
         buy_build: Build | None = build
@@ -711,7 +893,7 @@ class _Recommender:
             if ref is not None and ref is not win:
                 _, offer_w = self._workload(scan, ref)
                 extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
-                                              storage_tb=build.storage_needed_tb)
+                                              storage_tb=build.storage_needed_tb, host_ram_gib=ref.q.host_ram_gib)
                 cloud = cloud + extra[:1]
                 ref_offer = extra[0] if extra else None
             elif ref is win and cloud:
@@ -776,21 +958,24 @@ class _Recommender:
             cost_per_run_usd_range=(Range(low=per_run_out * est.cost_multipliers.low,
                                           high=per_run_out * est.cost_multipliers.high)
                                     if est.cost_multipliers is not None and per_run_out is not None else None),
-            alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=self.considered,
-            dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])),
-            suggestions=self.suggestions(scan) if not est.feasible else [],
-            pareto=self.pareto(win, per_run_out, analysis.verdict == "rent"),
+            alternatives=alts, cost=analysis, pitfalls=pits, candidates_considered=r.search.considered,
+            dropped=dict(sorted(r.search.dropped, key=lambda kv: -kv[1])),
+            suggestions=self.suggestions(scan, r.search) if not est.feasible else [],
+            pareto=self.pareto(r.priced, win, per_run_out, analysis.verdict == "rent"),
             binding_constraint=binding, assumptions=assumptions,
             market=market.assess(self.req, self.cat, win.gpu, win.count, win.gpn),
             currency=market.currency_info(self.cat, self.req),
         )
 
-    def pareto(self, win: Cand, win_run: float | None, win_rented: bool) -> list[ParetoPoint]:
-        """The time / cost front over every priced candidate: no point is both slower and dearer per
-        run than another. The pick carries the price the answer quotes."""
+    def pareto(self, priced: tuple[Cand, ...], win: Cand, win_run: float | None,
+               win_rented: bool) -> list[ParetoPoint]:
+        """The time / cost front over every exact-priced candidate (several shapes of one GPU may be
+        on it): no point is both slower and dearer per run than another. The pick carries the price
+        the answer quotes."""
         pts: list[ParetoPoint] = []
-        for c in self.priced:
-            if math.isinf(c.score):
+        for c in priced:
+            # Only exact prices: a rent price is exact once priced, a bought build once sized.
+            if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
                 continue
             run = win_run if c is win and win_run is not None else self.per_run(c)
             rented = win_rented if c is win else c.mode == "rent"
@@ -806,7 +991,7 @@ class _Recommender:
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
         """The build to own instead of renting: cheapest over the horizon as the ranking counts it."""
-        ok = [c for c in ranked if c.buy_total is not None and c.exact and "build" in c.extra
+        ok = [c for c in ranked if c.buy_total is not None and c.exact and c.build is not None
               and c.q.wall_hours * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
               and (self.d.budget_usd is None or (c.capex or 0) <= self.d.budget_usd)]
         return min(ok, key=lambda c: (c.buy_total * self._stack(c), c.q.wall_hours)) if ok else None  # type: ignore[operator]
@@ -865,8 +1050,8 @@ class _Recommender:
         else:
             money = "cost unknown"
         how = "rented" if c.mode == "rent" else "owned"
-        if c.mode == "rent" and c.extra.get("idle", 0) > 0:
-            how = f"rented: smallest offer has {c.count + c.extra['idle']} GPUs, {c.extra['idle']} idle"
+        if c.mode == "rent" and c.idle > 0:
+            how = f"rented: smallest offer has {c.count + c.idle} GPUs, {c.idle} idle"
         tail = ""
         if self.obj == "perf-per-watt":
             tail = f", {c.energy_kwh:,.0f} kWh per run"
@@ -875,35 +1060,36 @@ class _Recommender:
         return f"{speed}, {money} ({how}, {c.count}x{tail})"
 
     # -- nothing fits --
-    def nothing(self, scan: _Scanner) -> Recommendation:
-        sugg = self.suggestions(scan)
+    def nothing(self, scan: _Scanner, priced: Priced) -> Recommendation:
+        """The answer when nothing fits: the binding constraint and sane suggestions."""
+        sugg = self.suggestions(scan, priced)
         pits = pitmod.check_nothing_fits(self.req, self.cat, sugg)
         return Recommendation(objective=self.obj, found=False, pitfalls=pits,  # type: ignore[arg-type]
-                              candidates_considered=self.considered, market=market.assess(self.req, self.cat),
+                              candidates_considered=priced.considered, market=market.assess(self.req, self.cat),
                               currency=market.currency_info(self.cat, self.req),
-                              dropped=dict(sorted(self.dropped.items(), key=lambda kv: -kv[1])), suggestions=sugg,
-                              binding_constraint=self.binding(),
+                              dropped=dict(sorted(priced.dropped, key=lambda kv: -kv[1])), suggestions=sugg,
+                              binding_constraint=self.binding(priced),
                               assumptions=[n for n in [turnaround_note(self.req)] if n])
 
-    def binding(self) -> BindingConstraint:
+    def binding(self, priced: Priced) -> BindingConstraint:
         """What stopped every build, from the drop counts: the budget (with the cheapest fitting
         build's price), then the deadline, the site, memory, and policy (export / CUDA / VDI)."""
-        d = self.dropped
+        d = priced.counts()
         if d.get(DROP_BUDGET) and self.d.budget_usd is not None:
             costs: list[float] = []
-            for c in self.over_budget:
+            for c in priced.over_budget:
                 ways = [c.capex if self.d.mode != "rent" else None,
                         c.rent_total / self.y if c.rent_total is not None and self.d.mode != "buy" else None]
-                priced = [x for x in ways if x is not None]
-                if priced:
-                    costs.append(min(priced))
+                known = [x for x in ways if x is not None]
+                if known:
+                    costs.append(min(known))
             cheapest = f": the cheapest build that fits costs ${min(costs):,.0f}" if costs else ""
             return BindingConstraint(kind="budget", message=f"budget ${self.d.budget_usd:,.0f}{cheapest}")
         if d.get(DROP_DEADLINE) or d.get(DROP_CAPACITY):
             what = "deadline" if self.req.schedule.deadline_days else "assumed turnaround"
             return BindingConstraint(kind="deadline", message=(
                 f"no build that fits finishes a run within the {self.deadline_h / 24:,.1f}-day {what}"
-                + (f" (fastest: {self.fastest_miss / 24:,.1f} days)" if math.isfinite(self.fastest_miss) else "")))
+                + (f" (fastest: {priced.fastest_miss / 24:,.1f} days)" if math.isfinite(priced.fastest_miss) else "")))
         if d.get(DROP_SITE):
             return BindingConstraint(kind="site", message=f"no build that fits suits the {self.d.site} site")
         if d.get(DROP_FIT):
@@ -913,7 +1099,7 @@ class _Recommender:
                                  + ", ".join(k for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE)
                                              if d.get(k)))
 
-    def suggestions(self, scan: _Scanner) -> list[str]:
+    def suggestions(self, scan: _Scanner, priced: Priced) -> list[str]:
         """Changes that would make it work -- only sane ones: never LoRA for a pretraining run, never
         a run longer than the horizon, never a data-centre server to a desk buyer."""
         out: list[str] = []
@@ -958,11 +1144,12 @@ class _Recommender:
             if hit and hit[2] <= horizon_h:
                 g, n, h = hit
                 out.append(f"{label} would fit on {n}x {g.id} ({h:,.1f} h per run)")
-        if self.dropped.get(DROP_BUDGET) and self.d.budget_usd:
-            out.append(f"{self.dropped[DROP_BUDGET]} fitting build(s) exceed the ${self.d.budget_usd:,.0f} budget: "
+        dropped = priced.counts()
+        if dropped.get(DROP_BUDGET) and self.d.budget_usd:
+            out.append(f"{dropped[DROP_BUDGET]} fitting build(s) exceed the ${self.d.budget_usd:,.0f} budget: "
                        "raise it or rent")
-        if self.dropped.get(DROP_EXPORT):
-            out.append(f"{self.dropped[DROP_EXPORT]} GPU type(s) are export-restricted for {self.d.country}: use "
+        if dropped.get(DROP_EXPORT):
+            out.append(f"{dropped[DROP_EXPORT]} GPU type(s) are export-restricted for {self.d.country}: use "
                        "in-market GPUs or an in-country cloud")
         return out
 
@@ -994,12 +1181,7 @@ class _Recommender:
         return (best[1], best[2], best[3]) if best else None
 
 
-def instance_ram_ok(inst: CloudInstance, host_ram_gib: float) -> bool:
-    """The one host-RAM rule for a rented instance: CPU offload's pinned buffers (per node) must fit
-    in the instance's published RAM, with 10 % left for the OS and the data loader."""
-    if host_ram_gib <= 0:
-        return True
-    return inst.ram_gb is not None and host_ram_gib * GB_PER_GIB <= 0.9 * inst.ram_gb
+instance_ram_ok = costmod.instance_ram_ok  # the one host-RAM rule lives in core.cost
 
 
 def _reserved_wins(o: Any) -> bool:

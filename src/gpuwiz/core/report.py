@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any, Literal
 
-from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, Recommendation, Requirements
+from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, ParetoPoint, Recommendation, Requirements
 from gpuwiz.core.ranges import fmt_range
 from gpuwiz.core.whatif import fmt_hours, fmt_span, fmt_usd
 
@@ -242,27 +242,38 @@ def _build_lines(build: Build, md: bool, h2: str, title: str) -> list[str]:
     return [*out, ""]
 
 
-def _pareto_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
-    """The time / cost front against the pick: '2.1x faster for 13 % more'."""
+def pareto_against_pick(rec: Recommendation) -> list[tuple[ParetoPoint, str]]:
+    """Each point of the time / cost front with how it compares to the pick ('2.1x faster for +13%',
+    'the pick'); empty when there is no front to show. The report and the TUI both print these."""
     b = rec.build
     if b is None or len(rec.pareto) < 2 or rec.cost_per_run_usd is None:
         return []
-    me = next((p for p in rec.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes), None)
+    me = next((p for p in rec.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes
+               and p.nodes == b.nodes), None)
     base_h = me.wall_hours if me else (rec.estimate.time.wall_hours if rec.estimate else 0.0)
     base_c = rec.cost_per_run_usd
-    rows = []
+    out: list[tuple[ParetoPoint, str]] = []
     for p in rec.pareto:
-        here = p is me
         speed = base_h / p.wall_hours if p.wall_hours > 0 else 1.0
         dc = p.cost_per_run_usd / base_c - 1 if base_c > 0 else 0.0
-        if here:
+        if p is me:
             what = "the pick"
         elif speed >= 1:
             what = f"{speed:.1f}x faster for {dc:+.0%}" if dc >= 0 else f"{speed:.1f}x faster and {-dc:.0%} cheaper"
         else:
             what = f"{1 / speed:.1f}x slower, {-dc:.0%} cheaper" if dc < 0 else f"{1 / speed:.1f}x slower"
-        rows.append([f"{p.count}x {p.gpu}" + (f" ({p.nodes} nodes)" if p.nodes > 1 else ""),
-                     "rent" if p.rented else "buy", fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what])
+        out.append((p, what))
+    return out
+
+
+def _pareto_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
+    """The time / cost front against the pick: '2.1x faster for 13 % more'."""
+    pts = pareto_against_pick(rec)
+    if not pts:
+        return []
+    rows = [[f"{p.count}x {p.gpu}" + (f" ({p.nodes} nodes)" if p.nodes > 1 else ""),
+             "rent" if p.rented else "buy", fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what]
+            for p, what in pts]
     out = [f"{h2}Time vs cost (Pareto front)" if md else "Time vs cost (Pareto front):"]
     return out + _table(["Build", "How", "Time/run", "Cost/run", "Against the pick"], rows, md) + [""]
 

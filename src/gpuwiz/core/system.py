@@ -242,6 +242,12 @@ def _cpu_ok(cpu: CPU, sockets: int, cores: int, lanes: int) -> bool:
     return cpu.cores * sockets >= cores and cpu_lanes(cpu, sockets) >= lanes
 
 
+# DIMM sizes are binary: a fill within this fraction of the target counts as meeting it (256 GB for a
+# 275 GB target). The host-ram pitfall reads the same tolerance, so the build never carries RAM the
+# tool then flags.
+DIMM_TOLERANCE = 0.9
+
+
 def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
                 desktop: bool) -> tuple[Dimm | None, int]:
     """Fill memory channels evenly (1 or 2 DIMMs per channel) with the cheapest config >= target."""
@@ -266,8 +272,7 @@ def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
             if total > cap:
                 continue
             cost = n * d.price_usd
-            # DIMM sizes are binary: 256 GB for a 275 GB target is close enough (0.9x).
-            if total >= 0.9 * target_gb and (best is None or cost < best[0]):
+            if total >= DIMM_TOLERANCE * target_gb and (best is None or cost < best[0]):
                 best = (cost, d, n)
             if fallback is None or total > fallback[1].capacity_gb * fallback[2]:
                 fallback = (cost, d, n)

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwiz.core.models import Build, Recommendation
+from gpuwiz.core.report import pareto_against_pick
 from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_span, fmt_usd, pitfalls_by_severity
 from gpuwiz.tui.plain import add_row, plain
 from gpuwiz.tui.widgets.bars import breakdown_bar, breakdown_legend, memory_bar
@@ -26,6 +27,12 @@ def _titled_table(title: str) -> Table:
 
 def nothing_fits(rec: Recommendation) -> RenderableType:
     parts: list[RenderableType] = [Text("Nothing fits these requirements.", style="bold red")]
+    bc = rec.binding_constraint
+    if bc is not None:  # what stops every build: budget, deadline, memory, policy or site
+        line = Text()
+        line.append(f"Binding constraint ({bc.kind}): ", style="bold")
+        line.append_text(plain(bc.message))
+        parts.append(line)
     if rec.dropped:
         parts.append(Text("Candidates dropped: " + ", ".join(f"{k} ({v})" for k, v in rec.dropped.items()),
                           style="dim"))
@@ -98,14 +105,18 @@ def build_view(rec: Recommendation) -> RenderableType:
             head.append(f" ZeRO-{p.zero_stage}", style="dim")
         if p.offload != "none":
             head.append(f" offload {p.offload}", style="dim")
+    tight: list[RenderableType] = []
+    if rec.binding_constraint is not None:  # found, but e.g. no build ends with slack before the deadline
+        bc = rec.binding_constraint
+        tight.append(Text.assemble((f"Binding constraint ({bc.kind}): ", "bold yellow"), plain(bc.message)))
     if b.bom:
-        return Group(head, Text(""), *_build_block(b, "Bill of materials"))
+        return Group(head, *tight, Text(""), *_build_block(b, "Bill of materials"))
     rented = Text()
     rented.append("Rent: ", style="bold")
     rented.append(b.site.removeprefix("cloud: "))
     if rec.cost_per_run_usd is not None:
         rented.append(f", {fmt_usd(rec.cost_per_run_usd)} per run")
-    parts: list[RenderableType] = [head, rented]
+    parts: list[RenderableType] = [head, *tight, rented, *_instance_lines(rec)]
     if b.software:
         parts.append(Text("Software: " + ", ".join(b.software), style="dim"))
     if rec.buy_build is not None:
@@ -116,6 +127,45 @@ def build_view(rec: Recommendation) -> RenderableType:
     else:
         parts.append(Text("No build you could buy meets these requirements; cloud offers are on tab 3.", style="dim"))
     return Group(*parts)
+
+
+def _instance_lines(rec: Recommendation) -> list[RenderableType]:
+    """A rented pick is instances, not a chassis: how many, of which offer, and each one's host."""
+    b, offer = rec.build, rec.cost.rent_offer if rec.cost else None
+    out: list[RenderableType] = []
+    if offer is not None:
+        where = ", ".join(x for x in (offer.region, offer.country) if x)
+        out.append(plain(f"Instances: {offer.instances} × {offer.provider} {offer.instance} "
+                         f"({offer.gpus_per_instance} GPU{'s' if offer.gpus_per_instance != 1 else ''} each"
+                         + (f", {where}" if where else "") + f"), {fmt_usd(offer.usd_per_hour)}/h in all"))
+    inst = b.instance if b is not None else None
+    if inst is not None:
+        host = [f"{inst.vcpus} vCPUs" if inst.vcpus else "vCPUs not published",
+                f"{fmt_gib(inst.ram_gib)} RAM" if inst.ram_gib else "RAM not published",
+                f"{inst.local_nvme_tb:g} TB local NVMe" if inst.local_nvme_tb else "no local NVMe published"]
+        out.append(plain("Each instance: " + ", ".join(host)))
+        need = rec.estimate.memory.host_ram_gib if rec.estimate is not None else 0.0
+        if need > 0:
+            out.append(plain(f"CPU offload needs {fmt_gib(need)} of host RAM per node", "dim"))
+    return out
+
+
+def pareto_view(rec: Recommendation) -> RenderableType | None:
+    """The time / cost front against the pick ('2.1x faster for +13%'), or None without one."""
+    pts = pareto_against_pick(rec)
+    if not pts:
+        return None
+    table = _titled_table("Time vs cost (Pareto front)")
+    table.add_column("Build", ratio=1)
+    table.add_column("How", no_wrap=True)
+    table.add_column("Time", justify="right", no_wrap=True)
+    table.add_column("$/run", justify="right", no_wrap=True)
+    table.add_column("Against the pick", ratio=1)
+    for p, what in pts:
+        label = f"{p.count} × {p.gpu}" + (f" ({p.nodes} nodes)" if p.nodes > 1 else "")
+        add_row(table, plain(label, "bold" if what == "the pick" else ""), "rent" if p.rented else "buy",
+                fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what)
+    return table
 
 
 def _build_block(b: Build, title: str) -> list[RenderableType]:
@@ -188,6 +238,9 @@ def memory_view(rec: Recommendation, width: int) -> RenderableType:
 
 def alternatives_view(rec: Recommendation) -> RenderableType:
     parts: list[RenderableType] = []
+    front = pareto_view(rec)
+    if front is not None:
+        parts += [front, Text("")]
     alt = _titled_table("Alternatives")
     alt.add_column("GPU", ratio=1)
     alt.add_column("×", justify="right", no_wrap=True)
