@@ -975,6 +975,15 @@ class _Ranges:
     notes: list[str] = field(default_factory=list)
 
 
+def wall_hours_high(ctx: Context, q: QuickResult) -> float | None:
+    """The P90 end of a plan's wall time (the cross-validated range the estimate will carry), or None
+    without a range; the recommender's deadline slack reads it."""
+    if q.detail is None or not q.wall_hours or q.wall_hours == float("inf"):
+        return None
+    wr = _ranges(ctx, q).wall_hours
+    return wr.high if wr is not None else None
+
+
 def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
     """P10-P90 ranges from the cross-validated residuals of the matching groups (core.ranges)."""
     out = _Ranges()
