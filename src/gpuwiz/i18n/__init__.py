@@ -20,7 +20,8 @@ import os
 from collections.abc import Mapping
 from typing import Protocol
 
-__all__ = ["LANGS", "N_", "_", "choose_language", "current_language", "encoding_note", "set_language", "setup"]
+__all__ = ["LANGS", "N_", "_", "cells", "choose_language", "current_language", "encoding_note", "ljust", "set_language",
+           "setup"]
 
 LANGS = ("en", "zh-CN")
 DOMAIN = "gpuwiz"
@@ -131,3 +132,18 @@ def setup(cli: str | None, encoding: str | None, environ: Mapping[str, str] | No
         return encoding_note(encoding)
     set_language(lang)
     return None
+
+
+def cells(text: str) -> int:
+    """Terminal cells ``text`` takes: East Asian wide and fullwidth characters take two, combining
+    marks none (the rule Rich's ``cell_len`` follows, in the standard library for the engine)."""
+    from unicodedata import combining, east_asian_width
+
+    if text.isascii():
+        return len(text)
+    return sum(0 if combining(ch) else 2 if east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def ljust(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` cells (``str.ljust`` counts characters)."""
+    return text + " " * max(0, width - cells(text))

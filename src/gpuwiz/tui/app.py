@@ -316,7 +316,7 @@ class GpuwizApp(App[None]):
 
     @property
     def file_label(self) -> str:
-        return Path(self.config_path).name if self.config_path else "new config"
+        return Path(self.config_path).name if self.config_path else _("new config")
 
     def _schedule_recompute(self) -> None:
         """Send the current requirements to the engine worker (a burst of changes in one event-loop

@@ -48,7 +48,7 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
     room = None if not width else (width - cols * (label_w + 2)) // cols
     cells: list[Text] = []
     for d in deltas:
-        after = d.after
+        after = _(d.after)  # a word (none, nothing fits, rent) in the interface language; numbers pass
         # a long GPU name: cut the name, never the count
         if room is not None and cell_len(after) > room and " × " in after:
             name, count = after.rsplit(" × ", 1)
