@@ -71,6 +71,13 @@ _PYDANTIC_WORDS: dict[str, str] = {
 }
 
 
+def _ctx_text(value: Any) -> str:
+    """A limit as pydantic writes it (``0``, not ``0.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _message(err: ErrorDetails) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
@@ -84,7 +91,7 @@ def _message(err: ErrorDetails) -> str:
     template = _PYDANTIC_WORDS.get(kind)
     if template is not None and current_language() != "en":
         try:
-            msg = _(template).format(**{k: str(v) for k, v in (err.get("ctx") or {}).items()})
+            msg = _(template).format(**{k: _ctx_text(v) for k, v in (err.get("ctx") or {}).items()})
         except (KeyError, IndexError):  # a ctx without the field the template names: pydantic's words
             pass
     if kind not in ("missing",) and "input" in err and not isinstance(err["input"], (dict, list)):
