@@ -16,7 +16,7 @@ from textual.widgets import Input
 from gpuwiz.tui.app import GpuwizApp, create_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
-from wizhelp import settle  # noqa: E402
+from wizhelp import settle
 
 CONFIG = """\
 version: 1

@@ -22,7 +22,7 @@ from gpuwiz.tui.widgets.chrome import StepBar
 from gpuwiz.tui.widgets.live_panel import LivePanel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
-from wizhelp import settle  # noqa: E402
+from wizhelp import settle
 
 MakeApp = Callable[..., GpuwizApp]
 

@@ -962,6 +962,9 @@ def create_app(
     the platform's user state dir); ``no_mouse`` makes ``run()`` default to ``mouse=False``;
     ``theme`` is any Textual theme name (``ansi-dark``, ``ansi-light``, ``textual-dark`` …).
     """
+    from gpuwiz.tui import cjk
+
+    cjk.install()  # Chinese wraps between characters, never before 、。，
     app = GpuwizApp(
         config_path=os.fspath(config_path) if config_path is not None else None,
         catalog_overlay=catalog_overlay,

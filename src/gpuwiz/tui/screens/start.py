@@ -30,8 +30,8 @@ def _shorten(text: str, width: int) -> str:
     text = text.strip().rstrip(",;")
     if cell_len(text) <= width:
         return text
-    head = set_cell_size(text, width - 1).rstrip()
-    cut = (head.rsplit(" ", 1)[0] if " " in head else head).rstrip(",;:")
+    head = set_cell_size(text, width - 1)  # cells, not characters; a wide character that does not fit is a space
+    cut = head.rsplit(" ", 1)[0].rstrip(",;:")
     return cut + "…"
 
 
