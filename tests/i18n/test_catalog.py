@@ -114,3 +114,42 @@ def test_glossary_terms_are_used_as_pinned() -> None:
         uses = [e for e in entries if en.lower() in e.msgid.lower()]
         for e in uses:
             assert zh in e.msgstr, (e.msgid, e.msgstr)
+
+
+def test_no_function_that_translates_also_binds_underscore() -> None:
+    """``for _, x in ...`` or ``a, _ = ...`` makes ``_`` local to the whole function: a ``_("...")``
+    in that function would then call a tuple (TypeError at run time, in Chinese and English)."""
+    import ast
+
+    bad = []
+    for path in sorted(tools.PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            calls = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_"
+                        for n in ast.walk(fn))
+            args = fn.args
+            params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+            binds = "_" in params or any(isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)
+                                         for n in _own_scope(fn))
+            if calls and binds:
+                bad.append(f"{path.relative_to(tools.PACKAGE.parent)}:{fn.lineno}")
+    assert bad == []
+
+
+def _own_scope(fn: object) -> list[object]:
+    """The nodes of a function's own scope (comprehensions and nested functions have their own)."""
+    import ast
+
+    scoped = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.FunctionDef, ast.AsyncFunctionDef,
+              ast.Lambda, ast.ClassDef)
+    out: list[object] = []
+    todo = list(ast.iter_child_nodes(fn))  # type: ignore[arg-type]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        if not isinstance(n, scoped):
+            todo.extend(ast.iter_child_nodes(n))
+    return out

@@ -43,6 +43,7 @@ from gpuwiz.core.models import (
     Requirements,
 )
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.i18n import _
 
 # What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
 # divisor, a log/sqrt domain error) or a result that fails its own model's validation (ValueError).
@@ -211,8 +212,8 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
     if obj not in ("cheapest", "fastest", "perf-per-watt"):
         raise GpuwizError(f"objective: unknown objective {obj!r} (cheapest, fastest, perf-per-watt)")
     if not req.data.tokens and not req.data.samples:
-        raise GpuwizError("data: no data size given (set data.tokens or data.samples): a recommendation "
-                          "needs the time per run")
+        raise GpuwizError("data: " + _("no data size given (set data.tokens or data.samples): a recommendation "
+                                       "needs the time per run"))
     rec = _Recommender(req, catalog, obj).run()
     if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
         from gpuwiz.core.owned import with_owned
@@ -560,10 +561,11 @@ class _Recommender:
     def run(self) -> Recommendation:
         scan = _Scanner(self.req, self.cat)
         if scan.ctx is not None and not scan.ctx.total_units:  # e.g. only data.tokens for an image model
-            what = ("data.tokens, data.samples or data.dataset_gb" if scan.ctx.model.is_token_model
-                    else "data.samples, or data.dataset_gb with data.sample_kb (an image/audio model counts samples)")
-            raise GpuwizError(f"data: no data size this model can use (set {what}): a recommendation needs the "
-                              "time per run")
+            what = (_("data.tokens, data.samples or data.dataset_gb") if scan.ctx.model.is_token_model
+                    else _("data.samples, or data.dataset_gb with data.sample_kb "
+                           "(an image/audio model counts samples)"))
+            raise GpuwizError("data: " + _("no data size this model can use (set {what}): a recommendation needs the "
+                                           "time per run").format(what=what))
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands = self.enumerate(scan)
         w0 = self.workload0(scan)
