@@ -17,8 +17,11 @@ translator can move the values. Money follows ``deployment.currency`` / country,
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the running program needs neither (English start-up imports nothing more than os)
+    from collections.abc import Mapping
+    from gettext import GNUTranslations
 
 __all__ = ["LANGS", "N_", "_", "cells", "choose_language", "current_language", "encoding_note", "ljust", "set_language",
            "setup"]
@@ -29,12 +32,8 @@ ENV_ORDER = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 _PROBE = "显存算力"  # what a stream must be able to encode to show the Chinese interface
 
 
-class _Translations(Protocol):
-    def gettext(self, message: str, /) -> str: ...
-
-
 _current = "en"
-_tr: _Translations | None = None
+_tr: GNUTranslations | None = None
 
 
 def _(message: str) -> str:
