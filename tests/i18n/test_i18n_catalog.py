@@ -104,8 +104,8 @@ def test_glossary_terms_are_used_as_pinned() -> None:
     pinned = [tuple(c.strip(" `") for c in line.strip("|").split("|")[:2])
               for line in glossary.splitlines() if line.startswith("| `")]
     assert len(pinned) >= 9
-    for _, zh in pinned:
-        assert zh
+    for _, word in pinned:
+        assert word
     entries = [e for e in tools.read_po() if e.msgid and e.msgstr]
     checks = {"spot": "抢占式", "on-demand": "按量付费", "Memory/GPU": "显存", "Memory per GPU": "显存",
               "reserved": "包年包月"}

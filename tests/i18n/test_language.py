@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,12 @@ from gpuwiz import i18n
 from gpuwiz.i18n import _, choose_language
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _english_after() -> Iterator[None]:
+    yield
+    i18n.set_language("en")
 EXAMPLE = ROOT / "examples" / "small-team-lora-7b.yaml"
 
 

@@ -411,7 +411,7 @@ class GpuwizApp(App[None]):
 
         self.config_path = draft.source
         self._saved = Requirements() if draft.source is None else self._saved_from(draft.source)
-        self.replace_requirements(draft.requirements, "restored draft")
+        self.replace_requirements(draft.requirements, N_("restored draft"))
         self.dirty = self.requirements != self._saved
         self.flush_draft()
         self.goto(draft.step if draft.step in STEP_IDS else "model")
@@ -504,7 +504,7 @@ class GpuwizApp(App[None]):
         self.config_path = path
         self._fingerprint = _fingerprint(path)
         self._forget_answer()
-        self.replace_requirements(req, f"opened {Path(path).name}")
+        self.replace_requirements(req, _("opened {name}").format(name=Path(path).name))
         self.dirty = False
         self.flush_draft()
         from gpuwiz.tui import recent
@@ -532,7 +532,7 @@ class GpuwizApp(App[None]):
         self.config_path = None
         self._fingerprint = None
         self._forget_answer()
-        self.replace_requirements(req, f"example {name}")
+        self.replace_requirements(req, _("example {name}").format(name=name))
         return None
 
     def new_config(self) -> None:
@@ -542,7 +542,7 @@ class GpuwizApp(App[None]):
         self.config_path = None
         self._fingerprint = None
         self._forget_answer()
-        self.replace_requirements(Requirements(), "new config")
+        self.replace_requirements(Requirements(), N_("new config"))
 
     def save_to(self, path: str) -> str | None:
         from gpuwiz.core.config_io import dumps_config, loads_config
