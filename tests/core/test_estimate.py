@@ -243,8 +243,9 @@ def test_stack_is_reported_and_alternatives_compare_the_same_plan(cat):
 
     from gpuwiz.core.report import render_estimate
 
-    r = req(model={"preset": "llama-2-70b", "seq_len": 4096}, training={"method": "pretrain", "global_batch": 512},
-            data={"tokens": 1e11})
+    # an FSDP layout (several stacks run it; left free, the planner may pick a Megatron-only TP + ZeRO-1 one)
+    r = req(model={"preset": "llama-2-70b", "seq_len": 4096},
+            training={"method": "pretrain", "global_batch": 512, "parallel": {"zero_stage": 3}}, data={"tokens": 1e11})
     e = estimate(r, cat, "h100-sxm", 256)
     assert e.plan.stack in {s.id for s in cat.stacks}
     assert any(a.startswith("stack: ") for a in e.assumptions)

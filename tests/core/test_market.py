@@ -14,6 +14,7 @@ from gpuwiz.core.cost import onprem_parts
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
 from gpuwiz.core.recommend import recommend
+from gpuwiz.core.report import recommendation_data
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CAT = load_catalog()
@@ -253,3 +254,56 @@ def test_china_market_parts_are_bought_only_in_china() -> None:
     assert market.can_buy(CAT, "US", CAT.gpu("rtx-4090")) and not market.can_buy(CAT, "CN", CAT.gpu("h100-sxm"))
     r = recommend(req(country="US", mode="buy"), CAT)
     assert r.build is not None and CAT.gpu(r.build.gpu).markets is None
+
+
+# ---- the China market (issue 14) ------------------------------------------------------------------
+
+def _cn_regulated(tmp_path: Path, extra: str = "") -> Requirements:
+    cfg = tmp_path / "cn.yaml"
+    text = (EXAMPLES / "small-team-lora-7b.yaml").read_text(encoding="utf-8")
+    text = (text.replace("mode: either", "mode: rent").replace("country: US", "country: CN")
+            .replace("data_sensitivity: internal", "data_sensitivity: regulated")
+            .replace("budget_usd: 40000", "budget_usd: ¥300,000"))
+    cfg.write_text(text + extra, encoding="utf-8")
+    return load_config(cfg)
+
+
+def test_cn_regulated_config_rents_in_mainland_china_in_cny(tmp_path: Path) -> None:
+    r_cfg = _cn_regulated(tmp_path)
+    assert r_cfg.deployment.budget_usd == pytest.approx(300_000 * CAT.fx["CNY"].usd_per_unit)
+    r = recommend(r_cfg, CAT)
+    assert r.market is not None and r.market.jurisdiction == "CN"
+    assert r.currency is not None and r.currency.code == "CNY"  # the country's currency, no key needed
+    if not r.found or r.cost is None or not r.cost.cloud:  # the other answer the issue allows, said plainly
+        assert r.market.no_compliant_offer and r.market.excluded.get("out-of-jurisdiction", 0) > 0
+        return
+    rented = _rented_offers(r)
+    assert rented and all(i.country == "CN" for i in rented)  # mainland only: no HK, MO or abroad
+    assert all(i.tier != "marketplace-community" for i in rented)
+    data = recommendation_data(r)  # the JSON: USD fields stay USD, *_local twins are in CNY
+    assert data["currency"]["code"] == "CNY" and r.cost_per_run_usd is not None
+    assert data["cost_per_run_local"] == pytest.approx(r.cost_per_run_usd / r.currency.usd_rate, rel=1e-3)
+    assert data["cost_per_run_local"] > data["cost_per_run_usd"]  # a yuan is worth less than a dollar
+
+
+def test_cn_offers_cover_the_china_market_gpus() -> None:
+    mainland = [i for i in CAT.cloud_instances if i.country == "CN" and i.tier == "hyperscaler"]
+    providers = {i.provider for i in mainland}
+    assert {"Alibaba Cloud", "Tencent Cloud"} <= providers
+    gpus = {i.gpu for i in mainland}
+    assert {"h20", "l20", "a100-80gb-sxm", "a10"} <= gpus
+    for i in mainland:
+        assert i.source and i.observed[:4].isdigit() and i.retrieved
+
+
+def test_cn_purchase_rule_is_the_newest_one_and_remote_access_is_separate() -> None:
+    h200 = CAT.gpu("h200-sxm")
+    buy = market.purchase_rule(CAT, "CN", h200)
+    remote = market.remote_rule(CAT, "CN", h200)
+    assert buy is not None and remote is not None
+    older = [r for r in CAT.export_rules if r.kind == "hardware-purchase" and "CN" in r.destinations]
+    assert buy.observed == max(r.observed for r in older)  # the 2026 case-by-case rule, not the 2023 one
+    assert buy.effect == "license-required" and remote.effect == "not-controlled"
+    # Hong Kong is not named in the 2026 rule: the 2023 rule still applies there
+    hk = market.purchase_rule(CAT, "HK", h200)
+    assert hk is not None and hk.id != buy.id

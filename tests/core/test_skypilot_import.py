@@ -134,3 +134,54 @@ def test_a_whole_cloud_fits_the_overlay_limits(tmp_path: Path) -> None:
     over.write_text(skypilot.overlay_text(res), encoding="utf-8")
     cat = load_catalog(over)
     assert sum(1 for i in cat.cloud_instances if i.id.startswith("aws-p")) >= 80 * len(regions)
+
+
+# ---- the overlay's format: JSON (which is YAML), read at C speed, lines found only on error ---------
+
+def _yaml_flow(res: skypilot.ImportResult) -> str:
+    """The same offers as a hand-written YAML overlay would hold them (flow mappings)."""
+    rows = ("- {" + ", ".join(f"{k}: {skypilot._scalar(v)}" for k, v in o.items()) + "}" for o in res.offers)
+    return "cloud_instances:\n" + "\n".join(rows) + "\n"
+
+
+def test_the_overlay_is_json_with_a_comment_header_and_reads_like_its_yaml_twin(tmp_path: Path) -> None:
+    import json
+
+    import yaml
+
+    res = _read("runpod")
+    text = skypilot.overlay_text(res, "imported from runpod/vms.csv\nobserved 2025-05")
+    assert text.startswith("# imported from runpod/vms.csv\n# observed 2025-05\n")
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    assert json.loads(body) == yaml.safe_load(text) == {"cloud_instances": res.offers}
+    (tmp_path / "j.yaml").write_text(text, encoding="utf-8")
+    (tmp_path / "y.yaml").write_text(_yaml_flow(res), encoding="utf-8")
+    as_json = load_catalog(tmp_path / "j.yaml").cloud_instances
+    as_yaml = load_catalog(tmp_path / "y.yaml").cloud_instances
+    assert [i.model_dump() for i in as_json] == [i.model_dump() for i in as_yaml]
+
+
+def test_a_bad_value_in_a_json_overlay_names_its_line(tmp_path: Path) -> None:
+    from gpuwiz.core.errors import GpuwizError
+
+    res = _read("lambda")
+    res.offers[2]["price_per_hour"] = 0  # the third offer: after 1 header line and the opening line
+    over = tmp_path / "o.yaml"
+    over.write_text(skypilot.overlay_text(res, "header"), encoding="utf-8")
+    bad = res.offers[2]["id"]
+    with pytest.raises(GpuwizError, match=rf"o\.yaml:5: cloud_instances\[\d+\] \({bad}\)\.price_per_hour"):
+        load_catalog(over)
+
+
+def test_json_the_fast_path_refuses_goes_to_the_yaml_reader(tmp_path: Path) -> None:
+    from gpuwiz.core.errors import GpuwizError
+    from gpuwiz.core.yamlio import parse
+
+    with pytest.raises(GpuwizError, match=r"x:2: .*duplicate key"):
+        parse('{"a": 1,\n "a": 2}\n', "x")
+    data, lines = parse('# c\n{"a": [1, {"b": "two"}]}\n', "x")
+    assert data == {"a": [1, {"b": "two"}]} and lines.line(("a", 1, "b")) == 2
+    data, _ = parse('{"a": NaN}\n', "x")  # not JSON's NaN: YAML reads the word
+    assert data == {"a": "NaN"}
+    with pytest.raises(GpuwizError, match=r"x:1: invalid YAML"):  # a lone surrogate: refused as before
+        parse('{"a": "\\ud800"}\n', "x")

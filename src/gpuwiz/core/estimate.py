@@ -92,6 +92,7 @@ from gpuwiz.i18n import _
 
 TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
 NONTOKEN_MB_CAP = 64
+PP_MICROBATCHES_PER_STAGE = 4  # pinned pipelines: micro-batches per pipeline ≥ 4 × stages (see _mb_cap)
 BYTES_PER_TOKEN = 4.0  # ~4 bytes of English text per BPE token (OpenAI tokenizer rule of thumb)
 DEFAULT_GB_PRETRAIN_TOKENS = 4 * 2**20  # Llama 1/2 pre-training global batch: 4M tokens
 DEFAULT_GB_FINETUNE = 64  # sequences
@@ -228,6 +229,7 @@ def prepare(
         hw_flops_per_unit=hw, static_factor=static, layers=L, hidden=h, seq=seq, p_total=model.params_total,
         p_trainable=p_tr, w_comm_bytes=mc.frozen_bytes if lora else w_b, g_comm_bytes=g_b, e=eff,
         work=_work_shape(model, tr.method, tr.lora_rank, tr.precision, tr.flash_attention, seq),
+        mem_bytes_per_unit=_cnn_bytes(model, tr.precision, res, eff),
     )
 
     # Data → total tokens / samples
@@ -286,6 +288,15 @@ def prepare(
         ctx.cp, ctx.ep, ctx.vp = int(par.cp or 1), int(par.ep or 1), int(par.vp or 1)
     _calibrate(ctx)
     return ctx
+
+
+def _cnn_bytes(model: ResolvedModel, precision: str, res: int | None, eff: EfficiencyParams) -> float:
+    """HBM bytes per sample of a CNN's memory-bound layers (compute.EfficiencyParams.cnn_activation_passes)."""
+    if model.is_token_model or model.family != "cnn" or not model.act_gib_per_sample:
+        return 0.0
+    ref = model.resolution or res or 1
+    wide = 2.0 if precision in ("fp32", "tf32") else 1.0  # act_gib_per_sample is for 16-bit activations
+    return eff.cnn_activation_passes * model.act_gib_per_sample * GIB * wide * ((res or ref) / ref) ** 2
 
 
 def _work_shape(model: ResolvedModel, method: str, rank: int, precision: str, flash: bool,
@@ -505,7 +516,13 @@ def _mb_cap(ctx: Context, dp: int) -> int:
         cap = max(1, TOKENS_PER_MICROBATCH_CAP // max(1, ctx.seq))
     else:
         cap = ctx.model.default_micro_batch or NONTOKEN_MB_CAP
-    return max(1, min(cap, ctx.global_batch // max(1, dp)))
+    per_replica = ctx.global_batch // max(1, dp)
+    pp = ctx.pinned.pp or 1
+    if pp > 1:
+        # a pipeline needs many more micro-batches than stages: the 1F1B bubble is (pp - 1) / m of the step
+        # (Narayanan et al. 2021 §2.2: m ≫ p); keep m ≥ PP_MICROBATCHES_PER_STAGE × pp (bubble ≤ 25 %)
+        cap = min(cap, max(1, per_replica // (PP_MICROBATCHES_PER_STAGE * pp)))
+    return max(1, min(cap, per_replica))
 
 
 _CHASSIS_RANK = {"desktop": 0, "workstation": 1, "server": 2, "hgx": 3}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -315,9 +316,13 @@ def _scalar(v: Any) -> str:
 
 
 def overlay_text(res: ImportResult, header: str = "") -> str:
-    """The offers as a catalog overlay (``cloud_instances:``), one flow mapping per line."""
+    """The offers as a catalog overlay: ``#`` header lines, then a JSON object (JSON is YAML, so
+    it is an ordinary overlay) with ``cloud_instances`` as one offer per line. JSON because the
+    catalog reads a JSON document with the json module (yamlio.parse), ~50x faster than YAML for
+    a full cloud's offers; the lines stay short enough to read and edit."""
     out = [f"# {line}" for line in header.splitlines()] if header else []
-    out.append("cloud_instances:")
-    for o in res.offers:
-        out.append("- {" + ", ".join(f"{k}: {_scalar(v)}" for k, v in o.items()) + "}")
+    out.append('{"cloud_instances": [')
+    rows = [json.dumps(o, ensure_ascii=False, allow_nan=False, separators=(",", ":")) for o in res.offers]
+    out.append(",\n".join(rows))
+    out.append("]}")
     return "\n".join(out) + "\n"

@@ -302,6 +302,13 @@ def _parallel_from_text(par: str | None, count: int) -> tuple[dict[str, Any] | N
         out["pp"] = int(m.group(1))
     elif "tp" in out:
         out["pp"] = 1
+    m_mp = re.search(r"model-parallel size (\d+) \(tensor x pipeline\)", t)
+    if m_mp and "tp" not in out:
+        # Megatron-LM README table = Narayanan et al. 2021 Table 1: tensor-parallel size min(8, M) (one
+        # DGX A100 node), pipeline size M / 8 beyond that (1.7B: 1x1 ... 39B: 8x2 ... 1T: 8x64)
+        mp = int(m_mp.group(1))
+        out["tp"] = min(8, mp)
+        out["pp"] = max(1, mp // out["tp"])
     if "tensor parallel (tp=8)" in t and "fsdp" in t:
         out["zero_stage"] = 3
     if "activation checkpointing true" in t:
@@ -424,7 +431,9 @@ def map_throughput(e: dict[str, Any], catalog: Catalog) -> Case | Skipped:
     unit = str(thr.get("unit") or "")
     value = thr.get("value")
     per_sample = False
+    megatron_flops = False
     if "tflops_per_gpu" in m and value is None:
+        megatron_flops = True
         if not (arch.get("layers") and arch.get("hidden") and seq):
             return Skipped(eid, "throughput", "TFLOPS per GPU without the architecture to convert it")
         if "megatron" not in _source(e).lower() and "megatron" not in name.lower():
@@ -468,8 +477,11 @@ def map_throughput(e: dict[str, Any], catalog: Catalog) -> Case | Skipped:
         training["chunked_loss"] = True
     if ("bert" in name.lower() or "resnet" in name.lower()) and ck is None:
         ck = "none"  # NVIDIA DLE / HF Trainer: no activation checkpointing
-    if "tflops_per_gpu" in m and "recomput" in str(m.get("tflops_definition", "")):
-        ck = "full"  # Megatron-LM 2021: full recompute, no FlashAttention (published 2022)
+    if megatron_flops:
+        # Megatron-LM 2021-era figures: TFLOPS by Megatron's count with full recompute (96·l·h²·…, the only
+        # count under which e.g. the README's 32 s per GPT-3 175B iteration is 138 TFLOPS), no FlashAttention
+        # (published 2022)
+        ck = "full"
         training["flash_attention"] = False
     if par is not None:
         par = dict({"offload": "none"}, **par)
@@ -554,7 +566,8 @@ def map_time(e: dict[str, Any], catalog: Catalog) -> Case | Skipped:
     elif "resnet" in lname:
         if not data.get("epochs"):
             return Skipped(eid, "time", "epochs not published")
-        tr = dict(training, parallel={"zero_stage": 0}, micro_batch=mb,
+        # NVIDIA DLE ResNet-50: plain DDP, no activation checkpointing (as for its throughput tables)
+        tr = dict(training, parallel={"zero_stage": 0}, micro_batch=mb, activation_checkpointing="none",
                   global_batch=_global_batch_seqs(e.get("global_batch"), None))
         if "fp32" in str(e.get("precision", "")).lower():
             tr["precision"] = "fp32"
@@ -695,7 +708,7 @@ STACK_BY_SOURCE: tuple[tuple[str, str], ...] = (
 
 # Whether each run is estimated on the stack its source ran (training.stack) or with `auto`. Measured
 # (docs/VALIDATION.md): with the source's stack as input the held-out throughput + GPU-hours error is
-# 14.7 % / 40 % (median / p90), with `auto` 13.4 % / 40 % -- the stacks' fused-kernel and overlap
+# 14.5 % / 34 % (median / p90), with `auto` 13.9 % / 31 % (2026-12-01) -- the stacks' fused-kernel and overlap
 # figures (catalog `stacks:`, mostly estimates) do not yet carry across sources, so the published runs are
 # estimated with `auto` and the stack is used only to group the residuals.
 STACK_AS_INPUT = False
@@ -1009,8 +1022,9 @@ PARAMS_DOC = [
     "41-46 %, Llama 3 405B 38-43 %): median error 6 %, bias +1 % (0.50 gave 12 % / +12 %) |",
     "| `base_by_arch['volta']` | 0.35 | 0.42 | DLE ResNet-50 / BERT on V100; Megatron 2019 V100 |",
     "| `seq_decay` (per doubling above 2k) | 0.93 | 0.95 | llm-foundry 125M-30B at 4k-64k on A100 and H100 |",
-    "| `recompute_time_factor` (new) | 1.0 | 0.3 | llm-foundry: AC-on MFU only 5-15 % below AC-off MFU (A100 30B 55 % "
-    "vs 7B 64 %; H100 13-70B 41-44 % vs 7B 42-46 %) |",
+    "| `recompute_time_factor` | 0.3 (fitted) | 1.0 (fixed) | recompute is one more forward pass (Korthikanti et al. "
+    "2022); fitted, it stood in for the efficiency of the large models that checkpoint and flipped between 0 and "
+    "0.6 across leave-one-source-out folds |",
     "| family factor on fp32 (CUDA cores) | applied | not applied | DLE ResNet-50 V100 FP32 367 img/s = 58 % of FP32 "
     "peak |",
     "| planner at multi-node scale (new) | simplest plan | fastest of the plans that fit when the simplest is ZeRO-3 "
