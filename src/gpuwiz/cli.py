@@ -107,12 +107,12 @@ def set_language(argv: Sequence[str]) -> None:
     """The interface language for this run (before any parser or screen is built); a bad ``--lang``
     is a one-line error (exit 2); a terminal that cannot show Chinese gets English and one line."""
     from gpuwiz import i18n
-    from gpuwiz.core.errors import GpuwizError
 
     try:
         note = i18n.setup(lang_arg(argv), getattr(sys.stdout, "encoding", None))
-    except ValueError as exc:
-        raise GpuwizError(f"gpuwiz: --lang: {exc}") from None
+    except ValueError as exc:  # (no engine import here: --help stays fast)
+        sys.stderr.write(f"gpuwiz: --lang: {exc}\n")
+        raise SystemExit(EXIT_USAGE) from None
     if note:
         sys.stderr.write(note + "\n")
     argparse._ = _  # type: ignore[attr-defined]
