@@ -36,3 +36,15 @@ def run_cli(*args, input=None, cwd=None, env=None):
     full_env.pop("GPUWIZ_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "gpuwiz", *map(str, args)], capture_output=True, text=True,
                           input=input, cwd=cwd, env=full_env, timeout=120)
+
+
+@pytest.fixture
+def zh():
+    """The Chinese interface for one test (tests/i18n); English again afterwards, whatever happens."""
+    from gpuwiz import i18n
+
+    i18n.set_language("zh-CN")
+    try:
+        yield
+    finally:
+        i18n.set_language("en")

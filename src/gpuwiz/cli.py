@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from gpuwiz import __version__
+from gpuwiz.i18n import N_, _
 
 SUBCOMMANDS = ("estimate", "recommend", "catalog", "validate", "launch", "calibrate", "probe")
 EXIT_USAGE = 2
@@ -54,7 +55,7 @@ def safe_streams() -> None:
         except (ValueError, OSError, TypeError):  # a detached or closed stream: leave it
             pass
 
-DESCRIPTION = """\
+DESCRIPTION = N_("""\
 gpuwiz tells an ML team which GPU server (or cloud instance, or cluster) to rent or buy for
 training their model, and why.
 
@@ -68,20 +69,60 @@ training their model, and why.
                                          slurm, kubernetes, skypilot) for the recommended plan
   gpuwiz calibrate LOG [--config CONFIG.yaml]   a calibration: section from a training log
   gpuwiz probe [--config CONFIG.yaml]   measure this machine (needs gpuwiz[probe]) -> calibration:
-"""
+""")
 
 
-WIZARD_EPILOG = """\
+WIZARD_EPILOG = N_("""\
 subcommands (gpuwiz COMMAND --help): estimate, recommend, catalog, validate
 
 environment: NO_COLOR=1 (no colour; the focus marker is ▶ and reverse video), GPUWIZ_STATE_DIR (where
 the draft and recent files live), GPUWIZ_CONFIG_DIR (where settings.yaml with key bindings lives)
 keys: alt+←/alt+→ or pgup/pgdn back/next (ctrl+b is tmux's prefix), ctrl+s save, ctrl+o open, f1 help,
 ctrl+p every command, ctrl+q quit
-"""
+""")
+
+
+# argparse's own words, from gpuwiz's catalog (argparse looks them up through its module's ``_``)
+ARGPARSE_WORDS = (N_("usage: "), N_("positional arguments"), N_("options"), N_("show this help message and exit"),
+                  N_("show program's version number and exit"), N_("the following arguments are required: %s"),
+                  N_("unrecognized arguments: %s"), N_("expected one argument"),
+                  N_("argument %(argument_name)s: %(message)s"),
+                  N_("invalid choice: %(value)r (choose from %(choices)s)"))
+LANG_HELP = N_("interface language: en or zh-CN (default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG)")
+
+
+def lang_arg(argv: Sequence[str]) -> str | None:
+    """The value of ``--lang X`` / ``--lang=X`` anywhere before ``--`` (argparse reads it again)."""
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a == "--lang" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--lang="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def set_language(argv: Sequence[str]) -> None:
+    """The interface language for this run (before any parser or screen is built); a bad ``--lang``
+    is a one-line error (exit 2); a terminal that cannot show Chinese gets English and one line."""
+    from gpuwiz import i18n
+
+    try:
+        note = i18n.setup(lang_arg(argv), getattr(sys.stdout, "encoding", None))
+    except ValueError as exc:  # (no engine import here: --help stays fast)
+        sys.stderr.write(f"gpuwiz: --lang: {exc}\n")
+        raise SystemExit(EXIT_USAGE) from None
+    if note:
+        sys.stderr.write(note + "\n")
+    argparse._ = _  # type: ignore[attr-defined]
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--lang", metavar="en|zh-CN", default=argparse.SUPPRESS, help=_(LANG_HELP))
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2
         from gpuwiz.core.errors import printable
 
@@ -111,87 +152,91 @@ def _bounded_int(largest: int) -> Any:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--catalog", metavar="FILE", help="catalog overlay YAML (entries override by id)")
+    p.add_argument("--catalog", metavar="FILE", help=_("catalog overlay YAML (entries override by id)"))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gpuwiz", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="gpuwiz", description=_(DESCRIPTION), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gpuwiz {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("estimate", help="memory per GPU, parallel plan, throughput and time for one GPU type and count")
+    p = sub.add_parser("estimate",
+                       help=_("memory per GPU, parallel plan, throughput and time for one GPU type and count"))
     p.add_argument("config", metavar="CONFIG.yaml")
-    p.add_argument("--gpu", metavar="ID", help="GPU id from `gpuwiz catalog gpus` (overrides hardware.gpu)")
-    p.add_argument("--count", type=_bounded_int(MAX_GPUS), metavar="N", help="total GPUs (overrides hardware.count)")
+    p.add_argument("--gpu", metavar="ID", help=_("GPU id from `gpuwiz catalog gpus` (overrides hardware.gpu)"))
+    p.add_argument("--count", type=_bounded_int(MAX_GPUS), metavar="N", help=_("total GPUs (overrides hardware.count)"))
     p.add_argument("--gpus-per-node", type=_bounded_int(MAX_GPUS_PER_NODE), metavar="N")
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
     _common(p)
 
-    p = sub.add_parser("recommend", help="the recommended build with costs, rent vs buy and pitfalls")
+    p = sub.add_parser("recommend", help=_("the recommended build with costs, rent vs buy and pitfalls"))
     p.add_argument("config", metavar="CONFIG.yaml")
     p.add_argument("--objective", choices=("cheapest", "fastest", "perf-per-watt"))
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
-    p.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists (never an input)")
-    p.add_argument("--have", choices=("local",), help="add this machine's GPUs (found with NVML) as owned hardware")
+    p.add_argument("-o", "--output", metavar="FILE", help=_("write the report to FILE (atomically) instead of stdout"))
+    p.add_argument("--force", action="store_true", help=_("with -o: replace FILE if it exists (never an input)"))
+    p.add_argument("--have", choices=("local",), help=_("add this machine's GPUs (found with NVML) as owned hardware"))
     _common(p)
 
-    p = sub.add_parser("catalog", help="list GPUs, model presets or cloud offers; import cloud prices")
+    p = sub.add_parser("catalog", help=_("list GPUs, model presets or cloud offers; import cloud prices"))
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(section="gpus")
     csub = p.add_subparsers(dest="section", metavar="SECTION", parser_class=_Parser)
-    listings = (("gpus", "GPUs"), ("models", "model presets"), ("clouds", "cloud offers, with the age of each price"))
+    listings = (("gpus", N_("GPUs")), ("models", N_("model presets")),
+                ("clouds", N_("cloud offers, with the age of each price")))
     for name, what in listings:
-        cp = csub.add_parser(name, help=f"list {what}")
+        cp = csub.add_parser(name, help=_("list {what}").format(what=_(what)))
         cp.add_argument("--format", choices=("table", "json"), default=argparse.SUPPRESS)
         cp.add_argument("--catalog", metavar="FILE", default=argparse.SUPPRESS,
-                        help="catalog overlay YAML (entries override by id)")
-    cp = csub.add_parser("import", help="write a catalog overlay from a price list (SkyPilot vms.csv)")
-    cp.add_argument("source", choices=("skypilot",), help="the price list's format")
+                        help=_("catalog overlay YAML (entries override by id)"))
+    cp = csub.add_parser("import", help=_("write a catalog overlay from a price list (SkyPilot vms.csv)"))
+    cp.add_argument("source", choices=("skypilot",), help=_("the price list's format"))
     cp.add_argument("path", metavar="PATH/vms.csv")
     cp.add_argument("-o", "--output", metavar="OVERLAY.yaml", required=True,
-                    help="overlay to write (use with --catalog)")
-    cp.add_argument("--cloud", help="aws, gcp, azure, lambda, runpod, vast (default: the CSV's folder name)")
-    cp.add_argument("--observed", metavar="YYYY-MM-DD", help="when the prices were true (default: the file's date)")
-    cp.add_argument("--force", action="store_true", help="overwrite OVERLAY.yaml if it exists")
+                    help=_("overlay to write (use with --catalog)"))
+    cp.add_argument("--cloud", help=_("aws, gcp, azure, lambda, runpod, vast (default: the CSV's folder name)"))
+    cp.add_argument("--observed", metavar="YYYY-MM-DD", help=_("when the prices were true (default: the file's date)"))
+    cp.add_argument("--force", action="store_true", help=_("overwrite OVERLAY.yaml if it exists"))
     _common(p)
 
-    p = sub.add_parser("validate", help="compare estimates with published training runs (writes docs/VALIDATION.md)")
-    p.add_argument("--data", metavar="FILE", help="published runs YAML (default: the bundled set)")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the Markdown report here")
-    p.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists (never an input)")
+    p = sub.add_parser("validate", help=_("compare estimates with published training runs (writes docs/VALIDATION.md)"))
+    p.add_argument("--data", metavar="FILE", help=_("published runs YAML (default: the bundled set)"))
+    p.add_argument("--output", "-o", metavar="FILE", help=_("write the Markdown report here"))
+    p.add_argument("--force", action="store_true", help=_("with -o: replace FILE if it exists (never an input)"))
     p.add_argument("--format", choices=("md", "json"), default="md")
     p.add_argument("--ranges", metavar="FILE",
-                   help="also write the P10-P90 range table (src/gpuwiz/data/ranges.yaml) derived from the "
-                        "cross-validated residuals")
+                   help=_("also write the P10-P90 range table (src/gpuwiz/data/ranges.yaml) derived from the "
+                          "cross-validated residuals"))
     _common(p)
 
-    p = sub.add_parser("launch", help="write ready-to-edit launch files for the recommended plan")
+    p = sub.add_parser("launch", help=_("write ready-to-edit launch files for the recommended plan"))
     p.add_argument("config", metavar="CONFIG.yaml")
     p.add_argument("--target", "-t", required=True, choices=LAUNCH_TARGETS)
-    p.add_argument("-o", "--output", metavar="DIR", help="folder for the files (default: ./launch-TARGET/)")
-    p.add_argument("--force", action="store_true", help="replace files that already exist")
+    p.add_argument("-o", "--output", metavar="DIR", help=_("folder for the files (default: ./launch-TARGET/)"))
+    p.add_argument("--force", action="store_true", help=_("replace files that already exist"))
     _common(p)
 
-    p = sub.add_parser("calibrate", help="read a training log; print (or write) its calibration: section")
+    p = sub.add_parser("calibrate", help=_("read a training log; print (or write) its calibration: section"))
     p.add_argument("log", metavar="LOG")
-    p.add_argument("--config", metavar="CONFIG.yaml", help="the run's config (global batch, sequence length); "
-                   "never edited: the section goes to stdout or -o")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the section to FILE")
-    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
-    p.add_argument("--log-format", choices=LOG_FORMATS, help="skip detection")
-    p.add_argument("--gpu", metavar="ID", help="the GPU the log was measured on (catalog id)")
-    p.add_argument("--count", type=_bounded_int(MAX_GPUS), metavar="N", help="GPUs the run used")
+    p.add_argument("--config", metavar="CONFIG.yaml", help=_("the run's config (global batch, sequence length); "
+                   "never edited: the section goes to stdout or -o"))
+    p.add_argument("-o", "--output", metavar="FILE", help=_("write the section to FILE"))
+    p.add_argument("--force", action="store_true", help=_("replace FILE if it exists"))
+    p.add_argument("--log-format", choices=LOG_FORMATS, help=_("skip detection"))
+    p.add_argument("--gpu", metavar="ID", help=_("the GPU the log was measured on (catalog id)"))
+    p.add_argument("--count", type=_bounded_int(MAX_GPUS), metavar="N", help=_("GPUs the run used"))
     p.add_argument("--gpus-per-node", type=_bounded_int(MAX_GPUS_PER_NODE), metavar="N")
     p.add_argument("--warmup-steps", type=int, default=WARMUP_STEPS, metavar="N",
-                   help=f"skip steps below N as warm-up (default {WARMUP_STEPS}; the first logged step always)")
+                   help=_("skip steps below N as warm-up (default {n}; the first logged step always)").format(
+                       n=WARMUP_STEPS))
     _common(p)
 
-    p = sub.add_parser("probe", help="measure this machine (GEMM, memory bandwidth, one training block, all-reduce)")
-    p.add_argument("--config", metavar="CONFIG.yaml", help="probe at this config's shapes, precision and micro-batch")
-    p.add_argument("--budget-s", type=float, default=120.0, metavar="S", help="time budget in seconds (default 120)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the calibration: section to FILE")
-    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    p = sub.add_parser("probe", help=_("measure this machine (GEMM, memory bandwidth, one training block, all-reduce)"))
+    p.add_argument("--config", metavar="CONFIG.yaml",
+                   help=_("probe at this config's shapes, precision and micro-batch"))
+    p.add_argument("--budget-s", type=float, default=120.0, metavar="S", help=_("time budget in seconds (default 120)"))
+    p.add_argument("-o", "--output", metavar="FILE", help=_("write the calibration: section to FILE"))
+    p.add_argument("--force", action="store_true", help=_("replace FILE if it exists"))
     _common(p)
     return parser
 
@@ -206,12 +251,12 @@ WARMUP_STEPS = 10
 
 def build_wizard_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpuwiz", usage="gpuwiz [CONFIG.yaml] [wizard options]  |  gpuwiz COMMAND ...",
-                     description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog=WIZARD_EPILOG)
+                     description=_(DESCRIPTION), formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog=_(WIZARD_EPILOG))
     parser.add_argument("--version", action="version", version=f"gpuwiz {__version__}")
-    parser.add_argument("config", nargs="?", metavar="CONFIG.yaml", help="open the wizard on this config")
-    parser.add_argument("--no-mouse", action="store_true", help="do not capture the mouse (plain ssh terminals)")
-    parser.add_argument("--theme", metavar="NAME", help="Textual theme, e.g. textual-dark, ansi-dark, ansi-light")
+    parser.add_argument("config", nargs="?", metavar="CONFIG.yaml", help=_("open the wizard on this config"))
+    parser.add_argument("--no-mouse", action="store_true", help=_("do not capture the mouse (plain ssh terminals)"))
+    parser.add_argument("--theme", metavar="NAME", help=_("Textual theme, e.g. textual-dark, ansi-dark, ansi-light"))
     _common(parser)
     return parser
 
@@ -273,7 +318,7 @@ def _in_config(exc: Exception, config: str) -> Exception:
     from gpuwiz.core.yamlio import load_file
 
     try:
-        _, lines = load_file(config)
+        _text, lines = load_file(config)
     except GpuwizError:
         lines = None
     problems = []
@@ -647,6 +692,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # schema (~7 % of a headless run); gpuwiz uses none. An explicit PYDANTIC_DISABLE_PLUGINS wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
+        set_language(argv)
         if (argv and argv[0] in SUBCOMMANDS) or argv[:1] in (["-h"], ["--help"]):
             safe_streams()  # headless output only: the wizard's terminal driver writes its own bytes
         if argv and argv[0] in SUBCOMMANDS:

@@ -27,6 +27,7 @@ from gpuwiz.core.catalog import Catalog, did_you_mean
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.hf import read_hf_config
 from gpuwiz.core.models import Family, Mlp, ModelSpec, ResolvedModel
+from gpuwiz.i18n import _
 
 TOKEN_FAMILIES = ("decoder", "encoder", "encoder-decoder", "moe")
 IMAGE_FAMILIES = ("cnn", "vit", "diffusion")
@@ -317,10 +318,10 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
 
     if not f and explicit_params_b is None:
         raise GpuwizError(
-            "model.preset: no model given (set model.preset, model.hf_config, model.params_b, "
-            "or model.layers and model.hidden)",
+            "model.preset: " + _("no model given (set model.preset, model.hf_config, model.params_b, "
+                                 "or model.layers and model.hidden)"),
             fields=("model.preset", "model.params_b", "model.layers"),
-            reason="needed: a model (a preset, a parameter count, or layers and hidden size)",
+            reason=_("needed: a model (a preset, a parameter count, or layers and hidden size)"),
         )
 
     family: Family | None = f.get("family")

@@ -34,6 +34,7 @@ from gpuwiz.core.hardware import PerfEntry
 from gpuwiz.core.stacks import StackEntry
 from gpuwiz.core.units import HOURS_PER_MONTH
 from gpuwiz.core.yamlio import LineMap, parse, read_text
+from gpuwiz.i18n import _
 
 Segment = Literal["consumer", "workstation", "datacenter"]
 
@@ -524,7 +525,7 @@ def did_you_mean(word: str, choices: list[str]) -> str:
     if not close:
         norm = str(word).lower().replace(" ", "-").replace("_", "-")
         close = [c for c in choices if norm in c or c in norm][:3]
-    return f" (did you mean {', '.join(close)}?)" if close else ""
+    return _(" (did you mean {names}?)").format(names=", ".join(close)) if close else ""
 
 
 # ---- loading -------------------------------------------------------------------------------------

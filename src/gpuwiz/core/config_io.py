@@ -21,6 +21,7 @@ from gpuwiz.core.catalog import Catalog, did_you_mean
 from gpuwiz.core.errors import GpuwizError, format_problem
 from gpuwiz.core.models import CONFIG_VERSION, Requirements
 from gpuwiz.core.yamlio import LineMap, atomic_write_text, dotted, parse, read_text
+from gpuwiz.i18n import N_, _, current_language
 
 MAX_CONFIG_BYTES = 1_000_000
 MAX_PROBLEMS = 20  # problems reported for one file; the rest are counted
@@ -50,18 +51,51 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return cls
 
 
+# pydantic's messages by error type, as templates of its ``ctx`` (used when the interface is not
+# English: in English pydantic's own words are kept as they are)
+_PYDANTIC_WORDS: dict[str, str] = {
+    "greater_than_equal": N_("must be at least {ge}"),
+    "greater_than": N_("must be more than {gt}"),
+    "less_than_equal": N_("must be at most {le}"),
+    "less_than": N_("must be less than {lt}"),
+    "float_parsing": N_("must be a number"), "float_type": N_("must be a number"),
+    "int_parsing": N_("must be a whole number"), "int_type": N_("must be a whole number"),
+    "int_from_float": N_("must be a whole number"),
+    "bool_parsing": N_("must be true or false"), "bool_type": N_("must be true or false"),
+    "string_type": N_("must be text"),
+    "literal_error": N_("must be one of {expected}"),
+    "missing": N_("is required"),
+    "dict_type": N_("must be a mapping (key: value lines)"),
+    "list_type": N_("must be a list"),
+    "finite_number": N_("must be a finite number"),
+}
+
+
+def _ctx_text(value: Any) -> str:
+    """A limit as pydantic writes it (``0``, not ``0.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _message(err: ErrorDetails) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
     if kind == "extra_forbidden":
         owner = _model_at(loc[:-1])
         hint = did_you_mean(str(loc[-1]), list(owner.model_fields)) if owner else ""
-        return f"unknown key{hint}"
+        return _("unknown key{hint}").format(hint=hint)
     msg: str = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
+    template = _PYDANTIC_WORDS.get(kind)
+    if template is not None and current_language() != "en":
+        try:
+            msg = _(template).format(**{k: _ctx_text(v) for k, v in (err.get("ctx") or {}).items()})
+        except (KeyError, IndexError):  # a ctx without the field the template names: pydantic's words
+            pass
     if kind not in ("missing",) and "input" in err and not isinstance(err["input"], (dict, list)):
-        msg += f" (got {_short(err['input'])})"
+        msg += _(" (got {value})").format(value=_short(err["input"]))
     return msg
 
 
@@ -89,7 +123,7 @@ def _from_validation(exc: ValidationError, name: str, lines: LineMap) -> GpuwizE
             seen.add(problem)
             problems.append(problem)
     if more:
-        problems.append(format_problem(name, None, None, f"... and {more} more problem(s) not shown"))
+        problems.append(format_problem(name, None, None, _("... and {n} more problem(s) not shown").format(n=more)))
     return GpuwizError(problems[0], problems=problems)
 
 
@@ -103,32 +137,36 @@ def _check_numbers(data: Any, path: tuple[Any, ...], name: str, lines: LineMap) 
             _check_numbers(v, (*path, i), name, lines)
     elif isinstance(data, float) and not math.isfinite(data):
         raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
-                                         "must be a finite number (not NaN or infinity)"))
+                                         _("must be a finite number (not NaN or infinity)")))
     elif isinstance(data, str) and not data.isprintable():
         # ESC / BEL / bidi overrides in a value would be echoed to terminals and reports
         bad = next(ch for ch in data if not ch.isprintable())
         raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
-                                         f"contains the control character {bad!a}; remove it"))
+                                         _("contains the control character {char}; remove it").format(
+                                             char=ascii(bad))))
 
 
 def requirements_from_data(data: Any, name: str = "<config>", lines: LineMap | None = None,
                            *, catalog: Catalog | None = None, base_dir: Path | None = None) -> Requirements:
     lines = lines or LineMap()
     if data is None:
-        raise GpuwizError(f"{name}: empty file (expected a gpuwiz config with `version: 1`)")
+        raise GpuwizError(_("{name}: empty file (expected a gpuwiz config with `version: 1`)").format(name=name))
     if not isinstance(data, dict):
         raise GpuwizError(format_problem(name, lines.line(()), None,
-                                         f"a config must be a YAML mapping, not a {type(data).__name__}"))
+                                         _("a config must be a YAML mapping, not a {kind}").format(
+                                             kind=type(data).__name__)))
     if "version" not in data:
-        raise GpuwizError(format_problem(name, 1, "version", "missing; add `version: 1` at the top"))
+        raise GpuwizError(format_problem(name, 1, "version", _("missing; add `version: 1` at the top")))
     version = data["version"]
     if isinstance(version, bool) or not isinstance(version, (int, float, str)):
         raise GpuwizError(format_problem(name, lines.line(("version",)), "version",
-                                         f"must be a whole number such as 1 (got {_short(version)})"))
+                                         _("must be a whole number such as 1 (got {value})").format(
+                                             value=_short(version))))
     if isinstance(version, int) and not isinstance(version, bool) and version > CONFIG_VERSION:
         raise GpuwizError(format_problem(
             name, lines.line(("version",)), "version",
-            f"config is version {version}, this gpuwiz reads version {CONFIG_VERSION} (upgrade gpuwiz)"))
+            _("config is version {version}, this gpuwiz reads version {known} (upgrade gpuwiz)").format(
+                version=version, known=CONFIG_VERSION)))
     _check_numbers(data, (), name, lines)
     model = data.get("model")
     if base_dir is not None and isinstance(model, dict) and isinstance(model.get("hf_config"), str):
@@ -165,13 +203,15 @@ def check_references(req: Requirements, catalog: Catalog, name: str = "<config>"
         if req.model.preset not in ids:
             raise GpuwizError(format_problem(
                 name, lines.line(("model", "preset")), "model.preset",
-                f"unknown preset {req.model.preset!r}{did_you_mean(req.model.preset, ids)}"))
+                _("unknown preset {id}{hint}").format(id=repr(req.model.preset),
+                                                     hint=did_you_mean(req.model.preset, ids))))
     if req.hardware is not None and req.hardware.gpu is not None:
         ids = [g.id for g in catalog.gpus]
         if req.hardware.gpu not in ids:
             raise GpuwizError(format_problem(
                 name, lines.line(("hardware", "gpu")), "hardware.gpu",
-                f"unknown GPU {req.hardware.gpu!r}{did_you_mean(req.hardware.gpu, ids)}"))
+                _("unknown GPU {id}{hint}").format(id=repr(req.hardware.gpu),
+                                                  hint=did_you_mean(req.hardware.gpu, ids))))
     gpu_ids = [g.id for g in catalog.gpus]
     refs: list[tuple[tuple[str | int, ...], str | None]] = [
         (("calibration", "gpu"), req.calibration.gpu if req.calibration else None)]
@@ -179,7 +219,8 @@ def check_references(req: Requirements, catalog: Catalog, name: str = "<config>"
     for path, gid in refs:
         if gid is not None and gid not in gpu_ids:
             raise GpuwizError(format_problem(name, lines.line(path), dotted(path),
-                                             f"unknown GPU {gid!r}{did_you_mean(gid, gpu_ids)}"))
+                                             _("unknown GPU {id}{hint}").format(id=repr(gid),
+                                                                                hint=did_you_mean(gid, gpu_ids))))
 
 
 def loads_config(text: str, name: str = "<config>", *, catalog: Catalog | None = None,

@@ -89,6 +89,7 @@ from gpuwiz.core.ranges import RangeTable, around, bundled_ranges, group_keys, r
 from gpuwiz.core.schedule import WorkShape
 from gpuwiz.core.stacks import StackEntry, auto_stack
 from gpuwiz.core.units import GIB
+from gpuwiz.i18n import _
 
 TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
 NONTOKEN_MB_CAP = 64
@@ -867,7 +868,7 @@ def estimate(
     hw = req.hardware
     gpu = gpu or (hw.gpu if hw else None)
     if not gpu:
-        raise GpuwizError("hardware.gpu: no GPU given (set hardware.gpu or pass a GPU id)")
+        raise GpuwizError("hardware.gpu: " + _("no GPU given (set hardware.gpu or pass a GPU id)"))
     if gpu not in catalog.gpu_map():
         raise GpuwizError(f"hardware.gpu: unknown GPU id {gpu!r}{did_you_mean(gpu, [g.id for g in catalog.gpus])}")
     count = count or (hw.count if hw else None) or 1

@@ -51,6 +51,7 @@ from gpuwiz.core.models import (
     Requirements,
 )
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.i18n import _
 
 # What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
 # divisor, a log/sqrt domain error) or a result that fails its own model's validation (ValueError).
@@ -320,15 +321,15 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
     if obj not in ("cheapest", "fastest", "perf-per-watt"):
         raise GpuwizError(f"objective: unknown objective {obj!r} (cheapest, fastest, perf-per-watt)")
     if not req.data.tokens and not req.data.samples:
-        raise GpuwizError("data: no data size given (set data.tokens or data.samples): a recommendation "
-                          "needs the time per run", fields=("data.tokens", "data.samples"),
-                          reason="needed: how much data (tokens or samples); the time per run depends on it")
+        raise GpuwizError("data: " + _("no data size given (set data.tokens or data.samples): a recommendation "
+                                       "needs the time per run"), fields=("data.tokens", "data.samples"),
+                          reason=_("needed: how much data (tokens or samples); the time per run depends on it"))
     if req.hardware and req.hardware.gpu and req.hardware.gpu not in {g.id for g in catalog.gpus}:
         from gpuwiz.core.catalog import did_you_mean
 
         gid = req.hardware.gpu
         raise GpuwizError(f"hardware.gpu: unknown GPU id {gid!r}{did_you_mean(gid, [g.id for g in catalog.gpus])}",
-                          fields=("hardware.gpu",), reason="not a GPU in the catalog")
+                          fields=("hardware.gpu",), reason=_("not a GPU in the catalog"))
     rec = _Recommender(req, catalog, obj).run()
     if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
         from gpuwiz.core.owned import with_owned
@@ -718,16 +719,18 @@ class _Recommender:
         explain; suggest when nothing fits. Each stage takes and returns typed, frozen values."""
         scan = _Scanner(self.req, self.cat)
         if scan.ctx is not None and not scan.ctx.total_units:  # e.g. only data.tokens for an image model
-            what = ("data.tokens, data.samples or data.dataset_gb" if scan.ctx.model.is_token_model
-                    else "data.samples, or data.dataset_gb with data.sample_kb (an image/audio model counts samples)")
-            raise GpuwizError(f"data: no data size this model can use (set {what}): a recommendation needs the "
-                              "time per run",
+            what = (_("data.tokens, data.samples or data.dataset_gb") if scan.ctx.model.is_token_model
+                    else _("data.samples, or data.dataset_gb with data.sample_kb "
+                           "(an image/audio model counts samples)"))
+            raise GpuwizError("data: " + _("no data size this model can use (set {what}): a recommendation needs the "
+                                           "time per run").format(what=what),
                               fields=(("data.tokens", "data.samples", "data.dataset_gb")
                                       if scan.ctx.model.is_token_model
                                       else ("data.samples", "data.dataset_gb", "data.sample_kb")),
-                              reason=("needed: a data size this model can use (tokens, samples or dataset size)"
+                              reason=(_("needed: a data size this model can use (tokens, samples or dataset size)")
                                       if scan.ctx.model.is_token_model else
-                                      "needed: this model counts samples (give samples, or dataset and sample size)"))
+                                      _("needed: this model counts samples "
+                                        "(give samples, or dataset and sample size)")))
         found = self.enumerate(scan)
         w0 = self.workload0(scan)
         priced = self.price(found, w0)

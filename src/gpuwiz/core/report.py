@@ -12,9 +12,10 @@ from typing import Any, Literal
 from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, ParetoPoint, Recommendation, Requirements
 from gpuwiz.core.ranges import fmt_range
 from gpuwiz.core.whatif import fmt_hours, fmt_span, fmt_usd
+from gpuwiz.i18n import N_, _, cells, ljust
 
 Format = Literal["text", "md", "json"]
-SEVERITY_LABEL = {"block": "BLOCKER", "high": "HIGH", "medium": "MEDIUM", "info": "INFO"}
+SEVERITY_LABEL = {"block": N_("BLOCKER"), "high": N_("HIGH"), "medium": N_("MEDIUM"), "info": N_("INFO")}
 
 
 # ---- number formatting (money and hours: gpuwiz.core.whatif, shared with the TUI) -----------------
@@ -99,32 +100,34 @@ def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
     st = rec.market
     if st is None:
         return []
-    names_j = {"EU": "the EU/EEA", "CN": "mainland China (not HK/MO)", "GB": "the UK"}
+    names_j = {"EU": _("the EU/EEA"), "CN": _("mainland China (not HK/MO)"), "GB": _("the UK")}
     where = names_j.get(st.jurisdiction, st.jurisdiction)
-    policy = {"regulated": f"regulated data: rent only in {where}, no community marketplace hosts",
-              "confidential": "confidential data: no community marketplace hosts",
-              "internal": ("internal data: any offer (marketplace hosts and regions abroad are allowed; "
-                           "the trade-off is noted per offer)"),
-              "public": "public data: any offer"}[st.data_sensitivity]
+    policy = {"regulated": _("regulated data: rent only in {where}, no community marketplace hosts").format(
+                  where=where),
+              "confidential": _("confidential data: no community marketplace hosts"),
+              "internal": _("internal data: any offer (marketplace hosts and regions abroad are allowed; "
+                            "the trade-off is noted per offer)"),
+              "public": _("public data: any offer")}[st.data_sensitivity]
     if st.regions:
-        policy += f"; only in {', '.join(st.regions)}"
-    lines = [f"- Policy: {policy}."]
-    names = {"out-of-jurisdiction": f"outside {where}", "community-host": "community marketplace hosts",
-             "not-in-regions": "outside deployment.regions"}
+        policy += _("; only in {regions}").format(regions=", ".join(st.regions))
+    lines = [_("- Policy: {policy}.").format(policy=policy)]
+    names = {"out-of-jurisdiction": _("outside {where}").format(where=where),
+             "community-host": _("community marketplace hosts"), "not-in-regions": _("outside deployment.regions")}
     if st.excluded:
-        what = f"{st.gpus}x {st.gpu}" if st.gpu else "any GPU"
-        lines.append(f"- Offers for {what} excluded by the policy: "
+        what = f"{st.gpus}x {st.gpu}" if st.gpu else _("any GPU")
+        lines.append(_("- Offers for {what} excluded by the policy: ").format(what=what)
                      + ", ".join(f"{n} {names.get(k, k)}" for k, n in st.excluded.items()) + ".")
     if st.no_compliant_offer:
-        what = f"{st.gpus}x {st.gpu}-class" if st.gpu else "this workload"
-        lines.append(f"- No compliant offer in the catalog for {what}"
-                     + (f"; closest compliant: {st.closest_compliant}." if st.closest_compliant
-                        else "; the policy allows none of the catalog's offers (add your own with --catalog)."))
+        what = _("{n}x {gpu}-class").format(n=st.gpus, gpu=st.gpu) if st.gpu else _("this workload")
+        lines.append(_("- No compliant offer in the catalog for {what}").format(what=what)
+                     + (_("; closest compliant: {offer}.").format(offer=st.closest_compliant) if st.closest_compliant
+                        else _("; the policy allows none of the catalog's offers (add your own with --catalog).")))
     for f in st.export:
-        lines.append(f"- Export rule ({f.kind}, {f.effect}): {f.summary} [{f.source}, {f.observed}]")
+        lines.append(_("- Export rule ({kind}, {effect}): {summary} [{source}, {observed}]").format(
+            kind=f.kind, effect=f.effect, summary=f.summary, source=f.source, observed=f.observed))
     if len(lines) == 1 and st.data_sensitivity in ("internal", "public") and not st.export:
         return []
-    return ["", f"{h2}Where it may run" if md else "Where it may run:", *lines]
+    return ["", f"{h2}" + _("Where it may run") if md else _("Where it may run:"), *lines]
 
 
 def finite(value: Any) -> Any:
@@ -153,39 +156,48 @@ def _json(data: dict[str, Any]) -> str:
 def _estimate_lines(est: Estimate, md: bool) -> list[str]:
     m, p, t, th = est.memory, est.plan, est.time, est.throughput
     b = m.breakdown
-    rate = (f"{th.tokens_per_s_per_gpu:,.0f} tokens/s/GPU" if th.tokens_per_s_per_gpu is not None
-            else f"{th.samples_per_s_per_gpu:,.1f} samples/s/GPU" if th.samples_per_s_per_gpu is not None
-            else "n/a")
-    fits = "fits" if m.fits else "DOES NOT FIT"
+    rate = (_("{n:,.0f} tokens/s/GPU").format(n=th.tokens_per_s_per_gpu) if th.tokens_per_s_per_gpu is not None
+            else _("{n:,.1f} samples/s/GPU").format(n=th.samples_per_s_per_gpu)
+            if th.samples_per_s_per_gpu is not None else "n/a")
+    fits = _("fits") if m.fits else _("DOES NOT FIT")
     rows = [
-        ("Model", f"{est.model.name} ({est.model.family}), {fmt_count(est.model.params_total)} params"
-                  + (f", {fmt_count(est.model.params_active)} active"
-                     if est.model.params_active != est.model.params_total else "")
-                  + (f", {fmt_count(est.model.params_trainable)} trainable"
-                     if est.model.params_trainable != est.model.params_total else "")),
-        ("Hardware", f"{p.gpus}x {est.gpu_name} ({p.nodes} node{'s' if p.nodes > 1 else ''} x {p.gpus_per_node})"),
-        ("Plan", f"{p.framework}: DP {p.dp}, TP {p.tp}, PP {p.pp}, ZeRO {p.zero_stage}, offload {p.offload}, "
-                 f"micro-batch {p.micro_batch} x accum {p.grad_accum}, checkpointing {p.activation_checkpointing}"),
-        ("Memory / GPU", f"{m.per_gpu_gib:.1f} GiB of {m.capacity_gib:.0f} GiB ({fits}; "
-                         f"{fmt_pct(m.headroom_frac)} free, plan limit {m.usable_gib:.1f} GiB)"),
-        ("  breakdown", f"weights {b.weights:.1f}, gradients {b.gradients:.1f}, optimizer {b.optimizer:.1f}, "
-                        f"activations {b.activations:.1f}, overhead {b.overhead:.1f} GiB"),
-        ("Throughput", f"{rate}, MFU {th.mfu:.2f} ({th.achieved_tflops:.0f} of {th.peak_tflops:.0f} TFLOPS)"),
-        ("Time / run", f"{fmt_hours(t.wall_hours)} wall, {t.gpu_hours:,.0f} GPU-hours, {t.total_pflop:,.0f} PFLOP"),
+        (_("Model"), _("{name} ({family}), {n} params").format(name=est.model.name, family=est.model.family,
+                                                               n=fmt_count(est.model.params_total))
+                     + (_(", {n} active").format(n=fmt_count(est.model.params_active))
+                        if est.model.params_active != est.model.params_total else "")
+                     + (_(", {n} trainable").format(n=fmt_count(est.model.params_trainable))
+                        if est.model.params_trainable != est.model.params_total else "")),
+        (_("Hardware"), (_("{gpus}x {gpu} ({nodes} nodes x {per})") if p.nodes > 1
+                         else _("{gpus}x {gpu} ({nodes} node x {per})")).format(
+            gpus=p.gpus, gpu=est.gpu_name, nodes=p.nodes, per=p.gpus_per_node)),
+        (_("Plan"), _("{fw}: DP {dp}, TP {tp}, PP {pp}, ZeRO {zero}, offload {offload}, "
+                      "micro-batch {mb} x accum {acc}, checkpointing {ckpt}").format(
+            fw=p.framework, dp=p.dp, tp=p.tp, pp=p.pp, zero=p.zero_stage, offload=p.offload, mb=p.micro_batch,
+            acc=p.grad_accum, ckpt=p.activation_checkpointing)),
+        (_("Memory / GPU"), _("{used:.1f} GiB of {cap:.0f} GiB ({fits}; {free} free, "
+                              "plan limit {limit:.1f} GiB)").format(
+            used=m.per_gpu_gib, cap=m.capacity_gib, fits=fits, free=fmt_pct(m.headroom_frac), limit=m.usable_gib)),
+        ("  " + _("breakdown"), _("weights {w:.1f}, gradients {g:.1f}, optimizer {o:.1f}, "
+                                  "activations {a:.1f}, overhead {x:.1f} GiB").format(
+            w=b.weights, g=b.gradients, o=b.optimizer, a=b.activations, x=b.overhead)),
+        (_("Throughput"), _("{rate}, MFU {mfu:.2f} ({got:.0f} of {peak:.0f} TFLOPS)").format(
+            rate=rate, mfu=th.mfu, got=th.achieved_tflops, peak=th.peak_tflops)),
+        (_("Time / run"), _("{wall} wall, {gpuh:,.0f} GPU-hours, {pflop:,.0f} PFLOP").format(
+            wall=fmt_hours(t.wall_hours), gpuh=t.gpu_hours, pflop=t.total_pflop)),
     ]
     if m.host_ram_gib:
-        rows.append(("Host RAM", f"{m.host_ram_gib:.0f} GiB per node for CPU offload"))
+        rows.append((_("Host RAM"), _("{n:.0f} GiB per node for CPU offload").format(n=m.host_ram_gib)))
     rows += _range_rows(est)
     out: list[str] = []
     if md:
         out += ["| | |", "|---|---|"] + [f"| {k.strip()} | {v} |" for k, v in rows]
     else:
-        out += [f"{k:<14}{v}" for k, v in rows]
+        out += [ljust(k, 14) + v for k, v in rows]
     if est.problems:
         out.append("")
         out += [("- " if md else "! ") + pr for pr in est.problems]
     if est.assumptions:
-        out += ["", "**Assumptions**" if md else "Assumptions:"]
+        out += ["", "**" + _("Assumptions") + "**" if md else _("Assumptions:")]
         out += [("- " if md else "  - ") + a for a in est.assumptions]
     return out
 
@@ -195,19 +207,21 @@ def _range_rows(est: Estimate) -> list[tuple[str, str]]:
     m, t, th = est.memory, est.time, est.throughput
     parts: list[str] = []
     head = th.tokens_per_s_per_gpu if th.tokens_per_s_per_gpu is not None else th.samples_per_s_per_gpu
-    unit = "tokens/s/GPU" if th.tokens_per_s_per_gpu is not None else "samples/s/GPU"
+    unit = _("tokens/s/GPU") if th.tokens_per_s_per_gpu is not None else _("samples/s/GPU")
     if th.range and head is not None:
         parts.append(fmt_range(head, th.range.low, th.range.high, unit))
     if t.wall_hours_range:
-        parts.append(f"{fmt_hours(t.wall_hours)} wall ({fmt_hours(t.wall_hours_range.low)}–"
-                     f"{fmt_hours(t.wall_hours_range.high)})")
+        parts.append(_("{wall} wall ({low}–{high})").format(wall=fmt_hours(t.wall_hours),
+                                                            low=fmt_hours(t.wall_hours_range.low),
+                                                            high=fmt_hours(t.wall_hours_range.high)))
     if m.per_gpu_gib_range:
         parts.append(fmt_range(m.per_gpu_gib, m.per_gpu_gib_range.low, m.per_gpu_gib_range.high, "GiB/GPU")
-                     + (" -- P90 above the card" if m.p90_exceeds_capacity else ""))
+                     + (_(" -- P90 above the card") if m.p90_exceeds_capacity else ""))
     rows = [("P10-P90", "; ".join(parts))] if parts else []
     for a in est.stack_alternatives:
-        rows.append(("  stack", f"{a.name} would take {fmt_hours(a.wall_hours)} instead of {fmt_hours(t.wall_hours)} "
-                                f"({a.change * 100:+.0f}%)" + ("" if a.feasible else ", does not fit")))
+        rows.append(("  " + _("stack"), _("{name} would take {wall} instead of {base} ({pct:+.0f}%)").format(
+            name=a.name, wall=fmt_hours(a.wall_hours), base=fmt_hours(t.wall_hours), pct=a.change * 100)
+            + ("" if a.feasible else _(", does not fit"))))
     return rows
 
 
@@ -215,7 +229,8 @@ def render_estimate(est: Estimate, fmt: Format = "text") -> str:
     if fmt == "json":
         return _json(estimate_data(est))
     md = fmt == "md"
-    head = [f"# gpuwiz estimate: {est.model.name} on {est.plan.gpus}x {est.gpu_name}", ""] if md else []
+    head = ["# " + _("gpuwiz estimate: {model} on {n}x {gpu}").format(model=est.model.name, n=est.plan.gpus,
+                                                                       gpu=est.gpu_name), ""] if md else []
     return "\n".join(head + _estimate_lines(est, md)) + "\n"
 
 
@@ -225,20 +240,23 @@ def render_estimate(est: Estimate, fmt: Format = "text") -> str:
 def _build_lines(build: Build, md: bool, h2: str, title: str) -> list[str]:
     out = [f"{h2}{title}" if md else title]
     rows = [[b.item, str(b.qty), fmt_usd(b.unit_usd), fmt_usd(b.total_usd), b.note] for b in build.bom]
-    out += _table(["Item", "Qty", "Unit", "Total", "Note"], rows, md)
-    out += ["", f"{'**' if md else ''}Capex {fmt_usd(build.capex_usd)}{'**' if md else ''}", ""]
+    out += _table([_("Item"), _("Qty"), _("Unit"), _("Total"), _("Note")], rows, md)
+    out += ["", f"{'**' if md else ''}" + _("Capex {money}").format(money=fmt_usd(build.capex_usd))
+            + f"{'**' if md else ''}", ""]
     sysrows = [
-        ("GPUs", f"{build.nodes} node(s) x {build.gpus_per_node}x {build.gpu_name}"),
-        ("CPU", f"{build.cpu_count}x {build.cpu} ({build.cpu_cores} cores, {build.pcie_lanes} PCIe lanes per node)"),
-        ("RAM", f"{build.ram_gb} GB per node"),
-        ("Storage", "; ".join(build.storage)),
-        ("Network", build.network),
-        ("Power", f"{build.power_w:,} W sustained, PSU {build.psu_w or 0:,} W per node; "
-                  f"{build.heat_kw:.1f} kW of heat"),
-        ("Site", build.site),
-        ("Software", "; ".join(build.software)),
+        (_("GPUs"), _("{nodes} node(s) x {per}x {gpu}").format(nodes=build.nodes, per=build.gpus_per_node,
+                                                              gpu=build.gpu_name)),
+        (_("CPU"), _("{n}x {cpu} ({cores} cores, {lanes} PCIe lanes per node)").format(
+            n=build.cpu_count, cpu=build.cpu, cores=build.cpu_cores, lanes=build.pcie_lanes)),
+        (_("RAM"), _("{n} GB per node").format(n=build.ram_gb)),
+        (_("Storage"), "; ".join(build.storage)),
+        (_("Network"), build.network),
+        (_("Power"), _("{w:,} W sustained, PSU {psu:,} W per node; {kw:.1f} kW of heat").format(
+            w=build.power_w, psu=build.psu_w or 0, kw=build.heat_kw)),
+        (_("Site"), build.site),
+        (_("Software"), "; ".join(build.software)),
     ]
-    out += [f"- **{k}**: {v}" for k, v in sysrows] if md else [f"  {k:<9}{v}" for k, v in sysrows]
+    out += [f"- **{k}**: {v}" for k, v in sysrows] if md else ["  " + ljust(k, 9) + v for k, v in sysrows]
     return [*out, ""]
 
 
@@ -257,11 +275,13 @@ def pareto_against_pick(rec: Recommendation) -> list[tuple[ParetoPoint, str]]:
         speed = base_h / p.wall_hours if p.wall_hours > 0 else 1.0
         dc = p.cost_per_run_usd / base_c - 1 if base_c > 0 else 0.0
         if p is me:
-            what = "the pick"
+            what = _("the pick")
         elif speed >= 1:
-            what = f"{speed:.1f}x faster for {dc:+.0%}" if dc >= 0 else f"{speed:.1f}x faster and {-dc:.0%} cheaper"
+            what = (_("{x:.1f}x faster for {pct}").format(x=speed, pct=f"{dc:+.0%}") if dc >= 0
+                    else _("{x:.1f}x faster and {pct} cheaper").format(x=speed, pct=f"{-dc:.0%}"))
         else:
-            what = f"{1 / speed:.1f}x slower, {-dc:.0%} cheaper" if dc < 0 else f"{1 / speed:.1f}x slower"
+            what = (_("{x:.1f}x slower, {pct} cheaper").format(x=1 / speed, pct=f"{-dc:.0%}") if dc < 0
+                    else _("{x:.1f}x slower").format(x=1 / speed))
         out.append((p, what))
     return out
 
@@ -271,18 +291,19 @@ def _pareto_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
     pts = pareto_against_pick(rec)
     if not pts:
         return []
-    rows = [[f"{p.count}x {p.gpu}" + (f" ({p.nodes} nodes)" if p.nodes > 1 else ""),
-             "rent" if p.rented else "buy", fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what]
+    rows = [[f"{p.count}x {p.gpu}" + (_(" ({n} nodes)").format(n=p.nodes) if p.nodes > 1 else ""),
+             _("rent") if p.rented else _("buy"), fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what]
             for p, what in pts]
-    out = [f"{h2}Time vs cost (Pareto front)" if md else "Time vs cost (Pareto front):"]
-    return out + _table(["Build", "How", "Time/run", "Cost/run", "Against the pick"], rows, md) + [""]
+    out = [f"{h2}" + _("Time vs cost (Pareto front)") if md else _("Time vs cost (Pareto front):")]
+    return out + _table([_("Build"), _("How"), _("Time/run"), _("Cost/run"), _("Against the pick")], rows, md) + [""]
 
 
 def _pitfall_lines(rec: Recommendation, md: bool) -> list[str]:
     out = []
     for p in sorted(rec.pitfalls, key=lambda p: SEVERITY_ORDER[p.severity]):
-        label = SEVERITY_LABEL[p.severity]
-        out.append(f"- **{label}** {p.message} _(source: {p.source})_" if md else f"  [{label:<7}] {p.message}")
+        label = _(SEVERITY_LABEL[p.severity])
+        out.append(f"- **{label}** {p.message} _(" + _("source: {source}").format(source=p.source) + ")_" if md
+                   else f"  [{ljust(label, 7)}] {p.message}")
     return out
 
 
@@ -290,9 +311,9 @@ def _table(headers: list[str], rows: list[list[str]], md: bool) -> list[str]:
     if md:
         return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + [
             "| " + " | ".join(r) + " |" for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    def line(cells: list[str]) -> str:
-        return "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
+    widths = [max(cells(h), *(cells(r[i]) for r in rows)) if rows else cells(h) for i, h in enumerate(headers)]
+    def line(row: list[str]) -> str:
+        return "  " + "  ".join(ljust(c, w) for c, w in zip(row, widths, strict=False))
 
     return [line(headers)] + [line(r) for r in rows]
 
@@ -304,83 +325,92 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     h1, h2 = ("# ", "## ") if md else ("", "")
     out: list[str] = []
     est, build, cost = rec.estimate, rec.build, rec.cost
-    model_name = est.model.name if est else (req.model.preset or req.model.name or "custom model") if req else "model"
+    model_name = (est.model.name if est else (req.model.preset or req.model.name or _("custom model")) if req
+                  else _("model"))
     if not rec.found or build is None or est is None:
-        out += [f"{h1}gpuwiz: no build meets the requirements for {model_name}", ""]
+        out += [h1 + _("gpuwiz: no build meets the requirements for {model}").format(model=model_name), ""]
         if rec.dropped:
-            out.append(f"Considered {rec.candidates_considered} candidate builds; dropped: "
+            out.append(_("Considered {n} candidate builds; dropped: ").format(n=rec.candidates_considered)
                        + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + ".")
         if rec.binding_constraint:
-            out += ["", f"Binding constraint ({rec.binding_constraint.kind}): {rec.binding_constraint.message}."]
-        out += [f"Assumed: {a}." for a in rec.assumptions]
+            out += ["", _("Binding constraint ({kind}): {message}.").format(kind=rec.binding_constraint.kind,
+                                                                           message=rec.binding_constraint.message)]
+        out += [_("Assumed: {what}.").format(what=a) for a in rec.assumptions]
         if rec.suggestions:
-            out += ["", f"{h2}What would work" if md else "What would work:"]
+            out += ["", f"{h2}" + _("What would work") if md else _("What would work:")]
             out += [f"- {s}" for s in rec.suggestions]
         out += _market_lines(rec, md, h2)
         if rec.pitfalls:
-            out += ["", f"{h2}Warnings" if md else "Warnings:", *_pitfall_lines(rec, md)]
+            out += ["", f"{h2}" + _("Warnings") if md else _("Warnings:"), *_pitfall_lines(rec, md)]
         return "\n".join(out) + "\n"
 
     n_gpus = build.gpus_per_node * build.nodes
-    verdict = cost.verdict.upper() if cost else "n/a"
-    out += [f"{h1}gpuwiz recommendation: {n_gpus}x {build.gpu_name} for {model_name}", ""]
-    summary = (f"{'**Verdict: ' + verdict + '.**' if md else 'Verdict: ' + verdict + '.'} "
+    verdict = _(cost.verdict).upper() if cost else "n/a"
+    out += [h1 + _("gpuwiz recommendation: {n}x {gpu} for {model}").format(n=n_gpus, gpu=build.gpu_name,
+                                                                           model=model_name), ""]
+    said = _("Verdict: {verdict}.").format(verdict=verdict)
+    summary = (f"{'**' + said + '**' if md else said} "
                + (cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""))
     out += [summary, ""]
     tr, cr, mr = est.time.wall_hours_range, rec.cost_per_run_usd_range, est.memory.per_gpu_gib_range
-    out += [f"Time per run {fmt_hours(est.time.wall_hours)}{fmt_span(tr, fmt_hours, 'P10-P90 ')}"
-            + f" ({est.time.gpu_hours:,.0f} GPU-hours), cost per run {_money(rec.cost_per_run_usd, rec)}"
-            + fmt_span(cr, fmt_usd)
-            + f", memory {est.memory.per_gpu_gib:.1f}{fmt_span(mr, lambda v: f'{v:.1f}')}"
-            + f" of {est.memory.capacity_gib:.0f} GiB per GPU. Objective: {rec.objective}; "
-            f"{rec.candidates_considered} builds considered. Ranges: the cross-validated errors of published runs "
-            "like this one (docs/VALIDATION.md).", ""]
+    out += [_("Time per run {wall}{wall_range} ({gpuh:,.0f} GPU-hours), cost per run {cost}{cost_range}, "
+              "memory {mem:.1f}{mem_range} of {cap:.0f} GiB per GPU. Objective: {objective}; "
+              "{n} builds considered. Ranges: the cross-validated errors of published runs "
+              "like this one (docs/VALIDATION.md).").format(
+        wall=fmt_hours(est.time.wall_hours), wall_range=fmt_span(tr, fmt_hours, "P10-P90 "),
+        gpuh=est.time.gpu_hours, cost=_money(rec.cost_per_run_usd, rec), cost_range=fmt_span(cr, fmt_usd),
+        mem=est.memory.per_gpu_gib, mem_range=fmt_span(mr, lambda v: f"{v:.1f}"), cap=est.memory.capacity_gib,
+        objective=rec.objective, n=rec.candidates_considered), ""]
     if rec.binding_constraint:
-        out += [f"{'**' if md else ''}Binding constraint ({rec.binding_constraint.kind}):{'**' if md else ''} "
-                f"{rec.binding_constraint.message}.", ""]
+        out += [f"{'**' if md else ''}" + _("Binding constraint ({kind}):").format(kind=rec.binding_constraint.kind)
+                + f"{'**' if md else ''} {rec.binding_constraint.message}.", ""]
     if rec.assumptions:
-        out += [f"Assumed: {a}." for a in rec.assumptions] + [""]
+        out += [_("Assumed: {what}.").format(what=a) for a in rec.assumptions] + [""]
     out += _pareto_lines(rec, md, h2)
 
     rented = build.rented
     if rented:
-        out += [f"{h2}Rent" if md else "Rent:"]
+        out += [f"{h2}" + _("Rent") if md else _("Rent:")]
         offer = cost.rent_offer if cost else None
-        shape = (f"{offer.instances} instance{'s' if offer.instances > 1 else ''} x {offer.gpus_per_instance} "
-                 f"GPU{'s' if offer.gpus_per_instance > 1 else ''}"
-                 if offer else f"{n_gpus} GPUs")
+        if offer:
+            shape = (_("{n} instances") if offer.instances > 1 else _("{n} instance")).format(n=offer.instances) + (
+                _(" x {n} GPUs") if offer.gpus_per_instance > 1 else _(" x {n} GPU")).format(n=offer.gpus_per_instance)
+        else:
+            shape = _("{n} GPUs").format(n=n_gpus)
         out += [f"- {build.site.removeprefix('cloud: ')}: {n_gpus}x {build.gpu_name} ({shape}), "
-                f"{fmt_usd(rec.cost_per_run_usd)} per run"
-                + (f" incl. {offer.overhead_hours:,.1f} h of provisioning, image pull and data staging and "
-                   f"{fmt_usd(offer.egress_usd)} egress" if offer else "")]
+                + _("{money} per run").format(money=fmt_usd(rec.cost_per_run_usd))
+                + (_(" incl. {h:,.1f} h of provisioning, image pull and data staging and {egress} egress").format(
+                    h=offer.overhead_hours, egress=fmt_usd(offer.egress_usd)) if offer else "")]
         inst = build.instance
         if inst is not None:
-            host = ", ".join(x for x in (f"{inst.vcpus} vCPUs" if inst.vcpus else "",
-                                         f"{inst.ram_gib:,.0f} GiB RAM" if inst.ram_gib else "",
-                                         f"{inst.local_nvme_tb:g} TB local NVMe" if inst.local_nvme_tb else "") if x)
-            unknown = "vCPUs, RAM and local disk not published by the provider: check before renting"
-            out += [f"- Host: {host or unknown}"]
+            host = ", ".join(x for x in (_("{n} vCPUs").format(n=inst.vcpus) if inst.vcpus else "",
+                                         _("{n:,.0f} GiB RAM").format(n=inst.ram_gib) if inst.ram_gib else "",
+                                         _("{n:g} TB local NVMe").format(n=inst.local_nvme_tb)
+                                         if inst.local_nvme_tb else "") if x)
+            unknown = _("vCPUs, RAM and local disk not published by the provider: check before renting")
+            out += [_("- Host: {host}").format(host=host or unknown)]
         tb = build.storage_needed_tb
         need = f"{max(tb * 1000, 1):,.0f} GB" if tb < 1 else f"{tb:,.1f} TB"
-        ckpt = f", checkpoints ~{build.checkpoint_gb:,.0f} GB each" if build.checkpoint_gb >= 1 else ""
-        out += [f"- Storage: {need} for data and checkpoints on the instance's local NVMe or a network volume"
-                f"{ckpt}; keep an off-site copy of checkpoints in object storage"]
-        out += [f"- Software: {'; '.join(build.software)}", ""]
+        ckpt = _(", checkpoints ~{n:,.0f} GB each").format(n=build.checkpoint_gb) if build.checkpoint_gb >= 1 else ""
+        out += [_("- Storage: {need} for data and checkpoints on the instance's local NVMe or a network volume"
+                  "{ckpt}; keep an off-site copy of checkpoints in object storage").format(need=need, ckpt=ckpt)]
+        out += [_("- Software: {software}").format(software="; ".join(build.software)), ""]
     else:
-        out += _build_lines(build, md, h2, "Bill of materials" if md else "Bill of materials (per node unless noted):")
+        out += _build_lines(build, md, h2, _("Bill of materials") if md
+                            else _("Bill of materials (per node unless noted):"))
     if rented and rec.buy_build is not None:
-        out += _build_lines(rec.buy_build, md, h2, "If you would rather own it" if md
-                            else "If you would rather own it (bill of materials, per node unless noted):")
-    out += [f"{h2}Estimate" if md else "Estimate:", *_estimate_lines(est, md)]
+        out += _build_lines(rec.buy_build, md, h2, _("If you would rather own it") if md
+                            else _("If you would rather own it (bill of materials, per node unless noted):"))
+    out += [f"{h2}" + _("Estimate") if md else _("Estimate:"), *_estimate_lines(est, md)]
 
     if rec.alternatives:
-        out += ["", f"{h2}Alternatives" if md else "Alternatives:"]
+        out += ["", f"{h2}" + _("Alternatives") if md else _("Alternatives:")]
         rows = [[f"{a.count}x {a.gpu_name}", fmt_hours(a.wall_hours), fmt_usd(a.cost_per_run_usd), a.reason]
                 for a in rec.alternatives]
-        out += _table(["Build", "Time/run", "Cost/run", "Why"], rows, md)
+        out += _table([_("Build"), _("Time/run"), _("Cost/run"), _("Why")], rows, md)
 
     if cost:
-        out += ["", f"{h2}Rent vs buy" if md else "Rent vs buy:"]
+        out += ["", f"{h2}" + _("Rent vs buy") if md else _("Rent vs buy:")]
         if cost.cloud:
             noted = any(c.note for c in cost.cloud)
             # A reservation is billed 24/7: its per-run share only means something when it is
@@ -390,35 +420,38 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
                      _price_cell(c.usd_per_hour, c.currency, c.price_per_hour_local),
                      fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd),
                      fmt_usd(c.cost_per_run_reserved_usd) if (c.cost_per_run_reserved_usd or 0) < c.cost_per_run_usd
-                     else "not worth it", fmt_usd(c.cost_per_year_usd), c.observed or "-"]
+                     else _("not worth it"), fmt_usd(c.cost_per_year_usd), c.observed or "-"]
                     + ([c.note] if noted else []) for c in cost.cloud]
-            out += _table(["Cloud", "Instances", "GPUs", "Where", "Price", "Run (on-demand)", "Run (spot)",
-                           "Run (reserved)", "Per year", "Price observed"] + (["Note"] if noted else []), rows, md)
+            out += _table([_("Cloud"), _("Instances"), _("GPUs"), _("Where"), _("Price"), _("Run (on-demand)"),
+                           _("Run (spot)"), _("Run (reserved)"), _("Per year"), _("Price observed")]
+                          + ([_("Note")] if noted else []), rows, md)
         if cost.onprem:
             o = cost.onprem
-            out += ["", f"Buy: capex {fmt_usd(o.capex_usd)}; per year power {fmt_usd(o.power_usd_per_year)}, "
-                        f"space {fmt_usd(o.space_usd_per_year)}, maintenance {fmt_usd(o.maintenance_usd_per_year)}, "
-                        f"staff {fmt_usd(o.staff_usd_per_year)}; residual value {fmt_usd(o.residual_value_usd)}; "
-                        f"total {fmt_usd(o.total_usd)} over the horizon = {fmt_usd(o.usd_per_gpu_hour)} per delivered "
-                        f"GPU-hour at {fmt_pct(o.utilization)} utilisation."]
+            out += ["", _("Buy: capex {capex}; per year power {power}, space {space}, maintenance {maint}, "
+                          "staff {staff}; residual value {residual}; total {total} over the horizon = {per} per "
+                          "delivered GPU-hour at {util} utilisation.").format(
+                capex=fmt_usd(o.capex_usd), power=fmt_usd(o.power_usd_per_year), space=fmt_usd(o.space_usd_per_year),
+                maint=fmt_usd(o.maintenance_usd_per_year), staff=fmt_usd(o.staff_usd_per_year),
+                residual=fmt_usd(o.residual_value_usd), total=fmt_usd(o.total_usd), per=fmt_usd(o.usd_per_gpu_hour),
+                util=fmt_pct(o.utilization))]
         facts = []
         if cost.rent_usd_per_gpu_hour is not None:
-            facts.append(f"rent {fmt_usd(cost.rent_usd_per_gpu_hour)} per GPU-hour")
+            facts.append(_("rent {money} per GPU-hour").format(money=fmt_usd(cost.rent_usd_per_gpu_hour)))
         if cost.breakeven_utilization is not None:
             be = cost.breakeven_utilization
-            facts.append(f"break-even at {fmt_pct(be)} utilisation" if be <= 1
-                         else f"buying never breaks even (it would need {fmt_pct(be)} utilisation)")
+            facts.append(_("break-even at {pct} utilisation").format(pct=fmt_pct(be)) if be <= 1
+                         else _("buying never breaks even (it would need {pct} utilisation)").format(pct=fmt_pct(be)))
         if cost.payback_months is not None:
-            facts.append(f"payback {cost.payback_months:.0f} months")
+            facts.append(_("payback {n:.0f} months").format(n=cost.payback_months))
         if facts:
-            joined = "; ".join(facts)
-            out += ["", joined[:1].upper() + joined[1:] + "."]
+            joined = _("; ").join(facts)
+            out += ["", joined[:1].upper() + joined[1:] + _(".")]
         if cost.flip_inputs:
-            out += ["", "What would flip the verdict:"] + [f"- {f}" for f in cost.flip_inputs]
+            out += ["", _("What would flip the verdict:")] + [f"- {f}" for f in cost.flip_inputs]
 
     out += _market_lines(rec, md, h2)
     if rec.pitfalls:
-        out += ["", f"{h2}Warnings" if md else "Warnings:", *_pitfall_lines(rec, md)]
+        out += ["", f"{h2}" + _("Warnings") if md else _("Warnings:"), *_pitfall_lines(rec, md)]
     if rec.dropped:
-        out += ["", "Dropped candidates: " + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + "."]
+        out += ["", _("Dropped candidates: ") + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + "."]
     return "\n".join(out) + "\n"

@@ -29,6 +29,7 @@ from textual.reactive import reactive, var
 from textual.screen import ModalScreen, Screen
 
 from gpuwiz.core.errors import GpuwizError
+from gpuwiz.i18n import N_, _
 from gpuwiz.tui.engine import Engine, Outcome
 from gpuwiz.tui.plain import clean
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
@@ -75,12 +76,13 @@ class GpuwizApp(App[None]):
     ]
     # full names for the help screen (the footer shows the short descriptions)
     ACTION_NAMES: ClassVar[dict[str, str]] = {
-        "quit": "Quit gpuwiz (asks when there are unsaved changes)",
-        "back": "Back: the previous step", "next": "Next: the next step (greyed while a field is invalid)",
-        "next-ctrl": "Next: the next step", "back-ctrl": "Back: the previous step (outside tmux)",
-        "next-alt": "Next: the next step", "back-alt": "Back: the previous step",
-        "save": "Save the config (refuses while a field is invalid)", "save-as": "Save the config as a new file",
-        "open": "Open a config file", "help": "Help: this list of keys",
+        "quit": N_("Quit gpuwiz (asks when there are unsaved changes)"),
+        "back": N_("Back: the previous step"), "next": N_("Next: the next step (greyed while a field is invalid)"),
+        "next-ctrl": N_("Next: the next step"), "back-ctrl": N_("Back: the previous step (outside tmux)"),
+        "next-alt": N_("Next: the next step"), "back-alt": N_("Back: the previous step"),
+        "save": N_("Save the config (refuses while a field is invalid)"),
+        "save-as": N_("Save the config as a new file"),
+        "open": N_("Open a config file"), "help": N_("Help: this list of keys"),
     }
 
     requirements: reactive[Requirements] = reactive(None, init=False)  # type: ignore[arg-type]
@@ -275,18 +277,19 @@ class GpuwizApp(App[None]):
         if draft is not None:
             from gpuwiz.tui.dialogs.confirm import ChoiceDialog
 
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(draft.saved_at)) if draft.saved_at else "earlier"
-            src = draft.source or "a new config"
-            choices = [("restore", "Restore"), ("discard", "Discard")]
-            msg = (f"An unsaved draft of {src} from {when} was left behind (the last session ended "
-                   f"without saving). Restore it?")
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(draft.saved_at)) if draft.saved_at else _("earlier")
+            src = draft.source or _("a new config")
+            choices = [("restore", N_("Restore")), ("discard", N_("Discard"))]
+            msg = _("An unsaved draft of {src} from {when} was left behind (the last session ended "
+                    "without saving). Restore it?").format(src=src, when=when)
             if self._initial_config:  # the file named on the command line wins; the draft is only offered
                 self._keep_foreign_draft = True
                 self._open_initial()
-                msg = (f"An unsaved draft of {src} from {when} was left behind. You opened "
-                       f"{self._initial_config}: keep it, or restore the draft instead?")
-                choices = [("keep", "Keep " + Path(self._initial_config).name), ("restore", "Restore draft"),
-                           ("discard", "Discard draft")]
+                msg = _("An unsaved draft of {src} from {when} was left behind. You opened "
+                        "{path}: keep it, or restore the draft instead?").format(
+                    src=src, when=when, path=self._initial_config)
+                choices = [("keep", _("Keep {name}").format(name=Path(self._initial_config).name)),
+                           ("restore", N_("Restore draft")), ("discard", N_("Discard draft"))]
 
             def done(choice: str | None) -> None:
                 if choice == "restore":
@@ -385,7 +388,7 @@ class GpuwizApp(App[None]):
 
     @property
     def file_label(self) -> str:
-        return Path(self.config_path).name if self.config_path else "new config"
+        return Path(self.config_path).name if self.config_path else _("new config")
 
     def _schedule_recompute(self) -> None:
         """Send the current requirements to the engine worker (a burst of changes in one event-loop
@@ -442,7 +445,7 @@ class GpuwizApp(App[None]):
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = False) -> None:
         """Notifications carry file names, paths and error messages: never read as markup."""
-        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
+        super().notify(clean(_(message)), title=clean(_(title)), severity=severity, timeout=timeout, markup=False)
 
     def edit_field(self, spec: FieldSpec, raw: str) -> str | None:
         """Apply one field's text; returns why it is invalid, or None (requirements updated)."""
@@ -451,7 +454,7 @@ class GpuwizApp(App[None]):
         known = self.engine.region_ids() if spec.parse == "list" else None
         new, error = apply_edit(self.requirements, spec, raw, known)
         if error is not None or new is None:
-            return error or "invalid value"
+            return error or _("invalid value")
         if ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
             self.engine_fields = ()  # goes now (Next works at once); the engine's answer puts it back if needed
         self.requirements = new
@@ -500,15 +503,15 @@ class GpuwizApp(App[None]):
         except OSError as exc:
             if not self._draft_error_shown:
                 self._draft_error_shown = True
-                self.notify(f"cannot autosave the draft to {self.state_dir}: {exc.strerror or exc}",
-                            severity="warning")
+                self.notify(_("cannot autosave the draft to {dir}: {why}").format(
+                    dir=self.state_dir, why=exc.strerror or exc), severity="warning")
 
     def restore_draft(self, draft: drafts.Draft) -> None:
         from gpuwiz.core.models import Requirements
 
         self.config_path = draft.source
         self._saved = Requirements() if draft.source is None else self._saved_from(draft.source)
-        self.replace_requirements(draft.requirements, "restored draft")
+        self.replace_requirements(draft.requirements, N_("restored draft"))
         self.dirty = self.requirements != self._saved
         self.flush_draft()
         self.goto(draft.step if draft.step in STEP_IDS else "model")
@@ -601,7 +604,7 @@ class GpuwizApp(App[None]):
         self.config_path = path
         self._fingerprint = _fingerprint(path)
         self._forget_answer()
-        self.replace_requirements(req, f"opened {Path(path).name}")
+        self.replace_requirements(req, _("opened {name}").format(name=Path(path).name))
         self.dirty = False
         self.flush_draft()
         from gpuwiz.tui import recent
@@ -630,7 +633,7 @@ class GpuwizApp(App[None]):
         self.config_path = None
         self._fingerprint = None
         self._forget_answer()
-        self.replace_requirements(req, f"example {name}")
+        self.replace_requirements(req, _("example {name}").format(name=name))
         return None
 
     def new_config(self) -> None:
@@ -640,7 +643,7 @@ class GpuwizApp(App[None]):
         self.config_path = None
         self._fingerprint = None
         self._forget_answer()
-        self.replace_requirements(Requirements(), "new config")
+        self.replace_requirements(Requirements(), N_("new config"))
 
     def save_to(self, path: str) -> str | None:
         from gpuwiz.core.config_io import dumps_config, loads_config
@@ -650,15 +653,15 @@ class GpuwizApp(App[None]):
         try:  # never write a file this wizard could not open again
             back = loads_config(text, path)
         except GpuwizError as exc:
-            return f"not saved: the file would not open again: {str(exc).splitlines()[0]}"
+            return _("not saved: the file would not open again: {why}").format(why=str(exc).splitlines()[0])
         if back != self.requirements:
-            return "not saved: the file would not read back as what is on screen"
+            return _("not saved: the file would not read back as what is on screen")
         try:
             atomic_write_text(path, text)
         except GpuwizError as exc:
             return str(exc).splitlines()[0]
         except OSError as exc:
-            return f"{path}: cannot save: {exc.strerror or exc}"
+            return _("{path}: cannot save: {why}").format(path=path, why=exc.strerror or exc)
         self._saved = self.requirements
         self.config_path = path
         self._fingerprint = _fingerprint(path)
@@ -667,7 +670,7 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui import recent
 
         recent.remember(self.state_dir, path)
-        self.notify(f"Saved {path}", title="Saved")
+        self.notify(_("Saved {path}").format(path=path), title="Saved")
         return None
 
     def first_invalid_field(self) -> tuple[str, FieldSpec, str] | None:
@@ -692,8 +695,8 @@ class GpuwizApp(App[None]):
         if bad is None:
             return False
         step, f, why = bad
-        self.notify(f"{f.label}: {why}. Fix it first; nothing was written.", title="Not saved",
-                    severity="error", timeout=8)
+        self.notify(_("{label} is not valid: {why}. Fix it first; nothing was written.").format(
+            label=_(f.label), why=why), title=_("Not saved"), severity="error", timeout=8)
         from gpuwiz.tui.screens.steps import StepScreen
 
         if self.step != step or len(self.screen_stack) > 2:
@@ -718,8 +721,10 @@ class GpuwizApp(App[None]):
                         self.action_save_as(then)
 
                 self.push_screen(ChoiceDialog(
-                    "File changed on disk", f"{path} was changed since gpuwiz opened it. Overwrite those changes?",
-                    [("save-as", "Save as…"), ("overwrite", "Overwrite"), ("cancel", "Cancel")], default="save-as"),
+                    "File changed on disk",
+                    _("{path} was changed since gpuwiz opened it. Overwrite those changes?").format(path=path),
+                    [("save-as", N_("Save as…")), ("overwrite", N_("Overwrite")), ("cancel", N_("Cancel"))],
+                    default="save-as"),
                     done)
                 return
             self._save_then(path, then)
@@ -729,7 +734,7 @@ class GpuwizApp(App[None]):
     def _save_then(self, path: str, then: Callable[[], None] | None) -> None:
         error = self.save_to(path)
         if error:
-            self.notify(error, title="Not saved", severity="error", timeout=10)
+            self.notify(error, title=_("Not saved"), severity="error", timeout=10)
             return
         if then:
             then()
@@ -764,8 +769,8 @@ class GpuwizApp(App[None]):
                 then()
 
         self.push_screen(
-            ChoiceDialog("Unsaved changes", f"Save your changes before you {what}?",
-                         [("save", "Save"), ("discard", "Discard"), ("cancel", "Cancel")], default="save"),
+            ChoiceDialog("Unsaved changes", _("Save your changes before you {what}?").format(what=_(what)),
+                         [("save", N_("Save")), ("discard", N_("Discard")), ("cancel", N_("Cancel"))], default="save"),
             done,
         )
 
@@ -779,7 +784,7 @@ class GpuwizApp(App[None]):
 
             self.push_screen(PathDialog("Open config", self.config_path or "", self.open_config, verb="Open"), done)
 
-        self._guard_unsaved(ask, "open another config")
+        self._guard_unsaved(ask, N_("open another config"))
 
     async def action_quit(self) -> None:
         from gpuwiz.tui import drafts
@@ -802,7 +807,8 @@ class GpuwizApp(App[None]):
 
         self.push_screen(
             ChoiceDialog("Quit gpuwiz?", "You have unsaved changes.",
-                         [("save", "Save and quit"), ("discard", "Quit without saving"), ("cancel", "Cancel")],
+                         [("save", N_("Save and quit")), ("discard", N_("Quit without saving")),
+                          ("cancel", N_("Cancel"))],
                          default="cancel"),
             done,
         )
@@ -816,19 +822,19 @@ class GpuwizApp(App[None]):
         try:
             return self.engine.markdown(rec, self.requirements)
         except Exception as exc:  # noqa: BLE001 - the TUI's boundary to the report renderer: a bug there is a notice
-            self.notify(f"cannot render the report: {exc}", severity="error")
+            self.notify(_("cannot render the report: {why}").format(why=exc), severity="error")
             return None
 
     def export_to(self, path: str, text: str) -> str | None:
         from gpuwiz.core.yamlio import atomic_write_text
 
         if self.config_path and _same_file(path, self.config_path):
-            return f"{path} is the config itself; choose another file for the report"
+            return _("{path} is the config itself; choose another file for the report").format(path=path)
         try:
             atomic_write_text(path, text)
         except GpuwizError as exc:
             return str(exc).splitlines()[0]
-        self.notify(f"Wrote {path}", title="Exported")
+        self.notify(_("Wrote {path}").format(path=path), title="Exported")
         return None
 
     def export_path(self) -> str:
@@ -893,7 +899,7 @@ class GpuwizApp(App[None]):
             return str(exc).splitlines()[0]
         out = self.engine.run(req)
         if out.rec is None:
-            return out.error or "no answer"
+            return out.error or _("no answer")
         return req, out.rec
 
     # ---- help and the command palette -----------------------------------------------------------------
@@ -917,15 +923,15 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui.screens.result import ResultScreen
         from gpuwiz.tui.screens.steps import StepScreen
 
-        add(self.BINDINGS, "everywhere")
-        rows.append(("ctrl+p", "Command palette: every step and action", "everywhere"))
-        rows.append(("tab / shift+tab", "Next / previous field", "input steps"))
-        rows.append(("enter", "Next field; on the last field, the next step", "input steps"))
-        add(StepScreen.BINDINGS, "input steps")
-        add(ResultScreen.BINDINGS, "result")
+        add(self.BINDINGS, N_("everywhere"))
+        rows.append(("ctrl+p", N_("Command palette: every step and action"), N_("everywhere")))
+        rows.append(("tab / shift+tab", N_("Next / previous field"), N_("input steps")))
+        rows.append(("enter", N_("Next field; on the last field, the next step"), N_("input steps")))
+        add(StepScreen.BINDINGS, N_("input steps"))
+        add(ResultScreen.BINDINGS, N_("result"))
         from gpuwiz.tui.screens.compare import CompareScreen
 
-        add(CompareScreen.BINDINGS, "compare")
+        add(CompareScreen.BINDINGS, N_("compare"))
         return rows
 
     def action_help(self) -> None:
@@ -965,21 +971,24 @@ class GpuwizApp(App[None]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         cmd = self._command
         for sid in ("start", *STEP_IDS):
-            title = "Start screen" if sid == "start" else STEP_TITLES[sid]
-            yield SystemCommand(f"Go to: {title}", f"Show the {title} step", lambda s=sid: self.goto(s))
-        yield SystemCommand("Save", "Save the config (ctrl+s)", cmd(self.action_save))
-        yield SystemCommand("Save as…", "Save the config to a new path (f2)", cmd(self.action_save_as))
-        yield SystemCommand("Open config…", "Open a YAML config (ctrl+o)", cmd(self.action_open))
-        yield SystemCommand("Export Markdown…", "Write the recommendation as Markdown", cmd(self.action_export))
-        yield SystemCommand("Copy Markdown", "Copy the recommendation to the clipboard (OSC 52)", self.action_copy)
-        yield SystemCommand("Compare: baseline vs now", "Side by side, with the differences", cmd(self.action_compare))
-        yield SystemCommand("Compare with a config file…", "Load another config as the left side",
+            title = _("Start screen") if sid == "start" else _(STEP_TITLES[sid])
+            yield SystemCommand(_("Go to: {title}").format(title=title), _("Show the {title} step").format(title=title),
+                                lambda s=sid: self.goto(s))
+        yield SystemCommand(_("Save"), _("Save the config (ctrl+s)"), cmd(self.action_save))
+        yield SystemCommand(_("Save as…"), _("Save the config to a new path (f2)"), cmd(self.action_save_as))
+        yield SystemCommand(_("Open config…"), _("Open a YAML config (ctrl+o)"), cmd(self.action_open))
+        yield SystemCommand(_("Export Markdown…"), _("Write the recommendation as Markdown"), cmd(self.action_export))
+        yield SystemCommand(_("Copy Markdown"), _("Copy the recommendation to the clipboard (OSC 52)"),
+                            self.action_copy)
+        yield SystemCommand(_("Compare: baseline vs now"), _("Side by side, with the differences"),
+                            cmd(self.action_compare))
+        yield SystemCommand(_("Compare with a config file…"), _("Load another config as the left side"),
                             cmd(self.action_compare_files))
-        yield SystemCommand("Help", "All keys (f1)", self.action_help)
+        yield SystemCommand(_("Help"), _("All keys (f1)"), self.action_help)
         from gpuwiz.tui.screens.result import WHATIF_COMMANDS
 
         for name, title, help_text in WHATIF_COMMANDS:
-            yield SystemCommand(f"What-if: {title}", help_text, self._result_action(name))
+            yield SystemCommand(_("What-if: {title}").format(title=_(title)), _(help_text), self._result_action(name))
         yield from super().get_system_commands(screen)
 
 
@@ -1008,21 +1017,22 @@ def _same_file(a: str, b: str) -> bool:
 
 # full action names for the help screen, by binding id (the footer keeps its short labels)
 FULL_NAMES: dict[str, str] = {
-    "whatif-gpu": "What-if: the next GPU type (the count may change to one that fits)",
-    "whatif-gpu-prev": "What-if: the previous GPU type",
-    "whatif-count-up": "What-if: one step more GPUs", "whatif-count-down": "What-if: one step fewer GPUs",
-    "whatif-method": "What-if: cycle the training method (full / LoRA / QLoRA)",
-    "whatif-precision": "What-if: cycle the precision (bf16 / fp8 / fp16 / tf32 / fp32)",
-    "whatif-data-double": "What-if: double the data", "whatif-data-half": "What-if: halve the data",
-    "whatif-deadline-later": "What-if: a later deadline", "whatif-deadline-sooner": "What-if: a sooner deadline",
-    "whatif-mode": "What-if: cycle rent / buy / either", "whatif-auto": "What-if: automatic hardware again",
-    "whatif-pin": "Pin the current answer as the baseline", "whatif-reset": "Back to the pinned baseline",
-    "compare": "Compare the baseline with now", "export": "Export the recommendation as Markdown",
-    "copy": "Copy the Markdown report to the clipboard", "help-alt": "Help: this list of keys",
-    "tab-1": "Result tab 1: Build", "tab-2": "Result tab 2: Memory", "tab-3": "Result tab 3: Options",
-    "tab-4": "Result tab 4: Rent vs buy", "tab-5": "Result tab 5: Pitfalls",
-    "compare-close": "Close the comparison", "compare-left": "Load the left side from a config file",
-    "compare-right": "Load the right side from a config file", "compare-swap": "Swap the two sides",
+    "whatif-gpu": N_("What-if: the next GPU type (the count may change to one that fits)"),
+    "whatif-gpu-prev": N_("What-if: the previous GPU type"),
+    "whatif-count-up": N_("What-if: one step more GPUs"), "whatif-count-down": N_("What-if: one step fewer GPUs"),
+    "whatif-method": N_("What-if: cycle the training method (full / LoRA / QLoRA)"),
+    "whatif-precision": N_("What-if: cycle the precision (bf16 / fp8 / fp16 / tf32 / fp32)"),
+    "whatif-data-double": N_("What-if: double the data"), "whatif-data-half": N_("What-if: halve the data"),
+    "whatif-deadline-later": N_("What-if: a later deadline"),
+    "whatif-deadline-sooner": N_("What-if: a sooner deadline"),
+    "whatif-mode": N_("What-if: cycle rent / buy / either"), "whatif-auto": N_("What-if: automatic hardware again"),
+    "whatif-pin": N_("Pin the current answer as the baseline"), "whatif-reset": N_("Back to the pinned baseline"),
+    "compare": N_("Compare the baseline with now"), "export": N_("Export the recommendation as Markdown"),
+    "copy": N_("Copy the Markdown report to the clipboard"), "help-alt": N_("Help: this list of keys"),
+    "tab-1": N_("Result tab 1: Build"), "tab-2": N_("Result tab 2: Memory"), "tab-3": N_("Result tab 3: Options"),
+    "tab-4": N_("Result tab 4: Rent vs buy"), "tab-5": N_("Result tab 5: Pitfalls"),
+    "compare-close": N_("Close the comparison"), "compare-left": N_("Load the left side from a config file"),
+    "compare-right": N_("Load the right side from a config file"), "compare-swap": N_("Swap the two sides"),
 }
 
 _PAGE_ACTIONS = ("page_down", "page_up")
@@ -1058,6 +1068,9 @@ def create_app(
     the platform's user state dir); ``no_mouse`` makes ``run()`` default to ``mouse=False``;
     ``theme`` is any Textual theme name (``ansi-dark``, ``ansi-light``, ``textual-dark`` …).
     """
+    from gpuwiz.tui import cjk
+
+    cjk.install()  # Chinese wraps between characters, never before 、。，
     app = GpuwizApp(
         config_path=os.fspath(config_path) if config_path is not None else None,
         catalog_overlay=catalog_overlay,

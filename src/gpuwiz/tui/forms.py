@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpuwiz.core import models as m
 from gpuwiz.core.whatif import fmt_human, fmt_plain
+from gpuwiz.i18n import N_, _
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
 __all__ = [
@@ -42,7 +43,8 @@ __all__ = [
 
 Path_t = tuple[str, ...]
 NONE = "__none__"  # Select value standing for "unset / automatic"
-YES_NO = (("no", "false"), ("yes", "true"))
+YES_NO = ((N_("no"), "false"), (N_("yes"), "true"))
+_SHOWN_WORDS = (N_("auto"), N_("unset"))  # none_label defaults: translated where shown
 
 
 def _unwrap_optional(ann: Any) -> tuple[Any, bool]:
@@ -117,7 +119,7 @@ def F(dotted: str, label: str, help: str = "", *, placeholder: str = "", none_la
         return FieldSpec(path, label, help, kind="select", options=YES_NO, optional=optional, default=default)
     integer = inner is int
     if not placeholder:
-        placeholder = "none" if default is None else _plain(default, bytes_unit, integer)
+        placeholder = N_("none") if default is None else _plain(default, bytes_unit, integer)
     elif default is not None:
         placeholder = f"{placeholder} (default {_plain(default, bytes_unit, integer)})"
     return FieldSpec(path, label, help, placeholder=placeholder, bytes_unit=bytes_unit, integer=integer,
@@ -134,6 +136,14 @@ def _plain(v: Any, bytes_unit: bool, integer: bool = False) -> str:
     if isinstance(v, (int, float)):
         return fmt_plain(v) if bytes_unit else fmt_human(v)
     return str(v)
+
+
+def shown_placeholder(spec: FieldSpec) -> str:
+    """The placeholder in the interface language (``e.g. 7 (default 1)`` is translated in parts)."""
+    head, sep, tail = spec.placeholder.partition(" (default ")
+    if not sep:
+        return _(head)
+    return _("{text} (default {value})").format(text=_(head), value=tail.removesuffix(")"))
 
 
 @dataclass(frozen=True)
@@ -280,16 +290,16 @@ def _set(data: dict[str, Any], path: Path_t, value: Any, unset: bool) -> None:
 
 
 _WORDS: tuple[tuple[str, str], ...] = (
-    (r"^input should be greater than or equal to (\S+)$", r"must be at least \1"),
-    (r"^input should be greater than (\S+)$", r"must be more than \1"),
-    (r"^input should be less than or equal to (\S+)$", r"must be at most \1"),
-    (r"^input should be less than (\S+)$", r"must be less than \1"),
-    (r"^input should be a valid (number|integer).*$", r"must be a number, e.g. 7, 1.5B or 2T"),
-    (r"^input should be a valid string.*$", r"must be text"),
-    (r"^string should match pattern .*$", r"has the wrong form"),
-    (r"^string should have at least (\d+) characters?$", r"must have at least \1 characters"),
-    (r"^string should have at most (\d+) characters?$", r"must have at most \1 characters"),
-    (r"^input should be (.*)$", r"must be \1"),
+    (r"^input should be greater than or equal to (\S+)$", N_(r"must be at least \1")),
+    (r"^input should be greater than (\S+)$", N_(r"must be more than \1")),
+    (r"^input should be less than or equal to (\S+)$", N_(r"must be at most \1")),
+    (r"^input should be less than (\S+)$", N_(r"must be less than \1")),
+    (r"^input should be a valid (number|integer).*$", N_(r"must be a number, e.g. 7, 1.5B or 2T")),
+    (r"^input should be a valid string.*$", N_(r"must be text")),
+    (r"^string should match pattern .*$", N_(r"has the wrong form")),
+    (r"^string should have at least (\d+) characters?$", N_(r"must have at least \1 characters")),
+    (r"^string should have at most (\d+) characters?$", N_(r"must have at most \1 characters")),
+    (r"^input should be (.*)$", N_(r"must be \1")),
 )
 
 
@@ -298,7 +308,7 @@ def _words(msg: str) -> str:
     msg = msg.removeprefix("Value error, ")
     msg = msg[:1].lower() + msg[1:] if msg else msg
     for pat, rep in _WORDS:
-        new, n = re.subn(pat, rep, msg)
+        new, n = re.subn(pat, _(rep), msg)
         if n:
             return new
     return msg
@@ -310,7 +320,7 @@ def _error_for(exc: ValidationError, path: Path_t) -> str:
         loc = tuple(str(p) for p in err["loc"])
         if loc[: len(path)] == path:
             return _words(err["msg"])
-    return _words(errors[0]["msg"]) if errors else "invalid value"
+    return _words(errors[0]["msg"]) if errors else _("invalid value")
 
 
 _SCHEDULE_WORDS = {"daily": 30.0, "every day": 30.0, "weekly": 52 / 12, "every week": 52 / 12,

@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
+from gpuwiz.i18n import _
 from gpuwiz.tui.dialogs.base import Dialog
 from gpuwiz.tui.plain import plain
 
@@ -30,11 +31,11 @@ class ChoiceDialog(Dialog[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(plain(self._title), classes="dialog-title")
-            yield Static(plain(self._message), classes="dialog-message")
+            yield Label(plain(_(self._title)), classes="dialog-title")
+            yield Static(plain(_(self._message)), classes="dialog-message")
             with Horizontal(classes="dialog-buttons"):
                 for cid, label in self._choices:
-                    yield Button(plain(label), id=f"choice-{cid}",
+                    yield Button(plain(_(label)), id=f"choice-{cid}",
                                  variant="primary" if cid == self._default else "default")
 
     def on_mount(self) -> None:

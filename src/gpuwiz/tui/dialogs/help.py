@@ -10,10 +10,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Label, Static
 
+from gpuwiz.i18n import N_, _
 from gpuwiz.tui.dialogs.base import Dialog
 from gpuwiz.tui.plain import plain
 
-INTRO = (
+INTRO = N_(
     "gpuwiz asks what you train, on what data, how often and whether you rent or buy, and answers "
     "with a build. Every input step has a live answer on the right. Type human numbers: 2T, 1.5B, "
     "150 GB. ctrl+p opens the command palette (every step and action). alt+←/alt+→ (or pgup/pgdn) go back "
@@ -32,17 +33,17 @@ class HelpScreen(Dialog[None]):
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, expand=True, show_header=True, header_style="bold")
-        table.add_column("Key", no_wrap=True)
-        table.add_column("Action")
-        table.add_column("Where", style="dim", no_wrap=True)
+        table.add_column(_("Key"), no_wrap=True)
+        table.add_column(_("Action"))
+        table.add_column(_("Where"), style="dim", no_wrap=True)
         for key, desc, where in self._rows:
-            table.add_row(plain(key), plain(desc), plain(where))
+            table.add_row(plain(key), plain(_(desc)), plain(_(where)))
         with Vertical(classes="dialog help"):
-            yield Label("Keys", classes="dialog-title")
+            yield Label(_("Keys"), classes="dialog-title")
             with VerticalScroll():
-                yield Static(INTRO, classes="dialog-message")
+                yield Static(_(INTRO), classes="dialog-message")
                 yield Static(table, id="help-table")
-            yield Static("esc / f1 / q closes", classes="dialog-hint")
+            yield Static(_("esc / f1 / q closes"), classes="dialog-hint")
 
     def action_close(self) -> None:
         self.dismiss(None)

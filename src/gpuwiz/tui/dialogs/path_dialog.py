@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
+from gpuwiz.i18n import N_, _
 from gpuwiz.tui.dialogs.base import Dialog
 from gpuwiz.tui.plain import plain
 
@@ -46,14 +47,14 @@ class PathDialog(Dialog[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(plain(self._title), classes="dialog-title")
+            yield Label(plain(_(self._title)), classes="dialog-title")
             if self._hint:
-                yield Static(plain(self._hint), classes="dialog-hint")
-            yield Input(self._initial, id="path", placeholder="path/to/file.yaml")
+                yield Static(plain(_(self._hint)), classes="dialog-hint")
+            yield Input(self._initial, id="path", placeholder=_("path/to/file.yaml"))
             yield Static("", id="path-error", classes="field-error")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(self._verb, id="ok", variant="primary")
-                yield Button("Cancel", id="cancel")
+                yield Button(_(self._verb), id="ok", variant="primary")
+                yield Button(_("Cancel"), id="cancel")
 
     def on_mount(self) -> None:
         inp = self.query_one("#path", Input)
@@ -68,12 +69,12 @@ class PathDialog(Dialog[str | None]):
         path = self.query_one("#path", Input).value.strip()
         err_box = self.query_one("#path-error", Static)
         if not path:
-            err_box.update("give a file path")
+            err_box.update(_("give a file path"))
             return
         ask = self._confirm_overwrite(path) if callable(self._confirm_overwrite) else self._confirm_overwrite
         if ask and os.path.lexists(path):
             if os.path.isdir(path):
-                err_box.update(plain(shorten(f"{path} is a folder; give a file name")))
+                err_box.update(plain(shorten(_("{path} is a folder; give a file name").format(path=path))))
                 return
             from gpuwiz.tui.dialogs.confirm import ChoiceDialog
 
@@ -81,8 +82,9 @@ class PathDialog(Dialog[str | None]):
                 if choice == "replace":
                     self._run(path)
 
-            self.app.push_screen(ChoiceDialog("Replace file?", f"{path} already exists. Replace it?",
-                                              [("cancel", "Cancel"), ("replace", "Replace")], default="cancel"),
+            self.app.push_screen(ChoiceDialog("Replace file?",
+                                              _("{path} already exists. Replace it?").format(path=path),
+                                              [("cancel", N_("Cancel")), ("replace", N_("Replace"))], default="cancel"),
                                  answered)
             return
         self._run(path)

@@ -9,9 +9,9 @@ from textual.app import ComposeResult
 from textual.containers import Container
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from gpuwiz.tui.widgets.chrome import StepBar, TooSmall
+from gpuwiz.tui.widgets.footer import LocalFooter
 
 if TYPE_CHECKING:
     from gpuwiz.tui.app import GpuwizApp
@@ -33,7 +33,7 @@ class WizScreen(Screen[None]):
         yield TooSmall()
         with Container(id="body"):
             yield from self.compose_body()
-        yield Footer(compact=True, show_command_palette=False)
+        yield LocalFooter(compact=True, show_command_palette=False)
 
     def compose_body(self) -> ComposeResult:
         yield from ()

@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from gpuwiz.core import whatif
 from gpuwiz.core.models import Recommendation, Requirements
+from gpuwiz.i18n import N_, _
 from gpuwiz.tui.plain import add_row
 from gpuwiz.tui.screens.base import WizScreen
 from gpuwiz.tui.widgets.result_views import DIRECTION_MARK, DIRECTION_STYLE
@@ -27,16 +28,19 @@ class Side:
     path: str | None
 
 
+SIDE_WORDS = (N_("baseline"), N_("now"), N_("left"), N_("right"))  # side labels, translated where shown
+
+
 def compare_table(left: Side, right: Side) -> Table:
     a = whatif.key_numbers(left.rec, left.req)
     b = whatif.key_numbers(right.rec, right.req)
     t = Table(expand=True, box=None, header_style="bold", padding=(0, 1), pad_edge=False)
     t.add_column("", style="dim", no_wrap=True)
-    t.add_column(left.label, ratio=1)
-    t.add_column(right.label, ratio=1)
+    t.add_column(_(left.label), ratio=1)
+    t.add_column(_(right.label), ratio=1)
     t.add_column("Δ", ratio=1)
     for d in whatif.diff(a, b):
-        add_row(t, d.label, d.before, Text(d.after, style="bold" if d.change else ""),
+        add_row(t, _(d.label), d.before, Text(d.after, style="bold" if d.change else ""),
                   Text(DIRECTION_MARK[d.direction] + d.change, style=DIRECTION_STYLE[d.direction]))
     return t
 
@@ -44,12 +48,12 @@ def compare_table(left: Side, right: Side) -> Table:
 def changes_table(left: Side, right: Side) -> Table | Text:
     changes = whatif.requirement_changes(left.req, right.req)
     if not changes:
-        return Text("The requirements are identical.", style="dim")
-    t = Table(title="Requirements that differ", title_justify="left", title_style="bold", expand=True, box=None,
+        return Text(_("The requirements are identical."), style="dim")
+    t = Table(title=_("Requirements that differ"), title_justify="left", title_style="bold", expand=True, box=None,
               header_style="bold", padding=(0, 1), pad_edge=False)
-    t.add_column("Field", style="dim", no_wrap=True)
-    t.add_column(left.label, ratio=1)
-    t.add_column(right.label, ratio=1)
+    t.add_column(_("Field"), style="dim", no_wrap=True)
+    t.add_column(_(left.label), ratio=1)
+    t.add_column(_(right.label), ratio=1)
     for key, va, vb in changes:
         add_row(t, key, va, vb)
     return t
@@ -81,9 +85,9 @@ class CompareScreen(WizScreen):
 
     def redraw(self) -> None:
         self.query_one("#compare-heading", Static).update(
-            Text.assemble(("Compare  ", "bold"), (self.left.label + "  ", "bold cyan"), "vs  ",
-                          (self.right.label + "   ", "bold yellow"), ("l/r load a config file into a side · "
-                                                                      "s swaps · esc closes", "dim")))
+            Text.assemble((_("Compare") + "  ", "bold"), (_(self.left.label) + "  ", "bold cyan"), _("vs") + "  ",
+                          (_(self.right.label) + "   ", "bold yellow"),
+                          (_("l/r load a config file into a side · s swaps · esc closes"), "dim")))
         self.query_one("#compare-numbers", Static).update(compare_table(self.left, self.right))
         self.query_one("#compare-changes", Static).update(changes_table(self.left, self.right))
 
@@ -124,4 +128,5 @@ class CompareScreen(WizScreen):
                 self.right = side
             self.redraw()
 
-        self.app.push_screen(PathDialog(f"Config file for the {which} side", "", act, verb="Load"), done)
+        self.app.push_screen(PathDialog(_("Config file for the {which} side").format(which=_(which)), "", act,
+                                        verb="Load"), done)

@@ -16,6 +16,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 from gpuwiz.core import whatif
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
+from gpuwiz.i18n import N_, _
 from gpuwiz.tui.plain import escaped, plain
 from gpuwiz.tui.screens.base import WizScreen
 from gpuwiz.tui.widgets.cost_plot import CostPlot
@@ -30,20 +31,20 @@ from gpuwiz.tui.widgets.result_views import (
 
 # (action, title, help) - also offered in the command palette
 WHATIF_COMMANDS: list[tuple[str, str, str]] = [
-    ("gpu_next", "next GPU type", "Pin the next GPU type of the catalog (g)"),
-    ("gpu_prev", "previous GPU type", "Pin the previous GPU type (G)"),
-    ("count_up", "more GPUs", "GPU count one step up (+)"),
-    ("count_down", "fewer GPUs", "GPU count one step down (-)"),
-    ("auto_hw", "automatic hardware", "Let gpuwiz pick GPU type and count again (a)"),
-    ("method", "cycle method", "full / LoRA / QLoRA (m)"),
-    ("precision", "cycle precision", "bf16 / fp8 / fp16 / tf32 / fp32 (p)"),
-    ("data_double", "dataset ×2", "Double tokens / samples / dataset size (d)"),
-    ("data_half", "dataset ÷2", "Halve tokens / samples / dataset size (D)"),
-    ("deadline_later", "later deadline", "Deadline one step later (])"),
-    ("deadline_sooner", "sooner deadline", "Deadline one step sooner ([)"),
-    ("mode", "rent / buy / either", "Cycle the deployment mode (r)"),
-    ("pin", "pin baseline", "Pin the current answer as the baseline for the deltas (b)"),
-    ("reset", "back to baseline", "Restore the baseline's requirements (0)"),
+    ("gpu_next", N_("next GPU type"), N_("Pin the next GPU type of the catalog (g)")),
+    ("gpu_prev", N_("previous GPU type"), N_("Pin the previous GPU type (G)")),
+    ("count_up", N_("more GPUs"), N_("GPU count one step up (+)")),
+    ("count_down", N_("fewer GPUs"), N_("GPU count one step down (-)")),
+    ("auto_hw", N_("automatic hardware"), N_("Let gpuwiz pick GPU type and count again (a)")),
+    ("method", N_("cycle method"), N_("full / LoRA / QLoRA (m)")),
+    ("precision", N_("cycle precision"), N_("bf16 / fp8 / fp16 / tf32 / fp32 (p)")),
+    ("data_double", N_("dataset ×2"), N_("Double tokens / samples / dataset size (d)")),
+    ("data_half", N_("dataset ÷2"), N_("Halve tokens / samples / dataset size (D)")),
+    ("deadline_later", N_("later deadline"), N_("Deadline one step later (])")),
+    ("deadline_sooner", N_("sooner deadline"), N_("Deadline one step sooner ([)")),
+    ("mode", N_("rent / buy / either"), N_("Cycle the deployment mode (r)")),
+    ("pin", N_("pin baseline"), N_("Pin the current answer as the baseline for the deltas (b)")),
+    ("reset", N_("back to baseline"), N_("Restore the baseline's requirements (0)")),
 ]
 
 TABS = ("tab-build", "tab-memory", "tab-options", "tab-cost", "tab-pitfalls")
@@ -84,18 +85,18 @@ class ResultScreen(WizScreen):
         yield Static("", id="result-req", classes="result-req")
         yield Static("", id="whatif", classes="whatif")
         with TabbedContent(id="result-tabs"):
-            with TabPane("1 Build", id="tab-build"), VerticalScroll():
+            with TabPane("1 " + _("Build"), id="tab-build"), VerticalScroll():
                 yield Static("", id="build")
-            with TabPane("2 Memory", id="tab-memory"), VerticalScroll():
+            with TabPane("2 " + _("Memory"), id="tab-memory"), VerticalScroll():
                 yield Static("", id="memory")
-            with TabPane("3 Options", id="tab-options"), VerticalScroll():
+            with TabPane("3 " + _("Options"), id="tab-options"), VerticalScroll():
                 yield Static("", id="options")
             # the plot keeps its rows (axis, legend); the summary above it scrolls
-            with TabPane("4 Rent vs buy", id="tab-cost"), Vertical(id="cost-box"):
+            with TabPane("4 " + _("Rent vs buy"), id="tab-cost"), Vertical(id="cost-box"):
                 with VerticalScroll(id="cost-summary-box"):
                     yield Static("", id="cost-summary")
                 yield CostPlot(id="cost-plot")
-            with TabPane("5 Pitfalls", id="tab-pitfalls"), VerticalScroll():
+            with TabPane("5 " + _("Pitfalls"), id="tab-pitfalls"), VerticalScroll():
                 yield Static("", id="pitfalls")
 
     def on_mount(self) -> None:
@@ -110,7 +111,7 @@ class ResultScreen(WizScreen):
         self._refresh()
 
     # ---- drawing ---------------------------------------------------------------------------------
-    def _refresh(self, *_: object) -> None:
+    def _refresh(self, *_args: object) -> None:
         app = self.wiz
         rec = app.recommendation
         if rec is not None and app.baseline is None:
@@ -118,7 +119,7 @@ class ResultScreen(WizScreen):
         self._draw_whatif()
         self._draw_requirements()
         if rec is None:
-            msg = plain(app.engine_error or "computing…")
+            msg = plain(app.engine_error or _("computing…"))
             for sid in ("build", "memory", "options", "cost-summary", "pitfalls"):
                 self.query_one(f"#{sid}", Static).update(msg)
             return
@@ -139,10 +140,11 @@ class ResultScreen(WizScreen):
         now = whatif.key_numbers(app.recommendation, app.requirements)
         base = whatif.key_numbers(app.baseline[1], app.baseline[0]) if app.baseline else now
         deltas = whatif.diff(base, now)
-        box.border_title = "What-if vs pinned baseline"
-        subtitle = f"last change: {app.last_change}" if app.last_change else "g + - m p d r change it · b pins"
+        box.border_title = _("What-if vs pinned baseline")
+        subtitle = (_("last change: {what}").format(what=_(app.last_change)) if app.last_change
+                    else _("g + - m p d r change it · b pins"))
         if app.engine_error:
-            subtitle = "⚠ " + app.engine_error + " (showing the last valid answer)"
+            subtitle = "⚠ " + app.engine_error + _(" (showing the last valid answer)")
         box.border_subtitle = escaped(subtitle)
         spans = {"time": whatif.fmt_span(now.wall_hours_range, whatif.fmt_hours),  # P10-P90, as the live panel
                  "cost": whatif.fmt_span(now.cost_per_run_usd_range, whatif.fmt_usd)}
@@ -156,17 +158,17 @@ class ResultScreen(WizScreen):
             return
         d = r.data
         if d.tokens:
-            data = f"{whatif.fmt_human(d.tokens)} tokens"
+            data = _("{n} tokens").format(n=whatif.fmt_human(d.tokens))
         elif d.samples:
-            data = f"{whatif.fmt_human(d.samples)} samples"
+            data = _("{n} samples").format(n=whatif.fmt_human(d.samples))
         elif d.dataset_gb:
             data = f"{whatif.fmt_human(d.dataset_gb)} GB"
         else:
-            data = "data: preset default"
+            data = _("data: preset default")
         if d.epochs != 1:
-            data += f" × {whatif.fmt_human(d.epochs)} epochs"
-        deadline = (f"deadline {whatif.fmt_human(r.schedule.deadline_days)} d" if r.schedule.deadline_days
-                    else "no deadline")
+            data += _(" × {n} epochs").format(n=whatif.fmt_human(d.epochs))
+        deadline = (_("deadline {n} d").format(n=whatif.fmt_human(r.schedule.deadline_days))
+                    if r.schedule.deadline_days else _("no deadline"))
         line = (f"{r.training.method} · {r.training.precision} · {data} · {deadline} · "
                 f"{r.deployment.mode}")
         self.query_one("#result-req", Static).update(plain(line, "dim"))
@@ -180,7 +182,8 @@ class ResultScreen(WizScreen):
         old_count = pending
         kn = whatif.key_numbers(self.wiz.recommendation)
         if kn.count is not None and old_count is not None and kn.count != old_count:
-            note = f"the GPU count changed too: {old_count} → {kn.count} (what fits {kn.gpu or 'it'})"
+            note = _("the GPU count changed too: {old} → {new} (what fits {gpu})").format(
+                old=old_count, new=kn.count, gpu=kn.gpu or _("it"))
             self.wiz.last_change = f"GPU → {kn.gpu}; count {old_count} → {kn.count}"
             self.wiz.notify(note, title="GPU changed", timeout=4)
             self._draw_whatif()
@@ -194,11 +197,11 @@ class ResultScreen(WizScreen):
         try:
             new, change = fn(app.requirements)
         except (GpuwizError, ValueError) as exc:  # a knob past a limit (ValidationError): say so, change nothing
-            app.notify(f"cannot change that: {str(exc).splitlines()[0]}", severity="warning")
+            app.notify(_("cannot change that: {why}").format(why=str(exc).splitlines()[0]), severity="warning")
             return
         if new == app.requirements:
             self._gpu_from = None
-            app.notify(f"nothing changed: {change}", severity="warning", timeout=3)
+            app.notify(_("nothing changed: {what}").format(what=_(change)), severity="warning", timeout=3)
             return
         app.replace_requirements(new, change)
 
@@ -250,7 +253,7 @@ class ResultScreen(WizScreen):
 
     def action_pin(self) -> None:
         self.wiz.pin_baseline()
-        self.wiz.last_change = "baseline pinned"
+        self.wiz.last_change = N_("baseline pinned")
         self._refresh()
 
     def action_reset(self) -> None:
@@ -258,4 +261,4 @@ class ResultScreen(WizScreen):
         if base is None:
             return
         req: Requirements = base[0]
-        self._apply(lambda r: (req, "back to the baseline"))
+        self._apply(lambda r: (req, N_("back to the baseline")))

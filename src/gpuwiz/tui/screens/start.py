@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from rich.cells import cell_len, set_cell_size
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from gpuwiz.i18n import N_, _
 from gpuwiz.tui.plain import plain
 from gpuwiz.tui.screens.base import WizScreen
 
@@ -26,10 +28,20 @@ class Example:
 def _shorten(text: str, width: int) -> str:
     """Cut at a word boundary with an ellipsis, never mid-word."""
     text = text.strip().rstrip(",;")
-    if len(text) <= width:
+    if cell_len(text) <= width:
         return text
-    cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    head = set_cell_size(text, width - 1)  # cells, not characters; a wide character that does not fit is a space
+    cut = head.rsplit(" ", 1)[0].rstrip(",;:")
     return cut + "…"
+
+
+def _pad(text: str, cells: int) -> str:
+    return text + " " * max(0, cells - cell_len(text))
+
+
+def _menu(what: str, hint: str) -> str:
+    """``New config           start from defaults``: the hint in a column (in cells, not characters)."""
+    return _pad(what, 20) + " " + hint
 
 
 def examples() -> list[Example]:
@@ -63,8 +75,8 @@ class StartScreen(WizScreen):
     def compose_body(self) -> ComposeResult:
         self._examples = examples()
         options: list[Option | None] = [
-            Option("New config           start from defaults", id="new"),
-            Option("Open a config file…  a YAML file saved before (ctrl+o)", id="open"),
+            Option(_menu(_("New config"), _("start from defaults")), id="new"),
+            Option(_menu(_("Open a config file…"), _("a YAML file saved before (ctrl+o)")), id="open"),
         ]
         from gpuwiz.tui.recent import recent_files
 
@@ -73,20 +85,20 @@ class StartScreen(WizScreen):
             options.append(None)
             for i, path in enumerate(self._recent):
                 name = Path(path).name
-                label = f"Recent: {_shorten(name, 30):<30} {_shorten(path, 40)}"
+                label = _("Recent: ") + _pad(_shorten(name, 30), 30) + " " + _shorten(path, 40)
                 options.append(Option(plain(label), id=f"recent-{i}"))
         if self._examples:
             options.append(None)
             for i, ex in enumerate(self._examples):
-                options.append(Option(plain(f"Example: {_shorten(ex.title, 62)}"), id=f"example-{i}"))
+                options.append(Option(plain(_("Example: ") + _shorten(ex.title, 62)), id=f"example-{i}"))
         with Vertical(id="start"):
             yield Static(
-                "[b]Which GPU server should you rent or buy?[/b]\n"
-                "Answer four short steps; a live answer follows every change.",
+                "[b]" + _("Which GPU server should you rent or buy?") + "[/b]\n"
+                + _("Answer four short steps; a live answer follows every change."),
                 id="start-title",
             )
             yield OptionList(*options, id="start-menu")
-            yield Static("↑↓ choose · enter start · f1 help · ctrl+p all commands · ctrl+q quit",
+            yield Static(_("↑↓ choose · enter start · f1 help · ctrl+p all commands · ctrl+q quit"),
                          id="start-hint")
 
     def on_mount(self) -> None:
@@ -101,7 +113,7 @@ class StartScreen(WizScreen):
                 app.new_config()
                 app.goto("model")
 
-            app._guard_unsaved(start_new, "start a new config")
+            app._guard_unsaved(start_new, N_("start a new config"))
         elif oid == "open":
             app.action_open()
         elif oid.startswith("recent-"):
@@ -114,7 +126,7 @@ class StartScreen(WizScreen):
                 else:
                     app.goto("result")
 
-            app._guard_unsaved(open_recent, "open another config")
+            app._guard_unsaved(open_recent, N_("open another config"))
         elif oid.startswith("example-"):
             ex = self._examples[int(oid.removeprefix("example-"))]
 
@@ -125,4 +137,4 @@ class StartScreen(WizScreen):
                 else:
                     app.goto("model")
 
-            app._guard_unsaved(go, "load an example")
+            app._guard_unsaved(go, N_("load an example"))

@@ -16,7 +16,8 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select, Static
 
-from gpuwiz.tui.forms import NONE, FieldSpec, StepSpec, display, get_value
+from gpuwiz.i18n import _
+from gpuwiz.tui.forms import NONE, YES_NO, FieldSpec, StepSpec, display, get_value, shown_placeholder
 from gpuwiz.tui.plain import plain
 from gpuwiz.tui.screens.base import WizScreen
 from gpuwiz.tui.widgets.live_panel import LivePanel
@@ -43,17 +44,18 @@ class StepScreen(WizScreen):
 
     # ---- building ------------------------------------------------------------------------------
     def _options(self, f: FieldSpec) -> list[tuple[Text, str]]:
-        opts: list[tuple[Text, str]] = [(plain(label), value) for label, value in f.options]
+        opts: list[tuple[Text, str]] = [(plain(_(label) if (label, value) in YES_NO else label), value)
+                                        for label, value in f.options]
         cat = self.wiz.engine.try_catalog()
         if f.source == "presets" and cat is not None:
             opts = [(plain(f"{p.id} · {p.params_b:g}B"
-                           + (f" · {p.layers} layers" if p.layers else "")
-                           + (f" · seq {p.seq_len:,}" if p.seq_len else "")), p.id)
+                           + (_(" · {n} layers").format(n=p.layers) if p.layers else "")
+                           + (_(" · seq {n:,}").format(n=p.seq_len) if p.seq_len else "")), p.id)
                     for p in cat.models]
         elif f.source == "gpus" and cat is not None:
             opts = [(plain(f"{g.id} · {g.memory_gib:g} GiB"), g.id) for g in cat.gpus]
         if f.optional:
-            opts.insert(0, (plain(f.none_label), NONE))
+            opts.insert(0, (plain(_(f.none_label)), NONE))
         current = display(f, get_value(self.wiz.requirements, f.path))
         if current not in {v for _, v in opts}:
             opts.append((plain(current), current))  # e.g. an id the catalog does not know: shown, flagged by the engine
@@ -63,19 +65,20 @@ class StepScreen(WizScreen):
         req = self.wiz.requirements
         with Horizontal(classes="step-body"):
             with FormScroll(classes="form", id="form"):
-                yield Static(Text.assemble((self.spec.title, "bold"), " · " + self.spec.intro), classes="step-intro")
+                yield Static(Text.assemble((_(self.spec.title), "bold"), " · " + _(self.spec.intro)),
+                             classes="step-intro")
                 for f in self.spec.fields:
                     with Horizontal(classes="field-row", id=f"row-{f.id}"):
-                        yield Label("  " + f.label, classes="field-label", markup=False)
+                        yield Label("  " + _(f.label), classes="field-label", markup=False)
                         value = display(f, get_value(req, f.path))
                         if f.kind == "select":
                             yield Select(self._options(f), value=value, allow_blank=False, compact=True, id=f.id,
                                          classes="field-input")
                         else:
-                            yield Input(value, placeholder=f.placeholder, compact=True, id=f.id,
+                            yield Input(value, placeholder=shown_placeholder(f), compact=True, id=f.id,
                                         classes="field-input", select_on_focus=True)
                     yield Static("", classes="field-error", id=f"err-{f.id}")
-                    yield Static(plain(f.help), classes="field-help", id=f"help-{f.id}")
+                    yield Static(plain(_(f.help)), classes="field-help", id=f"help-{f.id}")
             yield LivePanel(id="live", classes="live-panel")
 
     def on_mount(self) -> None:
@@ -154,7 +157,7 @@ class StepScreen(WizScreen):
         else:
             self._shown[f.id] = error
         err = self.query_one(f"#err-{f.id}", Static)
-        err.update(plain(f"↳ {f.label}: {error}" if error else ""))
+        err.update(plain(f"↳ {_(f.label)}: {error}" if error else ""))
         if was_invalid == (error is not None):
             return  # only the reason changed
         self.query_one(f"#row-{f.id}").set_class(error is not None, "-invalid")
@@ -181,7 +184,7 @@ class StepScreen(WizScreen):
             row = self.query_one(f"#row-{f.id}")
             if row.has_class("-focused") != on_it:
                 row.set_class(on_it, "-focused")
-                row.query_one(".field-label", Label).update(("▶ " if on_it else "  ") + f.label)
+                row.query_one(".field-label", Label).update(("▶ " if on_it else "  ") + _(f.label))
                 self.query_one(f"#help-{f.id}").set_class(on_it, "-shown")
 
     def focus_field(self, f: FieldSpec) -> None:

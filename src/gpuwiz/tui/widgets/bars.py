@@ -5,16 +5,17 @@ from __future__ import annotations
 from rich.text import Text
 
 from gpuwiz.core.models import MemoryBreakdown
+from gpuwiz.i18n import N_, _
 
 FULL = "█"
 PARTS = " ▏▎▍▌▋▊▉"
 COMPONENTS: tuple[tuple[str, str, str], ...] = (
     # field, label, style (colour) - NO_COLOR users still get the legend letters
-    ("weights", "weights", "bold blue"),
-    ("gradients", "grads", "bold magenta"),
-    ("optimizer", "optimizer", "bold yellow"),
-    ("activations", "activations", "bold cyan"),
-    ("overhead", "overhead", "bold white"),
+    ("weights", N_("weights"), "bold blue"),
+    ("gradients", N_("grads"), "bold magenta"),
+    ("optimizer", N_("optimizer"), "bold yellow"),
+    ("activations", N_("activations"), "bold cyan"),
+    ("overhead", N_("overhead"), "bold white"),
 )
 GLYPHS = {"weights": "█", "gradients": "▓", "optimizer": "▒", "activations": "░", "overhead": "▪"}
 
@@ -53,7 +54,7 @@ def breakdown_bar(b: MemoryBreakdown, capacity_gib: float, width: int) -> Text:
     scale = max(capacity_gib, total) or 1.0
     out = Text()
     used = 0
-    for f, _, style in COMPONENTS:
+    for f, _label, style in COMPONENTS:
         n = round(getattr(b, f) / scale * width)
         n = min(n, width - used)
         if n > 0:
@@ -68,5 +69,5 @@ def breakdown_legend(b: MemoryBreakdown) -> Text:
     for f, label, style in COMPONENTS:
         v = getattr(b, f)
         out.append(GLYPHS[f] + " ", style=style)
-        out.append(f"{label} {v:.1f} GiB   ")
+        out.append(f"{_(label)} {v:.1f} GiB   ")
     return out

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from gpuwiz.i18n import _
 from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 
 MIN_WIDTH = 80
@@ -31,16 +33,16 @@ class StepBar(Static):
         out = Text()
         out.append(" gpuwiz ", style="bold reverse")
         out.append(" ")
-        label = self.file_label if len(self.file_label) <= 24 else "…" + self.file_label[-23:]
+        label = self.file_label if cell_len(self.file_label) <= 24 else "…" + _tail_cells(self.file_label, 23)
         out.append(label, style="bold")
         if self.dirty:
-            out.append(" ●" if short else " ● unsaved", style="bold yellow")
+            out.append(" ●" if short else " ● " + _("unsaved"), style="bold yellow")
         out.append("  ")
         for i, sid in enumerate(STEP_IDS, 1):
             if i > 1:
                 out.append("›" if short else " › ", style="dim")
-            title = STEP_TITLES[sid]
-            label = f"{i} {title}" if not short or sid == self.current else f"{i} {title[:3]}"
+            title = _(STEP_TITLES[sid])
+            label = f"{i} {title}" if not short or sid == self.current else f"{i} {set_cell_size(title, 3).rstrip()}"
             if sid == self.current:
                 out.append(f"[{label}]", style="bold reverse")
             else:
@@ -48,12 +50,23 @@ class StepBar(Static):
         return out
 
 
+def _tail_cells(text: str, cells: int) -> str:
+    """The end of ``text`` that fits in ``cells`` terminal cells (a wide character is never cut)."""
+    out = ""
+    for ch in reversed(text):
+        if cell_len(ch + out) > cells:
+            break
+        out = ch + out
+    return out
+
+
 class TooSmall(Static):
     """Shown instead of the screen body below 80×24 (CSS breakpoints decide)."""
 
     def __init__(self) -> None:
         super().__init__(
-            f"Terminal too small.\n\ngpuwiz needs at least {MIN_WIDTH}×{MIN_HEIGHT} characters.\n"
-            "Enlarge the window (or zoom out); your work is kept.\n\nctrl+q quits.",
+            _("Terminal too small.\n\ngpuwiz needs at least {w}×{h} characters.\n"
+              "Enlarge the window (or zoom out); your work is kept.\n\nctrl+q quits.").format(
+                  w=MIN_WIDTH, h=MIN_HEIGHT),
             classes="too-small",
         )

@@ -8,12 +8,14 @@ x axis.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
 from gpuwiz.core.models import MonthPoint
 from gpuwiz.core.whatif import fmt_usd
+from gpuwiz.i18n import _
 
 _DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] within a cell
 
@@ -41,6 +43,20 @@ def _rasterise(values: list[float], vmax: float, cols: int, rows: int) -> list[l
 BOTH = "◆"  # a cell where the two lines meet
 _TOP = 0x01 | 0x08 | 0x02 | 0x10  # braille rows 0-1
 _BOTTOM = 0x04 | 0x20 | 0x40 | 0x80  # braille rows 2-3
+
+
+def _put(cells: list[str], start: int, text: str, limit: int) -> None:
+    """Write ``text`` into one-cell slots from ``start``, stopping before ``limit``; a wide (CJK)
+    character takes two slots, the second left empty, and is never cut in half."""
+    pos = start
+    for ch in text:
+        w = cell_len(ch)
+        if pos < 0 or pos + w > limit:
+            break
+        cells[pos] = ch
+        for k in range(1, w):
+            cells[pos + k] = ""
+        pos += w
 
 
 def _half_block(bits: int) -> str:
@@ -86,23 +102,18 @@ def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: fl
     ticks = [" "] * cols
     marks = "0"
     ticks[0] = marks
-    end = f"{months} mo"
-    for i, ch in enumerate(end):
-        pos = cols - len(end) + i
-        if 0 <= pos < cols:
-            ticks[pos] = ch
+    end = _("{n} mo").format(n=months)
+    _put(ticks, max(0, cols - cell_len(end)), end, cols)
     if breakeven is not None and months > 0 and 0 < breakeven <= months:
         pos = min(cols - 1, int(breakeven / months * (cols - 1)))
-        tag = f"▲ break-even {breakeven:.0f} mo"
-        start = min(pos, max(0, cols - len(end) - len(tag) - 1))
-        for i, ch in enumerate(tag):
-            if start + i < cols - len(end) - 1:
-                ticks[start + i] = ch
+        tag = "▲ " + _("break-even {n:.0f} mo").format(n=breakeven)
+        start = min(pos, max(0, cols - cell_len(end) - cell_len(tag) - 1))
+        _put(ticks, start, tag, cols - cell_len(end) - 1)
     out.append(" " * (label_w + 1) + "".join(ticks) + "\n", style="dim")
     out.append(" " * (label_w + 1))
-    out.append("⠒⠒ rent (cloud) ", style="bold cyan")
-    out.append(" ▀▄ buy (on-prem TCO) ", style="bold yellow")
-    out.append(f" {BOTH} both", style="bold magenta")
+    out.append("⠒⠒ " + _("rent (cloud)") + " ", style="bold cyan")
+    out.append(" ▀▄ " + _("buy (on-prem TCO)") + " ", style="bold yellow")
+    out.append(f" {BOTH} " + _("both"), style="bold magenta")
     return out
 
 
@@ -114,5 +125,5 @@ class CostPlot(Widget):
 
     def render(self) -> Text:
         if not self.points:
-            return Text("No month-by-month cost data for this answer.", style="dim")
+            return Text(_("No month-by-month cost data for this answer."), style="dim")
         return render_plot(list(self.points), self.size.width, self.size.height, self.breakeven)

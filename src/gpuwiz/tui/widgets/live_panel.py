@@ -6,13 +6,24 @@ It is a dumb view: the step screen hands it the App's last valid recommendation 
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widget import Widget
 
 from gpuwiz.core.models import Recommendation, Requirements
 from gpuwiz.core.whatif import fmt_gib, fmt_hours, fmt_span, fmt_usd, key_numbers
+from gpuwiz.i18n import N_, _
 from gpuwiz.tui.widgets.bars import memory_bar
+
+SEVERITY_WORDS = (N_("BLOCK"), N_("HIGH"), N_("MEDIUM"), N_("INFO"))  # the badge, translated where shown
+VERDICT_WORDS = (N_("rent"), N_("buy"), N_("nothing fits"))  # engine values, translated where shown
+LABEL_CELLS = 10  # "Time/run  ": labels padded to one column (in cells: a Chinese character is two)
+
+
+def _label(text: str) -> str:
+    return text + " " * max(1, LABEL_CELLS - cell_len(text))
+
 
 SEVERITY_STYLE = {"block": "bold white on red", "high": "bold red", "medium": "yellow", "info": "dim"}
 
@@ -23,7 +34,7 @@ class LivePanel(Widget):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.version = 0  # bumps on every show() (the benchmark waits for it)
-        self.border_title = "Live answer"
+        self.border_title = _("Live answer")
         self._rec: Recommendation | None = None
         self._req: Requirements | None = None
         self._error: str | None = None
@@ -51,52 +62,53 @@ class LivePanel(Widget):
         parts: list[Text] = []
         rec = self._rec
         if rec is None:
-            parts.append(Text(self._error or "computing…", style="yellow" if self._error else "dim"))
+            parts.append(Text(self._error or _("computing…"), style="yellow" if self._error else "dim"))
             return Group(*parts)
         kn = key_numbers(rec, self._req)
         if not kn.found:
-            parts.append(Text("Nothing fits these requirements.", style="bold red"))
+            parts.append(Text(_("Nothing fits these requirements."), style="bold red"))
             for s in rec.suggestions[:3]:
                 parts.append(Text("• " + s))
         else:
-            parts.append(Text(kn.gpu_label, style="bold"))
+            parts.append(Text(_(kn.gpu_label), style="bold"))
             if kn.nodes and kn.nodes > 1:
-                parts.append(Text(f"{kn.nodes} nodes", style="dim"))
+                parts.append(Text(_("{n} nodes").format(n=kn.nodes), style="dim"))
             if kn.mem_per_gpu_gib is not None and kn.capacity_gib:
-                parts.append(Text(f"Memory/GPU {fmt_gib(kn.mem_per_gpu_gib)} of {kn.capacity_gib:.0f}"))
+                parts.append(Text(_("Memory/GPU {used} of {cap:.0f}").format(used=fmt_gib(kn.mem_per_gpu_gib),
+                                                                            cap=kn.capacity_gib)))
                 parts.append(memory_bar(kn.mem_per_gpu_gib, kn.capacity_gib, kn.usable_gib, width))
             t = Text()
-            t.append("Time/run  ", style="dim")
+            t.append(_label(_("Time/run")), style="dim")
             t.append(fmt_hours(kn.wall_hours), style="bold")
             t.append(fmt_span(kn.wall_hours_range, fmt_hours), style="dim")  # the cross-validated P10-P90
             parts.append(t)
             c = Text()
-            c.append("Cost/run  ", style="dim")
+            c.append(_label(_("Cost/run")), style="dim")
             c.append(fmt_usd(kn.cost_per_run_usd), style="bold")
             c.append(fmt_span(kn.cost_per_run_usd_range, fmt_usd), style="dim")
             parts.append(c)
             if kn.cost_per_year_usd is not None:
                 y = Text()
-                y.append("Cost/year ", style="dim")
+                y.append(_label(_("Cost/year")), style="dim")
                 y.append(fmt_usd(kn.cost_per_year_usd))
                 parts.append(y)
             if kn.verdict:
                 v = Text()
-                v.append("Verdict   ", style="dim")
-                v.append(kn.verdict, style="bold")
+                v.append(_label(_("Verdict")), style="dim")
+                v.append(_(kn.verdict), style="bold")
                 parts.append(v)
         wp = kn.worst_pitfall
         if wp is not None:
             p = Text()
-            p.append(f" {wp.severity.upper()} ", style=SEVERITY_STYLE.get(wp.severity, ""))
+            p.append(f" {_(wp.severity.upper())} ", style=SEVERITY_STYLE.get(wp.severity, ""))
             p.append(" " + wp.message)
             parts.append(Text(""))
             parts.append(p)
         if self._error:
             parts.append(Text(""))
             parts.append(Text("⚠ " + self._error, style="bold red"))
-            parts.append(Text("showing the last valid answer", style="dim"))
+            parts.append(Text(_("showing the last valid answer"), style="dim"))
         elif self._stale:
             parts.append(Text(""))
-            parts.append(Text("⚠ a field is invalid; showing the last valid answer", style="yellow"))
+            parts.append(Text("⚠ " + _("a field is invalid; showing the last valid answer"), style="yellow"))
         return Group(*parts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -11,6 +12,7 @@ from rich.text import Text
 from gpuwiz.core.models import Build, Recommendation
 from gpuwiz.core.report import pareto_against_pick
 from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_span, fmt_usd, pitfalls_by_severity
+from gpuwiz.i18n import _
 from gpuwiz.tui.plain import add_row, plain
 from gpuwiz.tui.widgets.bars import breakdown_bar, breakdown_legend, memory_bar
 from gpuwiz.tui.widgets.live_panel import SEVERITY_STYLE
@@ -26,15 +28,15 @@ def _titled_table(title: str) -> Table:
 
 
 def nothing_fits(rec: Recommendation) -> RenderableType:
-    parts: list[RenderableType] = [Text("Nothing fits these requirements.", style="bold red")]
+    parts: list[RenderableType] = [Text(_("Nothing fits these requirements."), style="bold red")]
     bc = rec.binding_constraint
     if bc is not None:  # what stops every build: budget, deadline, memory, policy or site
         line = Text()
-        line.append(f"Binding constraint ({bc.kind}): ", style="bold")
+        line.append(_("Binding constraint ({kind}): ").format(kind=bc.kind), style="bold")
         line.append_text(plain(bc.message))
         parts.append(line)
     if rec.dropped:
-        parts.append(Text("Candidates dropped: " + ", ".join(f"{k} ({v})" for k, v in rec.dropped.items()),
+        parts.append(Text(_("Candidates dropped: ") + ", ".join(f"{k} ({v})" for k, v in rec.dropped.items()),
                           style="dim"))
     for s in rec.suggestions:
         parts.append(plain("• " + s))
@@ -49,18 +51,19 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
     mark stays)."""
     table = Table(box=None, expand=True, show_header=False, padding=(0, 1), pad_edge=False)
     cols = 2 if two_columns else 1
-    for _ in range(cols):
+    for _col in range(cols):
         table.add_column("what", style="dim", no_wrap=True)
         table.add_column("value", no_wrap=True, ratio=1)
-    label_w = max((len(d.label) for d in deltas), default=0)
+    label_w = max((cell_len(_(d.label)) for d in deltas), default=0)
     room = None if not width else (width - cols * (label_w + 2)) // cols
     cells: list[Text] = []
     for d in deltas:
-        after = d.after
-        if room is not None and len(after) > room and " × " in after:  # a long GPU name: cut the name, never the count
+        after = _(d.after)  # a word (none, nothing fits, rent) in the interface language; numbers pass
+        # a long GPU name: cut the name, never the count
+        if room is not None and cell_len(after) > room and " × " in after:
             name, count = after.rsplit(" × ", 1)
-            keep = max(1, room - len(count) - 4)
-            after = name[:keep].rstrip() + "… × " + count
+            keep = max(1, room - cell_len(count) - 4)
+            after = set_cell_size(name, keep).rstrip() + "… × " + count
         value = plain(after, "bold")
         span = (spans or {}).get(d.key, "")
         change = d.change
@@ -74,7 +77,7 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
             value.append(span, style="dim")
         if d.change:
             value.append("  " + DIRECTION_MARK[d.direction] + change, style=DIRECTION_STYLE[d.direction])
-        cells.extend([Text(d.label), value])
+        cells.extend([Text(_(d.label)), value])
     per_row = 2 * cols
     for i in range(0, len(cells), per_row):
         row = cells[i:i + per_row]
@@ -93,7 +96,7 @@ def build_view(rec: Recommendation) -> RenderableType:
     b = rec.build
     head = Text()
     head.append(f"{b.gpu_name} × {b.gpus_per_node}", style="bold")
-    head.append(f" per node, {b.nodes} node{'s' if b.nodes != 1 else ''}")
+    head.append((_(" per node, {n} node") if b.nodes == 1 else _(" per node, {n} nodes")).format(n=b.nodes))
     if rec.estimate is not None:
         p = rec.estimate.plan
         head.append(f"  ·  {p.framework}, DP {p.dp}", style="dim")
@@ -104,28 +107,30 @@ def build_view(rec: Recommendation) -> RenderableType:
         if p.zero_stage:
             head.append(f" ZeRO-{p.zero_stage}", style="dim")
         if p.offload != "none":
-            head.append(f" offload {p.offload}", style="dim")
+            head.append(_(" offload {what}").format(what=p.offload), style="dim")
     tight: list[RenderableType] = []
     if rec.binding_constraint is not None:  # found, but e.g. no build ends with slack before the deadline
         bc = rec.binding_constraint
-        tight.append(Text.assemble((f"Binding constraint ({bc.kind}): ", "bold yellow"), plain(bc.message)))
+        tight.append(Text.assemble((_("Binding constraint ({kind}): ").format(kind=bc.kind), "bold yellow"),
+                                   plain(bc.message)))
     if b.bom:
-        return Group(head, *tight, Text(""), *_build_block(b, "Bill of materials"))
+        return Group(head, *tight, Text(""), *_build_block(b, _("Bill of materials")))
     rented = Text()
-    rented.append("Rent: ", style="bold")
+    rented.append(_("Rent: "), style="bold")
     rented.append(b.site.removeprefix("cloud: "))
     if rec.cost_per_run_usd is not None:
-        rented.append(f", {fmt_usd(rec.cost_per_run_usd)} per run")
+        rented.append(_(", {money} per run").format(money=fmt_usd(rec.cost_per_run_usd)))
     parts: list[RenderableType] = [head, *tight, rented, *_instance_lines(rec)]
     if b.software:
-        parts.append(Text("Software: " + ", ".join(b.software), style="dim"))
+        parts.append(Text(_("Software: ") + ", ".join(b.software), style="dim"))
     if rec.buy_build is not None:
         bb = rec.buy_build
-        parts += [Text(""), Text(f"If you would rather own it: {bb.gpu_name} × {bb.gpus_per_node}"
-                                 + (f" × {bb.nodes} nodes" if bb.nodes > 1 else ""), style="bold")]
-        parts += _build_block(bb, "Bill of materials (to own)")
+        parts += [Text(""), Text(_("If you would rather own it: ") + f"{bb.gpu_name} × {bb.gpus_per_node}"
+                                 + (_(" × {n} nodes").format(n=bb.nodes) if bb.nodes > 1 else ""), style="bold")]
+        parts += _build_block(bb, _("Bill of materials (to own)"))
     else:
-        parts.append(Text("No build you could buy meets these requirements; cloud offers are on tab 3.", style="dim"))
+        parts.append(Text(_("No build you could buy meets these requirements; cloud offers are on tab 3."),
+                          style="dim"))
     return Group(*parts)
 
 
@@ -173,30 +178,32 @@ def _build_block(b: Build, title: str) -> list[RenderableType]:
     spec = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     spec.add_column(style="dim", no_wrap=True)
     spec.add_column()
-    add_row(spec, "CPU", f"{b.cpu_count} × {b.cpu}" + (f" ({b.cpu_cores} cores/node)" if b.cpu_cores else ""))
+    add_row(spec, _("CPU"), f"{b.cpu_count} × {b.cpu}"
+            + (_(" ({n} cores/node)").format(n=b.cpu_cores) if b.cpu_cores else ""))
     if b.ram_gb:
-        add_row(spec, "RAM", f"{b.ram_gb} GB per node")
+        add_row(spec, _("RAM"), _("{n} GB per node").format(n=b.ram_gb))
     if b.storage:
-        add_row(spec, "Storage", "; ".join(b.storage))
+        add_row(spec, _("Storage"), "; ".join(b.storage))
     if b.network:
-        add_row(spec, "Network", b.network)
+        add_row(spec, _("Network"), b.network)
     if b.power_w:
-        add_row(spec, "Power", f"{b.power_w:,} W sustained per node (PSU {b.psu_w or 0:,} W); heat {b.heat_kw:.1f} kW")
+        add_row(spec, _("Power"), _("{w:,} W sustained per node (PSU {psu:,} W); heat {kw:.1f} kW").format(
+            w=b.power_w, psu=b.psu_w or 0, kw=b.heat_kw))
     if b.site:
-        add_row(spec, "Site", b.site)
+        add_row(spec, _("Site"), b.site)
     if b.software:
-        add_row(spec, "Software", ", ".join(b.software))
+        add_row(spec, _("Software"), ", ".join(b.software))
     bom = _titled_table(title)
-    bom.add_column("Item", ratio=1)
-    bom.add_column("Qty", justify="right", no_wrap=True)
-    bom.add_column("Unit", justify="right", no_wrap=True)
-    bom.add_column("Total", justify="right", no_wrap=True)
+    bom.add_column(_("Item"), ratio=1)
+    bom.add_column(_("Qty"), justify="right", no_wrap=True)
+    bom.add_column(_("Unit"), justify="right", no_wrap=True)
+    bom.add_column(_("Total"), justify="right", no_wrap=True)
     for line in b.bom:
         item = plain(line.item)
         if line.note:
             item.append_text(plain(f" ({line.note})", "dim"))
         add_row(bom, item, str(line.qty), fmt_usd(line.unit_usd), fmt_usd(line.total_usd))
-    add_row(bom, plain("Capex", "bold"), "", "", plain(fmt_usd(b.capex_usd), "bold"))
+    add_row(bom, plain(_("Capex"), "bold"), "", "", plain(fmt_usd(b.capex_usd), "bold"))
     return [spec, Text(""), bom]
 
 
@@ -207,29 +214,31 @@ def memory_view(rec: Recommendation, width: int) -> RenderableType:
     m = e.memory
     bar_w = max(10, width - 2)
     parts: list[RenderableType] = [
-        Text.assemble(("Memory per GPU ", "bold"), f"{fmt_gib(m.per_gpu_gib)} of {fmt_gib(m.capacity_gib)} "
-                      f"(usable {fmt_gib(m.usable_gib)}, {m.headroom_frac * 100:.0f}% free)"),
+        Text.assemble((_("Memory per GPU "), "bold"), _("{used} of {cap} (usable {usable}, {free:.0f}% free)").format(
+            used=fmt_gib(m.per_gpu_gib), cap=fmt_gib(m.capacity_gib), usable=fmt_gib(m.usable_gib),
+            free=m.headroom_frac * 100)),
         memory_bar(m.per_gpu_gib, m.capacity_gib, m.usable_gib, bar_w),
         Text(""),
-        Text("By component", style="bold"),
+        Text(_("By component"), style="bold"),
         breakdown_bar(m.breakdown, m.capacity_gib, bar_w),
         breakdown_legend(m.breakdown),
     ]
     if m.host_ram_gib:
-        parts.append(Text(f"Host RAM for offload: {fmt_gib(m.host_ram_gib)} per node"))
+        parts.append(Text(_("Host RAM for offload: {gib} per node").format(gib=fmt_gib(m.host_ram_gib))))
     t = e.throughput
     perf = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     perf.add_column(style="dim", no_wrap=True)
     perf.add_column()
     if t.tokens_per_s_per_gpu:
-        add_row(perf, "Throughput", f"{t.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
+        add_row(perf, _("Throughput"), _("{n:,.0f} tokens/s per GPU").format(n=t.tokens_per_s_per_gpu))
     if t.samples_per_s_per_gpu:
-        add_row(perf, "Throughput", f"{t.samples_per_s_per_gpu:,.1f} samples/s per GPU")
-    add_row(perf, "MFU", f"{t.mfu * 100:.0f}% of {t.peak_tflops:,.0f} TFLOPS peak")
-    add_row(perf, "Time per run", f"{fmt_hours(e.time.wall_hours)} wall, {e.time.gpu_hours:,.0f} GPU-hours")
+        add_row(perf, _("Throughput"), _("{n:,.1f} samples/s per GPU").format(n=t.samples_per_s_per_gpu))
+    add_row(perf, "MFU", _("{pct:.0f}% of {peak:,.0f} TFLOPS peak").format(pct=t.mfu * 100, peak=t.peak_tflops))
+    add_row(perf, _("Time per run"), _("{wall} wall, {gpuh:,.0f} GPU-hours").format(
+        wall=fmt_hours(e.time.wall_hours), gpuh=e.time.gpu_hours))
     p = e.plan
-    add_row(perf, "Plan", f"micro-batch {p.micro_batch} × accum {p.grad_accum}, checkpointing "
-                         f"{p.activation_checkpointing}")
+    add_row(perf, _("Plan"), _("micro-batch {mb} × accum {acc}, checkpointing {ckpt}").format(
+        mb=p.micro_batch, acc=p.grad_accum, ckpt=p.activation_checkpointing))
     parts += [Text(""), perf]
     for a in e.assumptions[:6]:
         parts.append(Text("· " + a, style="dim"))
@@ -241,39 +250,39 @@ def alternatives_view(rec: Recommendation) -> RenderableType:
     front = pareto_view(rec)
     if front is not None:
         parts += [front, Text("")]
-    alt = _titled_table("Alternatives")
+    alt = _titled_table(_("Alternatives"))
     alt.add_column("GPU", ratio=1)
     alt.add_column("×", justify="right", no_wrap=True)
-    alt.add_column("Time", justify="right", no_wrap=True)
-    alt.add_column("$/run", justify="right", no_wrap=True)
-    alt.add_column("Why", ratio=2)
+    alt.add_column(_("Time"), justify="right", no_wrap=True)
+    alt.add_column(_("$/run"), justify="right", no_wrap=True)
+    alt.add_column(_("Why"), ratio=2)
     for a in rec.alternatives:
         add_row(alt, a.gpu_name, str(a.count), fmt_hours(a.wall_hours), fmt_usd(a.cost_per_run_usd), a.reason)
     if not rec.alternatives:
-        add_row(alt, "—", "", "", "", "no other feasible build")
+        add_row(alt, "—", "", "", "", _("no other feasible build"))
     parts.append(alt)
     if rec.cost and rec.cost.cloud:
-        cloud = _titled_table("Cloud offers")
-        cloud.add_column("Provider / instance", ratio=1)
+        cloud = _titled_table(_("Cloud offers"))
+        cloud.add_column(_("Provider / instance"), ratio=1)
         cloud.add_column("n", justify="right", no_wrap=True)
         cloud.add_column("$/h", justify="right", no_wrap=True)
-        cloud.add_column("$/run", justify="right", no_wrap=True)
-        cloud.add_column("spot", justify="right", no_wrap=True)
+        cloud.add_column(_("$/run"), justify="right", no_wrap=True)
+        cloud.add_column(_("spot"), justify="right", no_wrap=True)
         for c in rec.cost.cloud[:8]:
             add_row(cloud, f"{c.provider} {c.instance}", str(c.instances), fmt_usd(c.usd_per_hour),
                           fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd))
         parts += [Text(""), cloud]
-    parts.append(Text(f"{rec.candidates_considered} candidates considered", style="dim"))
+    parts.append(Text(_("{n} candidates considered").format(n=rec.candidates_considered), style="dim"))
     return Group(*parts)
 
 
 def cost_summary(rec: Recommendation) -> RenderableType:
     c = rec.cost
     if c is None:
-        return Text("No rent-vs-buy analysis for this answer.", style="dim")
+        return Text(_("No rent-vs-buy analysis for this answer."), style="dim")
     t = Text()
-    t.append("Verdict: ", style="bold")
-    t.append(f" {c.verdict.upper()} ", style="bold reverse")
+    t.append(_("Verdict: "), style="bold")
+    t.append(f" {_(c.verdict).upper()} ", style="bold reverse")
     t.append(" " + c.verdict_reason)
     rows = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     rows.add_column(style="dim", no_wrap=True)
@@ -285,32 +294,34 @@ def cost_summary(rec: Recommendation) -> RenderableType:
             per_run = f"{fmt_hours(t_run.wall_hours)}{fmt_span(t_run.wall_hours_range, fmt_hours)}, " + per_run
         add_row(rows, "Per run", per_run + " (P10–P90 in brackets)")
     if c.rent_usd_per_gpu_hour is not None:
-        add_row(rows, "Rent", f"{fmt_usd(c.rent_usd_per_gpu_hour)} per GPU-hour")
+        add_row(rows, _("Rent"), _("{money} per GPU-hour").format(money=fmt_usd(c.rent_usd_per_gpu_hour)))
     if c.onprem is not None:
         o = c.onprem
-        add_row(rows, "Buy", f"capex {fmt_usd(o.capex_usd)}, TCO {fmt_usd(o.total_usd)} over the horizon, "
-                            f"{fmt_usd(o.usd_per_gpu_hour)}/GPU-h at {o.utilization * 100:.0f}% busy")
+        add_row(rows, _("Buy"), _("capex {capex}, TCO {tco} over the horizon, {per}/GPU-h at {busy:.0f}% busy").format(
+            capex=fmt_usd(o.capex_usd), tco=fmt_usd(o.total_usd), per=fmt_usd(o.usd_per_gpu_hour),
+            busy=o.utilization * 100))
     if c.breakeven_utilization is not None:
         be = c.breakeven_utilization
-        add_row(rows, "Break-even", f"buying wins above {be * 100:.0f}% utilisation" if be <= 1 else
-                     f"never: buying would need {be * 100:.0f}% utilisation")
+        add_row(rows, _("Break-even"), (_("buying wins above {pct:.0f}% utilisation") if be <= 1 else
+                                        _("never: buying would need {pct:.0f}% utilisation")).format(pct=be * 100))
     if c.payback_months is not None:
-        add_row(rows, "Payback", f"{c.payback_months:.0f} months")
+        add_row(rows, _("Payback"), _("{n:.0f} months").format(n=c.payback_months))
     parts: list[RenderableType] = [t, rows]
     if c.flip_inputs:
-        parts.append(Text("Would flip the verdict: " + "; ".join(c.flip_inputs), style="dim"))
+        parts.append(Text(_("Would flip the verdict: ") + "; ".join(c.flip_inputs), style="dim"))
     return Group(*parts)
 
 
 def pitfalls_view(rec: Recommendation) -> RenderableType:
     if not rec.pitfalls:
-        return Text("No pitfalls found for this build.", style="green")
+        return Text(_("No pitfalls found for this build."), style="green")
     parts: list[RenderableType] = []
     for p in pitfalls_by_severity(rec.pitfalls):
         t = Text()
-        t.append(f" {p.severity.upper():<6} ", style=SEVERITY_STYLE.get(p.severity, ""))
+        badge = _(p.severity.upper())
+        t.append(f" {badge}{' ' * max(0, 6 - cell_len(badge))} ", style=SEVERITY_STYLE.get(p.severity, ""))
         t.append_text(plain(" " + p.message))
         parts.append(t)
         if p.source:
-            parts.append(plain("        source: " + p.source, "dim"))
+            parts.append(plain("        " + _("source: ") + p.source, "dim"))
     return Group(*parts)
