@@ -17,6 +17,7 @@ from gpuwiz.core.models import Requirements
 from gpuwiz.core.recommend import recommend
 from gpuwiz.tui.app import GpuwizApp
 from gpuwiz.tui.dialogs.path_dialog import PathDialog
+from gpuwiz.tui.forms import STEPS
 from gpuwiz.tui.screens.steps import StepScreen
 from gpuwiz.tui.widgets.live_panel import LivePanel
 
@@ -79,14 +80,20 @@ async def test_no_data_size_marks_tokens_blocks_next_and_save_then_recovers(make
         await pilot.press("alt+right")  # Next is blocked
         await settle(pilot, app)
         assert app.step == "data" and app.check_action("next", ()) is None
-        # ctrl+s from another step refuses, names the field and brings the user to it
+        # ctrl+s from another step saves (a valid, incomplete config reopens) and says what is missing
         app.goto("deploy")
         await settle(pilot, app)
         await pilot.press("ctrl+s")
         await settle(pilot, app)
-        assert not isinstance(app.screen, PathDialog)  # refused before asking where to write
-        assert any("Tokens" in n.message and "nothing was written" in n.message for n in app._notifications)
-        assert app.step == "data" and app.focused is not None and app.focused.id == "f-data-tokens"
+        assert isinstance(app.screen, PathDialog)  # asks where to write
+        assert any("Tokens" in n.message and "saved without it" in n.message for n in app._notifications)
+        await pilot.press("escape")
+        await settle(pilot, app)
+        app.goto("data")
+        await settle(pilot, app)
+        scr.focus_field(next(f for s in STEPS for f in s.fields if f.id == "f-data-tokens"))
+        await settle(pilot, app)
+        assert app.focused is not None and app.focused.id == "f-data-tokens"
         # recovery: type a size; the mark goes, Next works
         await pilot.press(*list("2B"))
         await settle(pilot, app)

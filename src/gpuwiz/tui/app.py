@@ -686,7 +686,16 @@ class GpuwizApp(App[None]):
                 for f in spec.fields:
                     if f.id in scr.invalid:
                         return spec.id, f, scr.invalid[f.id]
-        return self.engine_target()  # the engine refuses the config for a field's value (or absence)
+        return None
+
+    def _warn_incomplete(self) -> None:
+        """Saving a config the engine refuses (no data size yet, ...) is allowed -- it is valid YAML
+        that reopens, and the user may be saving half-way -- but says what is still missing."""
+        target = self.engine_target()
+        if target is not None:
+            _step, f, why = target
+            self.notify(_("{label}: {why}. The config is saved without it.").format(label=_(f.label), why=why),
+                        title=_("Incomplete"), severity="warning", timeout=8)
 
     def _refuse_invalid(self) -> bool:
         """True (and the field shown, named and focused) when a field on screen is invalid: saving
@@ -709,6 +718,7 @@ class GpuwizApp(App[None]):
     def action_save(self, then: Callable[[], None] | None = None) -> None:
         if self._refuse_invalid():
             return
+        self._warn_incomplete()
         if self.config_path:
             path = self.config_path
             if self._fingerprint is not None and _fingerprint(path) != self._fingerprint:
@@ -744,6 +754,7 @@ class GpuwizApp(App[None]):
 
         if self._refuse_invalid():
             return
+        self._warn_incomplete()
         initial = self.config_path or "gpuwiz.yaml"
 
         def done(path: str | None) -> None:
