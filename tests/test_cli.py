@@ -80,6 +80,13 @@ def test_recommend_output_file_is_the_same_report(tmp_path):
     assert target.read_text() == run_cli("recommend", SMALL, "--format", "md").stdout
 
 
+def test_dash_output_is_stdout_not_a_file_named_dash(tmp_path):
+    out = run_cli("recommend", SMALL, "--format", "md", "-o", "-", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == run_cli("recommend", SMALL, "--format", "md").stdout
+    assert not (tmp_path / "-").exists()
+
+
 def test_catalog_listing():
     out = run_cli("catalog", "gpus")
     assert out.returncode == 0 and "h100-sxm" in out.stdout

@@ -686,6 +686,10 @@ COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd
             "launch": cmd_launch, "calibrate": cmd_calibrate, "probe": cmd_probe}
 
 
+# Subcommands whose -o names a file that otherwise goes to stdout: there `-o -` means stdout.
+STDOUT_DASH = frozenset({"recommend", "validate", "calibrate", "probe"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # pydantic looks for plugins in every installed package's metadata before it builds the first
@@ -697,6 +701,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             safe_streams()  # headless output only: the wizard's terminal driver writes its own bytes
         if argv and argv[0] in SUBCOMMANDS:
             args = build_parser().parse_args(argv)
+            if getattr(args, "output", None) == "-" and args.command in STDOUT_DASH:
+                args.output = None  # `-o -` is standard output, as in every Unix tool, not a file named "-"
             return COMMANDS[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
             build_wizard_parser().print_help()  # the wizard's options, then the subcommands
