@@ -140,18 +140,21 @@ def _instance_lines(rec: Recommendation) -> list[RenderableType]:
     out: list[RenderableType] = []
     if offer is not None:
         where = ", ".join(x for x in (offer.region, offer.country) if x)
-        out.append(plain(f"Instances: {offer.instances} × {offer.provider} {offer.instance} "
-                         f"({offer.gpus_per_instance} GPU{'s' if offer.gpus_per_instance != 1 else ''} each"
-                         + (f", {where}" if where else "") + f"), {fmt_usd(offer.usd_per_hour)}/h in all"))
+        fmt = (_("Instances: {n} × {offer} ({gpus} GPU each{where}), {usd}/h in all") if offer.gpus_per_instance == 1
+               else _("Instances: {n} × {offer} ({gpus} GPUs each{where}), {usd}/h in all"))
+        out.append(plain(fmt.format(
+            n=offer.instances, offer=f"{offer.provider} {offer.instance}", gpus=offer.gpus_per_instance,
+            where=f", {where}" if where else "", usd=fmt_usd(offer.usd_per_hour))))
     inst = b.instance if b is not None else None
     if inst is not None:
-        host = [f"{inst.vcpus} vCPUs" if inst.vcpus else "vCPUs not published",
-                f"{fmt_gib(inst.ram_gib)} RAM" if inst.ram_gib else "RAM not published",
-                f"{inst.local_nvme_tb:g} TB local NVMe" if inst.local_nvme_tb else "no local NVMe published"]
-        out.append(plain("Each instance: " + ", ".join(host)))
+        host = [_("{n} vCPUs").format(n=inst.vcpus) if inst.vcpus else _("vCPUs not published"),
+                _("{gib} RAM").format(gib=fmt_gib(inst.ram_gib)) if inst.ram_gib else _("RAM not published"),
+                _("{tb} TB local NVMe").format(tb=f"{inst.local_nvme_tb:g}") if inst.local_nvme_tb
+                else _("no local NVMe published")]
+        out.append(plain(_("Each instance: ") + ", ".join(host)))
         need = rec.estimate.memory.host_ram_gib if rec.estimate is not None else 0.0
         if need > 0:
-            out.append(plain(f"CPU offload needs {fmt_gib(need)} of host RAM per node", "dim"))
+            out.append(plain(_("CPU offload needs {gib} of host RAM per node").format(gib=fmt_gib(need)), "dim"))
     return out
 
 
@@ -160,15 +163,17 @@ def pareto_view(rec: Recommendation) -> RenderableType | None:
     pts = pareto_against_pick(rec)
     if not pts:
         return None
-    table = _titled_table("Time vs cost (Pareto front)")
-    table.add_column("Build", ratio=1)
-    table.add_column("How", no_wrap=True)
-    table.add_column("Time", justify="right", no_wrap=True)
-    table.add_column("$/run", justify="right", no_wrap=True)
-    table.add_column("Against the pick", ratio=1)
+    table = _titled_table(_("Time vs cost (Pareto front)"))
+    table.add_column(_("Build"), ratio=1)
+    table.add_column(_("How"), no_wrap=True)
+    table.add_column(_("Time"), justify="right", no_wrap=True)
+    table.add_column(_("$/run"), justify="right", no_wrap=True)
+    table.add_column(_("Against the pick"), ratio=1)
+    b = rec.build
     for p, what in pts:
-        label = f"{p.count} × {p.gpu}" + (f" ({p.nodes} nodes)" if p.nodes > 1 else "")
-        add_row(table, plain(label, "bold" if what == "the pick" else ""), "rent" if p.rented else "buy",
+        label = f"{p.count} × {p.gpu}" + (_(" ({n} nodes)").format(n=p.nodes) if p.nodes > 1 else "")
+        is_pick = b is not None and (p.gpu, p.count, p.nodes) == (b.gpu, b.gpus_per_node * b.nodes, b.nodes)
+        add_row(table, plain(label, "bold" if is_pick else ""), _("rent") if p.rented else _("buy"),
                 fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what)
     return table
 
