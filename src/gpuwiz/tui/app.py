@@ -158,11 +158,14 @@ class GpuwizApp(App[None]):
         ``1 backspace 2`` leaves ``1``, ``ctrl+u 1 2`` right after ``alt+→`` leaves an empty field.
         Here the same steps (priority bindings, the character, the focus chain's bindings) run
         synchronously, so each key acts before the next one is looked at."""
+        from textual.command import CommandPalette
         from textual.widgets import Input
 
         focused = self.focused
         if not isinstance(focused, Input) or self.screen.maximized is not None:
             return False
+        if isinstance(self.screen, CommandPalette):  # the palette runs its own keys (enter selects and
+            return False  # dismisses): handled here too, a queued enter would dismiss it twice
         self.app_focus = True
         if await self._check_bindings(event.key, priority=True):
             return True
