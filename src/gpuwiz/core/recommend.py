@@ -1003,7 +1003,10 @@ class _Recommender:
         ok = [c for c in ranked if c.buy_total is not None and c.exact and c.build is not None
               and c.q.wall_hours * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
               and (self.d.budget_usd is None or (c.capex or 0) <= self.d.budget_usd)]
-        return min(ok, key=lambda c: (c.buy_total * self._stack(c), c.q.wall_hours)) if ok else None  # type: ignore[operator]
+        # one that ends with slack before the deadline first (the same rule as the pick's)
+        if not ok:
+            return None
+        return min(ok, key=lambda c: (self.tight(c), c.buy_total * self._stack(c), c.q.wall_hours))  # type: ignore[operator]
 
     def _stack(self, c: Cand) -> float:
         return 1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP
@@ -1014,7 +1017,10 @@ class _Recommender:
         if self.obj != "cheapest" or self.d.mode != "either" or win.mode not in ("rent", "buy"):
             return {}
         why = ""
-        if win.mode == "rent" and self._stack(other) > 1.0:
+        if self.tight(other) and not self.tight(win):
+            why = (f"the {other.count}-GPU build to own ends too late ({other.q.wall_hours / 24:,.1f} days a run: "
+                   f"after {SLACK_FRAC:.0%} of the deadline, or its P90 misses it)")
+        elif win.mode == "rent" and self._stack(other) > 1.0:
             why = (f"{other.gpu.name}'s non-CUDA software stack is counted {NON_CUDA_HANDICAP:.0%} dearer "
                    "(kernel porting, less mature distributed training)")
         elif win.count < other.count:
