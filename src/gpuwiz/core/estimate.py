@@ -85,7 +85,7 @@ from gpuwiz.core.parallel import (
     shape_problem,
     vp_for,
 )
-from gpuwiz.core.ranges import RangeTable, around, bundled_ranges, group_keys, range_for
+from gpuwiz.core.ranges import RangeTable, Spread, around, bundled_ranges, group_keys, range_for
 from gpuwiz.core.schedule import WorkShape
 from gpuwiz.core.stacks import StackEntry, auto_stack
 from gpuwiz.core.units import GIB
@@ -981,8 +981,22 @@ def wall_hours_high(ctx: Context, q: QuickResult) -> float | None:
     without a range; the recommender's deadline slack reads it."""
     if q.detail is None or not q.wall_hours or q.wall_hours == float("inf"):
         return None
-    wr = _ranges(ctx, q).wall_hours
-    return wr.high if wr is not None else None
+    sp = _speed_spread(ctx, q)
+    return around(q.wall_hours, sp, inverse=True).high if sp is not None else None
+
+
+def _group_keys(ctx: Context, q: QuickResult) -> dict[str, str]:
+    d = q.detail
+    return group_keys(generation=arch_key(d.gpu.architecture), family=ctx.model.family,
+                      stack=_stack_name(ctx, d.gpu, d.choice.shape), gpus=d.count)
+
+
+def _speed_spread(ctx: Context, q: QuickResult, keys: dict[str, str] | None = None) -> Spread | None:
+    """The cross-validated speed spread of this plan's groups; None without a table, or when the
+    config's own measured speed (calibration:) replaces the model's."""
+    if ctx.ranges is None or ctx.thr_direct is not None or ctx.thr_scale != 1.0:
+        return None
+    return range_for(ctx.ranges, "throughput", keys if keys is not None else _group_keys(ctx, q))
 
 
 def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
@@ -991,13 +1005,9 @@ def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
     tbl = ctx.ranges
     if tbl is None:
         return out
-    d = q.detail
-    keys = group_keys(generation=arch_key(d.gpu.architecture), family=ctx.model.family,
-                      stack=_stack_name(ctx, d.gpu, d.choice.shape),
-                      gpus=d.count)
+    keys = _group_keys(ctx, q)
     basis: list[str] = []
-    calibrated_speed = ctx.thr_direct is not None or ctx.thr_scale != 1.0
-    sp = range_for(tbl, "throughput", keys) if not calibrated_speed else None
+    sp = _speed_spread(ctx, q, keys)
     if sp is not None:
         head = q.tokens_per_s_per_gpu if q.tokens_per_s_per_gpu is not None else q.samples_per_s_per_gpu
         if head:

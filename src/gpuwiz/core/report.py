@@ -260,14 +260,22 @@ def _build_lines(build: Build, md: bool, h2: str, title: str) -> list[str]:
     return [*out, ""]
 
 
+def pick_point(rec: Recommendation) -> ParetoPoint | None:
+    """The point of the time / cost front that is the recommended build, if it is on the front."""
+    b = rec.build
+    if b is None:
+        return None
+    return next((p for p in rec.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes
+                 and p.nodes == b.nodes), None)
+
+
 def pareto_against_pick(rec: Recommendation) -> list[tuple[ParetoPoint, str]]:
     """Each point of the time / cost front with how it compares to the pick ('2.1x faster for +13%',
     'the pick'); empty when there is no front to show. The report and the TUI both print these."""
     b = rec.build
     if b is None or len(rec.pareto) < 2 or rec.cost_per_run_usd is None:
         return []
-    me = next((p for p in rec.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes
-               and p.nodes == b.nodes), None)
+    me = pick_point(rec)
     base_h = me.wall_hours if me else (rec.estimate.time.wall_hours if rec.estimate else 0.0)
     base_c = rec.cost_per_run_usd
     out: list[tuple[ParetoPoint, str]] = []

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwiz.core.models import Build, Recommendation
-from gpuwiz.core.report import pareto_against_pick
+from gpuwiz.core.report import pareto_against_pick, pick_point
 from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_span, fmt_usd, pitfalls_by_severity
 from gpuwiz.i18n import _
 from gpuwiz.tui.plain import add_row, plain
@@ -169,11 +169,10 @@ def pareto_view(rec: Recommendation) -> RenderableType | None:
     table.add_column(_("Time"), justify="right", no_wrap=True)
     table.add_column(_("$/run"), justify="right", no_wrap=True)
     table.add_column(_("Against the pick"), ratio=1)
-    b = rec.build
+    me = pick_point(rec)
     for p, what in pts:
         label = f"{p.count} × {p.gpu}" + (_(" ({n} nodes)").format(n=p.nodes) if p.nodes > 1 else "")
-        is_pick = b is not None and (p.gpu, p.count, p.nodes) == (b.gpu, b.gpus_per_node * b.nodes, b.nodes)
-        add_row(table, plain(label, "bold" if is_pick else ""), _("rent") if p.rented else _("buy"),
+        add_row(table, plain(label, "bold" if p is me else ""), _("rent") if p.rented else _("buy"),
                 fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what)
     return table
 
