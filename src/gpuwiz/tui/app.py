@@ -456,7 +456,7 @@ class GpuwizApp(App[None]):
         proc, self._engine_proc = self._engine_proc, None
         if proc is not None:
             proc.close()
-        if not self.answered or (self._last_sent is not None and self._last_sent[0] == self._seq):
+        if not self.answered:
             self._schedule_recompute()  # the question the child took with it, asked again on the thread
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
