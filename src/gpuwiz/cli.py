@@ -556,8 +556,10 @@ def cmd_wizard(args: argparse.Namespace) -> int:
 
         read_text(args.config)  # a missing/unreadable file is a CLI error, not a blank wizard
     from gpuwiz.tui.app import create_app
+    from gpuwiz.tui.engine import engine_process_wanted
 
-    app = create_app(args.config, catalog_overlay=args.catalog, no_mouse=args.no_mouse, theme=args.theme)
+    app = create_app(args.config, catalog_overlay=args.catalog, no_mouse=args.no_mouse, theme=args.theme,
+                     engine_process=engine_process_wanted())
     app.run(mouse=not args.no_mouse)
     return int(app.return_code or 0)
 
