@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpuwiz.core import market
+from gpuwiz.core import market, memo
 from gpuwiz.core.catalog import Catalog, CloudInstance
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
@@ -115,8 +115,8 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     r1 = cat.fac("reserved_1y_discount")
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     out: list[CloudOption] = []
-    for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id or not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
+    for inst in offers_for(cat, gpu_id):
+        if not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         slow = 1.0
@@ -165,16 +165,34 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     return out
 
 
+def offers_for(cat: Catalog, gpu_id: str) -> tuple[CloudInstance, ...]:
+    """The catalog's cloud offers for one GPU type, in catalog order (indexed once per catalog)."""
+    index = cat.derived.get(("offers_by_gpu",))
+    if index is None:
+        by: dict[str, list[CloudInstance]] = {}
+        for inst in cat.cloud_instances:
+            by.setdefault(inst.gpu, []).append(inst)
+        index = cat.derived.setdefault(("offers_by_gpu",), {k: tuple(v) for k, v in by.items()})
+    return index.get(gpu_id, ())  # type: ignore[no-any-return]
+
+
 def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
                   countries: set[str] | None = None,
                   req: Requirements | None = None,
                   host_ram_gib: float = 0.0) -> tuple[float, CloudInstance, int] | None:
     """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path);
     with ``req``, only offers its data policy allows (market.eligible); with ``host_ram_gib`` (per
-    node), only offers whose RAM holds it (``instance_ram_ok``)."""
+    node), only offers whose RAM holds it (``instance_ram_ok``). Memoised (core.memo) on what it
+    reads: the shape, the countries, the host RAM and the policy fields of ``req``."""
+    tbl = memo.table(cat, "cheapest_rate")
+    key = (gpu_id, gpus_total, gpus_per_node, frozenset(countries) if countries is not None else None,
+           market.policy_key(req) if req is not None else None, host_ram_gib)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is not memo.MISS:
+        return hit  # type: ignore[no-any-return]
     best: tuple[float, CloudInstance, int] | None = None
-    for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id or (countries is not None and inst.country.upper() not in countries):
+    for inst in offers_for(cat, gpu_id):
+        if countries is not None and inst.country.upper() not in countries:
             continue
         if req is not None and not market.eligible(req, inst):
             continue
@@ -186,6 +204,8 @@ def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int
         rate = inst.price_usd_per_hour * n
         if best is None or rate < best[0]:
             best = (rate, inst, n)
+    if tbl is not None:
+        tbl.put(key, best)
     return best
 
 

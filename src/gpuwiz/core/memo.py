@@ -101,8 +101,63 @@ def _share_tables(ctx: Context, shared: Caches) -> None:
 
 
 def clear() -> None:
+    global _generation
     with _lock:
         _plans.clear()
+        _generation += 1  # every request-dependent table (``table``) starts empty at its next use
+
+
+# ---- bounded per-catalog tables of pure functions' results ------------------------------------
+# The pricing and sizing steps (cost.cheapest_rate, system.size_system, ...) are pure functions of
+# the catalog and a few requirement fields; their tables live on the catalog (``Catalog.derived``:
+# a new catalog starts empty ones), each bounded (least recently used dropped first), emptied by
+# ``clear``, and bypassed while the memo is ``disabled`` (the differential test). A caller's key is
+# every argument the function reads.
+
+MISS: Any = object()  # what ``Lru.get`` returns for a key it does not hold
+_generation = 0
+
+
+class Lru:
+    """A bounded mapping, least recently used dropped first; thread-safe (the TUI's worker)."""
+
+    __slots__ = ("data", "gen", "lock", "maxsize")
+
+    def __init__(self, maxsize: int) -> None:
+        self.data: OrderedDict[Any, Any] = OrderedDict()
+        self.maxsize = maxsize
+        self.gen = _generation
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            v = self.data.get(key, MISS)
+            if v is not MISS:
+                self.data.move_to_end(key)
+            return v
+
+    def put(self, key: Any, value: Any) -> None:
+        with self.lock:
+            self.data[key] = value
+            if len(self.data) > self.maxsize:
+                self.data.popitem(last=False)
+
+
+def table(cat: Catalog, name: str, maxsize: int = 4096, catalog_only: bool = False) -> Lru | None:
+    """The bounded table ``name`` of this catalog, or None while the memo is off. ``catalog_only``:
+    its keys hold no requirement field (a GPU's chassis options, an export rule), so ``clear``
+    leaves it (like the catalog's other derived tables)."""
+    if not enabled:
+        return None
+    d = cat.derived
+    t = d.get(("memo", name))
+    if t is None:
+        t = d.setdefault(("memo", name), Lru(maxsize))
+    if not catalog_only and t.gen != _generation:
+        with t.lock:
+            t.data.clear()
+            t.gen = _generation
+    return t  # type: ignore[no-any-return]
 
 
 @contextmanager
