@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from gpuwiz.core import market, memo
 from gpuwiz.core.catalog import Catalog, CloudInstance
+from gpuwiz.core.memo import MISS
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
@@ -260,6 +261,21 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, cape
     if capex is None:
         assert isinstance(build, Build), "a footprint needs its capex"
         capex = build.capex_usd
+    d = req.deployment
+    # Memoised (core.memo) on everything read below: the shape, the capex and the money fields.
+    tbl = memo.table(cat, "onprem_parts")
+    key = (fp, capex, d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month,
+           d.staff_usd_per_year, d.horizon_years)
+    hit = tbl.get(key) if tbl is not None else MISS
+    if hit is not MISS:
+        return hit  # type: ignore[no-any-return]
+    parts = _onprem_parts(req, cat, fp, capex)
+    if tbl is not None:
+        tbl.put(key, parts)
+    return parts
+
+
+def _onprem_parts(req: Requirements, cat: Catalog, fp: Footprint, capex: float) -> OnPremParts:
     d = req.deployment
     y = years(req)
     gpus = fp.gpus_per_node * fp.nodes
