@@ -157,7 +157,27 @@ class _Scanner:
                      replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
 
     def _quote(self, r: Any) -> Quick:
-        """The recommender's view of one fast-path result."""
+        """The recommender's view of one fast-path result (``estimate.QuickResult``: its fields are
+        read directly; any other shape goes through ``_get``)."""
+        if not isinstance(r, self.mod.QuickResult):
+            return self._quote_any(r)
+        detail = r.detail
+        blocked = bool(detail is not None and getattr(detail, "problems", None))
+        choice = getattr(detail, "choice", None)
+        dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
+        fits = bool(r.fits) and not blocked
+        return Quick(
+            fits=fits,
+            wall_hours=float(r.wall_hours or math.inf),
+            gpu_hours=float(r.gpu_hours or math.inf),
+            per_gpu_gib=float(r.per_gpu_gib or 0.0),
+            host_ram_gib=float(r.host_ram_gib or 0.0),
+            problems=(str(r.reason),) if r.reason else (),
+            replicas=max(1, dp),
+            wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
+        )
+
+    def _quote_any(self, r: Any) -> Quick:
         detail = _get(r, "detail")
         blocked = bool(detail is not None and getattr(detail, "problems", None))
         choice = getattr(detail, "choice", None)
@@ -371,7 +391,8 @@ class _Recommender:
         self.not_training = {e.id for e in cat.platforms.training_excluded}
         self.buyable_cache: dict[tuple[str, int], bool] = {}
         self.sold_cache: dict[str, bool] = {}  # market.can_buy per GPU id (the country is fixed)
-        self.overhead_cache: dict[tuple[int, int], tuple[float, float]] = {}  # (id(inst), id(w)) -> overhead
+        # (id(inst), id(w)) -> (overhead hours, egress $, $/h, reserved $/h, spot $/h)
+        self.overhead_cache: dict[tuple[int, int], tuple[float, float, float, float | None, float | None]] = {}
         self.storage_cache: dict[int, tuple[sysmod.Workload, float]] = {}  # id(w) -> (w, storage_per_hour)
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
@@ -545,23 +566,24 @@ class _Recommender:
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
             okey = (id(inst), id(w))  # both held while this call runs (the catalog; st above)
             got = self.overhead_cache.get(okey)
-            if got is None:
-                got = self.overhead_cache[okey] = self.overhead(inst, w)
-            over_h, egress = got
+            if got is None:  # the offer's figures, read once per call (USD properties of the catalog row)
+                got = self.overhead_cache[okey] = (*self.overhead(inst, w), inst.price_usd_per_hour,
+                                                   inst.reserved_1y_usd_per_hour, inst.spot_usd_per_hour)
+            over_h, egress, usd_h, res_h, spot_h = got
             rent_run = rate * (c.q.wall_hours + over_h) + egress + st_h * max(c.q.wall_hours, 1.0)
             times = f" x{n}" if n > 1 else ""
             r1 = self.cat.fac("reserved_1y_discount")
-            res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
+            res_rate = (res_h or usd_h * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
             reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
                              + st_h * max(c.q.wall_hours, 1.0) * self.rpy)
             rent = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress,
                 rent_label=f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})",
-                rent_gpu_hour=inst.price_usd_per_hour / inst.gpu_count, tier=inst.tier,
+                rent_gpu_hour=usd_h / inst.gpu_count, tier=inst.tier,
                 idle=inst.gpu_count * n - c.count,  # GPUs paid for but unused (smallest offer >= count)
-                spot_run=(inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
-                          if inst.spot_usd_per_hour else None),
+                spot_run=(spot_h * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
+                          if spot_h else None),
                 reserved_year=reserved_year, rent_total=min(rent_run * self.rpy, reserved_year) * self.y)
         c = c.but(**rent)
         used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
