@@ -192,22 +192,34 @@ def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int
     if hit is not memo.MISS:
         return hit  # type: ignore[no-any-return]
     best: tuple[float, CloudInstance, int] | None = None
-    for inst in offers_for(cat, gpu_id):
+    for inst, usd_h in _allowed_offers(cat, gpu_id, req, key[4]):
         if countries is not None and inst.country.upper() not in countries:
-            continue
-        if req is not None and not market.eligible(req, inst):
             continue
         if not instance_ram_ok(inst, host_ram_gib):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         if n is None:
             continue
-        rate = inst.price_usd_per_hour * n
+        rate = usd_h * n
         if best is None or rate < best[0]:
             best = (rate, inst, n)
     if tbl is not None:
         tbl.put(key, best)
     return best
+
+
+def _allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
+                    policy: tuple[object, ...] | None) -> tuple[tuple[CloudInstance, float], ...]:
+    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``),
+    memoised per GPU and ``policy`` (market.policy_key of ``req``)."""
+    tbl = memo.table(cat, "allowed_offers", 1024)
+    hit = tbl.get((gpu_id, policy)) if tbl is not None else MISS
+    if hit is MISS:
+        hit = tuple((inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id)
+                    if req is None or market.eligible(req, inst))
+        if tbl is not None:
+            tbl.put((gpu_id, policy), hit)
+    return hit  # type: ignore[no-any-return]
 
 
 # ---- on-prem -------------------------------------------------------------------------------------
