@@ -104,10 +104,13 @@ def _catalog_load(repeat: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--no-catalog", action="store_true", help="skip the catalog load rows")
     args = ap.parse_args()
-    print(f"python {sys.version.split()[0]}, {args.repeat} runs per case after one warm-up; times in ms\n")
-    _catalog_load(args.repeat)
-    print()
+    print(f"python {sys.version.split()[0]}, {args.repeat} runs per case after one warm-up; times in ms; "
+          f"load average at start {os.getloadavg()[0]:.1f}\n")
+    if not args.no_catalog:
+        _catalog_load(args.repeat)
+        print()
     cat = load_catalog()
     cases: list[tuple[str, Requirements]] = [(p.name, load_config(p)) for p in sorted(EXAMPLES.glob("*.yaml"))]
     cold_all: list[float] = []

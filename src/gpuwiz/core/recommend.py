@@ -157,10 +157,7 @@ class _Scanner:
                      replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
 
     def _quote(self, r: Any) -> Quick:
-        """The recommender's view of one fast-path result (``estimate.QuickResult``: its fields are
-        read directly; any other shape goes through ``_get``)."""
-        if not isinstance(r, self.mod.QuickResult):
-            return self._quote_any(r)
+        """The recommender's view of one fast-path result (an ``estimate.QuickResult``)."""
         detail = r.detail
         blocked = bool(detail is not None and getattr(detail, "problems", None))
         choice = getattr(detail, "choice", None)
@@ -177,23 +174,6 @@ class _Scanner:
             wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
         )
 
-    def _quote_any(self, r: Any) -> Quick:
-        detail = _get(r, "detail")
-        blocked = bool(detail is not None and getattr(detail, "problems", None))
-        choice = getattr(detail, "choice", None)
-        dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
-        fits = bool(_get(r, "fits", "feasible")) and not blocked
-        return Quick(
-            fits=fits,
-            wall_hours=float(_get(r, "wall_hours") or math.inf),
-            gpu_hours=float(_get(r, "gpu_hours") or math.inf),
-            per_gpu_gib=float(_get(r, "per_gpu_gib") or 0.0),
-            host_ram_gib=float(_get(r, "host_ram_gib") or 0.0),
-            problems=tuple(_get(r, "problems") or ()) or ((str(_get(r, "reason")),) if _get(r, "reason") else ()),
-            replicas=max(1, dp),
-            wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
-        )
-
     def global_batch(self) -> int | None:
         """Samples per optimizer step as the config states them (training.global_batch), or None:
         a batch the estimator defaulted is a heuristic a bigger cluster may scale, a stated one is a
@@ -205,15 +185,6 @@ class _Scanner:
         if self.fast and hasattr(self.mod, "estimate_from"):
             return self.mod.estimate_from(self.ctx, gpu, count, gpn)
         return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)
-
-
-def _get(obj: Any, *names: str) -> Any:
-    for n in names:
-        if isinstance(obj, dict) and n in obj:
-            return obj[n]
-        if hasattr(obj, n):
-            return getattr(obj, n)
-    return None
 
 
 # ---- candidates ----------------------------------------------------------------------------------
