@@ -113,6 +113,9 @@ class Quick:
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
 
 
+QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
+
+
 class _Scanner:
     """Runs the estimator's fast path (``prepare`` / ``quick``) or, if absent, the full estimate."""
 
@@ -131,7 +134,7 @@ class _Scanner:
         # ... and the Quick each plan gives at a run time (same plan, same wall hours: same Quick)
         self.quotes: dict[tuple[str, int, int, float], Quick] | None = (
             hit[1].setdefault("recommend.quotes", {}) if hit is not None else None)
-        if self.quotes is not None and len(self.quotes) > memo.MAX_CANDIDATES:
+        if self.quotes is not None and len(self.quotes) > QUOTES_MAX:
             self.quotes.clear()
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:

@@ -466,7 +466,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     search's shortlist are the same for every edit that leaves the workload and the site alone."""
     site = req.deployment.site
     used = req.deployment.used_hardware if used is None else used
-    tbl = memo.table(cat, "size_system", 2048)
+    tbl = memo.table(cat, "size_system", 512)  # a search sizes ~10-60 builds
     key = (gpu.id, gpus_per_node, nodes, w, lean, used, site)
     hit = tbl.get(key) if tbl is not None else memo.MISS
     if hit is not memo.MISS:
