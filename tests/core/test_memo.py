@@ -264,7 +264,7 @@ def test_tables_are_bounded_per_catalog_cleared_and_off_when_disabled(tmp_path: 
     assert memo.table(CAT, "test-table") is t and not t.data
     assert memo.table(CAT, "test-catalog-table", catalog_only=True).get("k") == 1  # type: ignore[union-attr]
     over = tmp_path / "o.yaml"
-    over.write_text("gpus:\n- id: h100-sxm\n  price_new_usd: 1234\n", encoding="utf-8")
+    over.write_text("gpus:\n- id: h100-sxm\n  price_new_usd: 1234\n  price_new_observed: '2026-11'\n", encoding="utf-8")
     other = memo.table(load_catalog(over), "test-table")
     assert other is not None and other is not t and not other.data  # another catalog: its own tables
     with memo.disabled():
