@@ -22,8 +22,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpuwiz.core import market
+from gpuwiz.core import market, memo
 from gpuwiz.core.catalog import Catalog, CloudInstance
+from gpuwiz.core.memo import MISS
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
@@ -115,8 +116,8 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     r1 = cat.fac("reserved_1y_discount")
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     out: list[CloudOption] = []
-    for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id or not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
+    for inst in offers_for(cat, gpu_id):
+        if not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         slow = 1.0
@@ -165,28 +166,60 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     return out
 
 
+def offers_for(cat: Catalog, gpu_id: str) -> tuple[CloudInstance, ...]:
+    """The catalog's cloud offers for one GPU type, in catalog order (indexed once per catalog)."""
+    index = cat.derived.get(("offers_by_gpu",))
+    if index is None:
+        by: dict[str, list[CloudInstance]] = {}
+        for inst in cat.cloud_instances:
+            by.setdefault(inst.gpu, []).append(inst)
+        index = cat.derived.setdefault(("offers_by_gpu",), {k: tuple(v) for k, v in by.items()})
+    return index.get(gpu_id, ())  # type: ignore[no-any-return]
+
+
 def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
                   countries: set[str] | None = None,
                   req: Requirements | None = None,
                   host_ram_gib: float = 0.0) -> tuple[float, CloudInstance, int] | None:
     """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path);
     with ``req``, only offers its data policy allows (market.eligible); with ``host_ram_gib`` (per
-    node), only offers whose RAM holds it (``instance_ram_ok``)."""
+    node), only offers whose RAM holds it (``instance_ram_ok``). Memoised (core.memo) on what it
+    reads: the shape, the countries, the host RAM and the policy fields of ``req``."""
+    tbl = memo.table(cat, "cheapest_rate")
+    key = (gpu_id, gpus_total, gpus_per_node, frozenset(countries) if countries is not None else None,
+           market.policy_key(req) if req is not None else None, host_ram_gib)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is not memo.MISS:
+        return hit  # type: ignore[no-any-return]
     best: tuple[float, CloudInstance, int] | None = None
-    for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id or (countries is not None and inst.country.upper() not in countries):
-            continue
-        if req is not None and not market.eligible(req, inst):
+    for inst, usd_h in _allowed_offers(cat, gpu_id, req, key[4]):
+        if countries is not None and inst.country.upper() not in countries:
             continue
         if not instance_ram_ok(inst, host_ram_gib):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         if n is None:
             continue
-        rate = inst.price_usd_per_hour * n
+        rate = usd_h * n
         if best is None or rate < best[0]:
             best = (rate, inst, n)
+    if tbl is not None:
+        tbl.put(key, best)
     return best
+
+
+def _allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
+                    policy: tuple[object, ...] | None) -> tuple[tuple[CloudInstance, float], ...]:
+    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``),
+    memoised per GPU and ``policy`` (market.policy_key of ``req``)."""
+    tbl = memo.table(cat, "allowed_offers", 1024)
+    hit = tbl.get((gpu_id, policy)) if tbl is not None else MISS
+    if hit is MISS:
+        hit = tuple((inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id)
+                    if req is None or market.eligible(req, inst))
+        if tbl is not None:
+            tbl.put((gpu_id, policy), hit)
+    return hit  # type: ignore[no-any-return]
 
 
 # ---- on-prem -------------------------------------------------------------------------------------
@@ -240,6 +273,21 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, cape
     if capex is None:
         assert isinstance(build, Build), "a footprint needs its capex"
         capex = build.capex_usd
+    d = req.deployment
+    # Memoised (core.memo) on everything read below: the shape, the capex and the money fields.
+    tbl = memo.table(cat, "onprem_parts")
+    key = (fp, capex, d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month,
+           d.staff_usd_per_year, d.horizon_years)
+    hit = tbl.get(key) if tbl is not None else MISS
+    if hit is not MISS:
+        return hit  # type: ignore[no-any-return]
+    parts = _onprem_parts(req, cat, fp, capex)
+    if tbl is not None:
+        tbl.put(key, parts)
+    return parts
+
+
+def _onprem_parts(req: Requirements, cat: Catalog, fp: Footprint, capex: float) -> OnPremParts:
     d = req.deployment
     y = years(req)
     gpus = fp.gpus_per_node * fp.nodes

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuwiz.core import memo
 from gpuwiz.core.catalog import (
     GPU,
     Catalog,
@@ -73,6 +74,13 @@ def check_offer(req: Requirements, inst: CloudInstance) -> OfferCheck:
     return OfferCheck(True, "ok")
 
 
+def policy_key(req: Requirements) -> tuple[object, ...]:
+    """Every requirement field ``check_offer`` reads (a memo key for per-offer results)."""
+    d = req.deployment
+    regions = getattr(d, "regions", None)
+    return (tuple(regions) if regions else None, d.data_sensitivity, d.country)
+
+
 def eligible(req: Requirements, inst: CloudInstance) -> bool:
     return check_offer(req, inst).ok
 
@@ -100,6 +108,17 @@ def _applies(rule: ExportRule, country: str, gpu: GPU) -> bool:
 
 def purchase_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     """The rule on shipping / buying this GPU for a site in ``country`` (None: no rule applies)."""
+    tbl = memo.table(cat, "purchase_rule", catalog_only=True)
+    key = (gpu.id, country)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is memo.MISS:
+        hit = _purchase_rule(cat, country, gpu)
+        if tbl is not None:
+            tbl.put(key, hit)
+    return hit  # type: ignore[no-any-return]
+
+
+def _purchase_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     for r in cat.export_rules:
         if r.kind == "hardware-purchase" and _applies(r, country, gpu):
             return r
@@ -128,6 +147,17 @@ def can_buy(cat: Catalog, country: str, gpu: GPU) -> bool:
 
 def remote_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     """The rule on using this GPU remotely (a cloud instance abroad) from ``country``."""
+    tbl = memo.table(cat, "remote_rule", catalog_only=True)
+    key = (gpu.id, country)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is memo.MISS:
+        hit = _remote_rule(cat, country, gpu)
+        if tbl is not None:
+            tbl.put(key, hit)
+    return hit  # type: ignore[no-any-return]
+
+
+def _remote_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     for r in cat.export_rules:
         if r.kind == "remote-access" and _applies(r, country, gpu):
             return r
@@ -186,6 +216,16 @@ def _fac(cat: Catalog, key: str, default: float) -> float:
 
 def economics(cat: Catalog, country: str) -> LocalEconomics:
     """Local economics for ``country`` (ISO alpha-2), in USD."""
+    tbl = memo.table(cat, "economics", catalog_only=True)
+    hit = tbl.get(country) if tbl is not None else memo.MISS
+    if hit is memo.MISS:
+        hit = _economics(cat, country)
+        if tbl is not None:
+            tbl.put(country, hit)
+    return hit  # type: ignore[no-any-return]
+
+
+def _economics(cat: Catalog, country: str) -> LocalEconomics:
     c = country.upper()
     row: CountryEconomics | None = cat.economics.get(c)
     if row is None:

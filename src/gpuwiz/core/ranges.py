@@ -73,8 +73,27 @@ def scale_group(gpus: int) -> str:
     return "> 256 GPUs"
 
 
+# range_for's answers per table (a table is immutable; a few exist per process: the bundled one,
+# and the validation harness's leave-one-out tables), each keyed by the group keys it reads.
+_SPREADS: dict[int, tuple[RangeTable, dict[tuple[str, tuple[str | None, ...]], Spread | None]]] = {}
+_MAX_TABLES = 8
+
+
 def range_for(table: RangeTable, kind: RangeKind, keys: dict[str, str]) -> Spread | None:
     """The spread for an estimate with these group keys (see module docstring); None without data."""
+    memo = _SPREADS.get(id(table))
+    if memo is None or memo[0] is not table:
+        if len(_SPREADS) >= _MAX_TABLES:
+            _SPREADS.clear()
+        memo = _SPREADS[id(table)] = (table, {})
+    key = (kind, tuple(keys.get(dim) for dim in DIMENSIONS))
+    if key in memo[1]:
+        return memo[1][key]
+    out = memo[1][key] = _range_for(table, kind, keys)
+    return out
+
+
+def _range_for(table: RangeTable, kind: RangeKind, keys: dict[str, str]) -> Spread | None:
     part = table.throughput if kind == "throughput" else table.memory
     used: list[tuple[str, GroupRange]] = []
     missing: list[str] = []

@@ -113,6 +113,9 @@ class Quick:
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
 
 
+QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
+
+
 class _Scanner:
     """Runs the estimator's fast path (``prepare`` / ``quick``) or, if absent, the full estimate."""
 
@@ -126,7 +129,13 @@ class _Scanner:
         if self.fast:
             self.ctx = prep(req, cat)  # type: ignore[misc]
         # per-candidate plans shared with earlier calls of the same plan key (core.memo); None: off
-        self.memo = memo.candidates(req, cat, self.ctx) if self.fast else None
+        hit = memo.entry(req, cat, self.ctx) if self.fast else None
+        self.memo = hit[0] if hit is not None else None
+        # ... and the Quick each plan gives at a run time (same plan, same wall hours: same Quick)
+        self.quotes: dict[tuple[str, int, int, float], Quick] | None = (
+            hit[1].setdefault("recommend.quotes", {}) if hit is not None else None)
+        if self.quotes is not None and len(self.quotes) > QUOTES_MAX:
+            self.quotes.clear()
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
@@ -138,25 +147,35 @@ class _Scanner:
                     self.memo[key] = r
             else:
                 r = self.mod.requote(self.ctx, r)
-            detail = _get(r, "detail")
-            blocked = bool(detail is not None and getattr(detail, "problems", None))
-            choice = getattr(detail, "choice", None)
-            dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
-            fits = bool(_get(r, "fits", "feasible")) and not blocked
-            return Quick(
-                fits=fits,
-                wall_hours=float(_get(r, "wall_hours") or math.inf),
-                gpu_hours=float(_get(r, "gpu_hours") or math.inf),
-                per_gpu_gib=float(_get(r, "per_gpu_gib") or 0.0),
-                host_ram_gib=float(_get(r, "host_ram_gib") or 0.0),
-                problems=tuple(_get(r, "problems") or ()) or ((str(_get(r, "reason")),) if _get(r, "reason") else ()),
-                replicas=max(1, dp),
-                wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
-            )
+            if self.quotes is not None:
+                qkey = (*key, r.wall_hours)
+                got = self.quotes.get(qkey)
+                if got is None:
+                    got = self.quotes[qkey] = self._quote(r)
+                return got
+            return self._quote(r)
         e = self.full(gpu, count, gpn)
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
                      per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib,
                      replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
+
+    def _quote(self, r: Any) -> Quick:
+        """The recommender's view of one fast-path result (an ``estimate.QuickResult``)."""
+        detail = r.detail
+        blocked = bool(detail is not None and getattr(detail, "problems", None))
+        choice = getattr(detail, "choice", None)
+        dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
+        fits = bool(r.fits) and not blocked
+        return Quick(
+            fits=fits,
+            wall_hours=float(r.wall_hours or math.inf),
+            gpu_hours=float(r.gpu_hours or math.inf),
+            per_gpu_gib=float(r.per_gpu_gib or 0.0),
+            host_ram_gib=float(r.host_ram_gib or 0.0),
+            problems=(str(r.reason),) if r.reason else (),
+            replicas=max(1, dp),
+            wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
+        )
 
     def global_batch(self) -> int | None:
         """Samples per optimizer step as the config states them (training.global_batch), or None:
@@ -169,15 +188,6 @@ class _Scanner:
         if self.fast and hasattr(self.mod, "estimate_from"):
             return self.mod.estimate_from(self.ctx, gpu, count, gpn)
         return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)
-
-
-def _get(obj: Any, *names: str) -> Any:
-    for n in names:
-        if isinstance(obj, dict) and n in obj:
-            return obj[n]
-        if hasattr(obj, n):
-            return getattr(obj, n)
-    return None
 
 
 # ---- candidates ----------------------------------------------------------------------------------
@@ -354,6 +364,10 @@ class _Recommender:
         self.rpy = costmod.runs_per_year(req)
         self.not_training = {e.id for e in cat.platforms.training_excluded}
         self.buyable_cache: dict[tuple[str, int], bool] = {}
+        self.sold_cache: dict[str, bool] = {}  # market.can_buy per GPU id (the country is fixed)
+        # (id(inst), id(w)) -> (overhead hours, egress $, $/h, reserved $/h, spot $/h)
+        self.overhead_cache: dict[tuple[int, int], tuple[float, float, float, float | None, float | None]] = {}
+        self.storage_cache: dict[int, tuple[sysmod.Workload, float]] = {}  # id(w) -> (w, storage_per_hour)
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
 
@@ -514,34 +528,44 @@ class _Recommender:
     def price_rough(self, c: Cand, w: sysmod.Workload) -> Cand:
         """The candidate with its rent price (exact: the offer's rate) and a rough buy price (capex
         from the GPU share of a server), scored."""
-        st_h = self.storage_per_hour(w)
+        st = self.storage_cache.get(id(w))
+        if st is None or st[0] is not w:
+            st = self.storage_cache[id(w)] = (w, self.storage_per_hour(w))
+        st_h = st[1]
         rent: dict[str, Any] = {}
         # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
         hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
-            over_h, egress = self.overhead(inst, w)
+            okey = (id(inst), id(w))  # both held while this call runs (the catalog; st above)
+            got = self.overhead_cache.get(okey)
+            if got is None:  # the offer's figures, read once per call (USD properties of the catalog row)
+                got = self.overhead_cache[okey] = (*self.overhead(inst, w), inst.price_usd_per_hour,
+                                                   inst.reserved_1y_usd_per_hour, inst.spot_usd_per_hour)
+            over_h, egress, usd_h, res_h, spot_h = got
             rent_run = rate * (c.q.wall_hours + over_h) + egress + st_h * max(c.q.wall_hours, 1.0)
             times = f" x{n}" if n > 1 else ""
             r1 = self.cat.fac("reserved_1y_discount")
-            res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
+            res_rate = (res_h or usd_h * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
             reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
                              + st_h * max(c.q.wall_hours, 1.0) * self.rpy)
             rent = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress,
                 rent_label=f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})",
-                rent_gpu_hour=inst.price_usd_per_hour / inst.gpu_count, tier=inst.tier,
+                rent_gpu_hour=usd_h / inst.gpu_count, tier=inst.tier,
                 idle=inst.gpu_count * n - c.count,  # GPUs paid for but unused (smallest offer >= count)
-                spot_run=(inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
-                          if inst.spot_usd_per_hour else None),
+                spot_run=(spot_h * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
+                          if spot_h else None),
                 reserved_year=reserved_year, rent_total=min(rent_run * self.rpy, reserved_year) * self.y)
         c = c.but(**rent)
         used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
         unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        sold_here = market.can_buy(self.cat, self.d.country, c.gpu)  # no export rule, and sold there
+        sold_here = self.sold_cache.get(c.gpu.id)
+        if sold_here is None:  # no export rule, and sold there
+            sold_here = self.sold_cache[c.gpu.id] = market.can_buy(self.cat, self.d.country, c.gpu)
         # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
         if unit and (pinned or (sold_here and self._buyable(c))):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
@@ -981,7 +1005,7 @@ class _Recommender:
         """The time / cost front over every exact-priced candidate (several shapes of one GPU may be
         on it): no point is both slower and dearer per run than another. The pick carries the price
         the answer quotes."""
-        pts: list[ParetoPoint] = []
+        pts: list[tuple[float, float, Cand, bool]] = []  # models only for the points on the front
         for c in priced:
             # Only exact prices: a rent price is exact once priced, a bought build once sized.
             if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
@@ -989,13 +1013,13 @@ class _Recommender:
             run = win_run if c is win and win_run is not None else self.per_run(c)
             rented = win_rented if c is win else c.mode == "rent"
             if math.isfinite(run):
-                pts.append(ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=round(c.q.wall_hours, 3),
-                                       cost_per_run_usd=round(run, 2), rented=rented))
-        pts.sort(key=lambda p: (p.wall_hours, p.cost_per_run_usd))
+                pts.append((round(c.q.wall_hours, 3), round(run, 2), c, rented))
+        pts.sort(key=lambda p: (p[0], p[1]))
         front: list[ParetoPoint] = []
-        for p in pts:
-            if not front or p.cost_per_run_usd < front[-1].cost_per_run_usd:
-                front.append(p)
+        for wall, run, c, rented in pts:
+            if not front or run < front[-1].cost_per_run_usd:
+                front.append(ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=wall,
+                                         cost_per_run_usd=run, rented=rented))
         return front
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuwiz.core import memo
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
 from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
@@ -197,6 +198,18 @@ def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean:
     """Chassis that take the GPUs, best first: the smallest kind of box (for up to 2 GPUs; past that
     any kind that takes them), then price. Lean chassis only on the lean tier. When no chassis takes
     cards this wide, the boxes that take narrower (2-slot blower) variants of an open-air card."""
+    tbl = memo.table(cat, "chassis_options", catalog_only=True)
+    key = (gpu.id, gpus_per_node, site, lean)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is not memo.MISS:
+        return list(hit)
+    out = _chassis_options(cat, gpu, gpus_per_node, site, lean)
+    if tbl is not None:
+        tbl.put(key, tuple(out))
+    return out
+
+
+def _chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bool) -> list[Chassis]:
     pool = [c for c in cat.platforms.chassis if lean or not c.lean]
     fits = [c for c in pool if chassis_fits(c, gpu, gpus_per_node, site)]
     if not fits and gpu.cooling == "open-air":  # 2-slot blower variants exist (RTX 3090 / 4090 "turbo")
@@ -449,9 +462,23 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
                 w: Workload, lean: bool = False, used: bool | None = None) -> Build:
     """The build to own. ``lean``: the small-budget tier (a lean chassis if one takes the GPUs, no
     bulk HDD, no ingest NIC, host RAM at its floor). ``used``: price used GPUs (default: the
-    deployment's ``used_hardware``)."""
+    deployment's ``used_hardware``). Memoised (core.memo) on everything it reads: the builds of a
+    search's shortlist are the same for every edit that leaves the workload and the site alone."""
     site = req.deployment.site
     used = req.deployment.used_hardware if used is None else used
+    tbl = memo.table(cat, "size_system", 512)  # a search sizes ~10-60 builds
+    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is not memo.MISS:
+        return hit  # type: ignore[no-any-return]
+    build = _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site)
+    if tbl is not None:
+        tbl.put(key, build)
+    return build
+
+
+def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload, lean: bool, used: bool,
+                 site: str) -> Build:
     if gpu.price_new_usd is None and gpu.price_used_usd:
         used = True  # no longer sold new: the used market is the only way to buy it
     options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
