@@ -70,3 +70,30 @@ def test_recompute_costs_its_forward_pass(cat):
     on = estimate(req(**base, training={**tr, "activation_checkpointing": "full"}), cat, "h100-sxm", 8)
     ratio = on.time.gpu_hours / off.time.gpu_hours
     assert 1.2 <= ratio <= 1.4
+
+
+def test_recompute_with_early_stop_skips_the_down_projection(cat, tmp_path):
+    # PyTorch's non-reentrant checkpoint (FSDP, llm-foundry, torchtitan) stops recomputing once backward's
+    # inputs exist again: the MLP down projection, the block's last GEMM, is not re-run. The same run on the
+    # same stack with early stop switched off in an overlay pays the whole block forward again.
+    st = next(s for s in cat.stacks if s.id == "pytorch")
+    assert st.recompute_early_stop
+    import yaml
+
+    entry = st.model_dump(mode="json") | {"recompute_early_stop": False}
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({"stacks": [entry]}), encoding="utf-8")
+    reentrant = load_catalog(str(overlay))
+    assert not next(s for s in reentrant.stacks if s.id == "pytorch").recompute_early_stop
+    base = dict(model={"preset": "llama-2-7b", "seq_len": 2048}, data={"tokens": 1e10})
+    tr = {"method": "pretrain", "global_batch": 64, "micro_batch": 1, "parallel": {"zero_stage": 3},
+          "stack": "pytorch"}
+    off = estimate(req(**base, training={**tr, "activation_checkpointing": "none"}), cat, "h100-sxm", 8)
+    early = estimate(req(**base, training={**tr, "activation_checkpointing": "full"}), cat, "h100-sxm", 8)
+    full = estimate(req(**base, training={**tr, "activation_checkpointing": "full"}), reentrant, "h100-sxm", 8)
+    h, f = 4096, 11008
+    skip = h * f / (4 * h * h + 3 * h * f)  # the down projection's share of a Llama block's GEMM FLOPs: 0.22
+    extra_early = early.time.gpu_hours - off.time.gpu_hours
+    extra_full = full.time.gpu_hours - off.time.gpu_hours
+    assert extra_full > extra_early > 0
+    assert extra_early / extra_full == pytest.approx(1 - skip, abs=0.06)
