@@ -109,8 +109,10 @@ def microbatch_time(w: WorkShape, r: GpuRates, st: StackEntry, *, tokens: float,
     if w.experts > 1:
         local = max(1.0, w.experts / max(1, ep))
         m_e = t * w.top_k * max(1, ep) / w.experts
-        g_down = local * _gemm(m_e, h, f / tp, r)
-        g_mlp = local * _gemm(m_e, n_up * f / tp, h, r) + g_down + _gemm(t, w.experts, h, r)
+        # the local experts run as one grouped GEMM (Megatron-Core --moe-grouped-gemm, torchtitan grouped_mm):
+        # one fixed cost per projection, not one per expert
+        g_down = _gemm(local * m_e, h, f / tp, r)
+        g_mlp = _gemm(local * m_e, n_up * f / tp, h, r) + g_down + _gemm(t, w.experts, h, r)
     else:
         g_down = _gemm(t, h, f / tp, r)
         g_mlp = _gemm(t, n_up * f / tp, h, r) + g_down
