@@ -371,13 +371,20 @@ class RelSpeed:
         key = (mb, tp, pp, "shape")
         hit = self.local.get(key)
         if hit is None:
-            flops = units_mb * mflops_unit / (tp * pp * max(1, self.cp))
-            loss = []
-            for r, peak in ((self.ref_rates, self.ref_peak), (self.anchor_rates, self.anchor_peak)):
-                t = self._t(w, r, self.ref_stack, False, units_mb, mb, tp, pp, "none")
-                eff = flops / (t * peak) if t > 0 else 0.0
-                loss.append(self._canon(w, r, peak) / eff if eff > 0 else 1.0)
-            hit = self.local[key] = loss[0] / loss[1]
+            # the same for every GPU of the generation: shared through the catalog-wide memo
+            gkey = ("shape", w, self.ref_rates, self.anchor_rates, self.ref_stack.id, units_mb, mflops_unit, mb, tp,
+                    pp, self.cp, self.ep)
+            hit = self.memo.get(gkey)
+            if hit is None:
+                flops = units_mb * mflops_unit / (tp * pp * max(1, self.cp))
+                loss = []
+                for r, peak in ((self.ref_rates, self.ref_peak), (self.anchor_rates, self.anchor_peak)):
+                    t = microbatch_time(w, r, self.ref_stack, tokens=units_mb, tp=tp, cp=self.cp, ep=self.ep,
+                                        layers=w.layers / pp, head=True, ckpt="none", fp8=False).total_s
+                    eff = flops / (t * peak) if t > 0 else 0.0
+                    loss.append(self._canon(w, r, peak) / eff if eff > 0 else 1.0)
+                hit = self.memo[gkey] = loss[0] / loss[1]
+            self.local[key] = hit
         return hit
 
     def _canon(self, w: WorkShape, r: GpuRates, peak: float) -> float:
