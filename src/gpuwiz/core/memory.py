@@ -728,6 +728,16 @@ def memory_consts(
         work = max(layer_activation_bytes(seq, h, a, f, model.mlp, flash, "none", shape=ls, moe=m)
                    for m, k in ((False, n_dense), (True, n_moe)) if k)
         head = head_activation_bytes(seq, h, model.vocab or 0, chunked=chunked_loss)
+        if precision in ("fp32", "tf32"):
+            # No autocast: every kept tensor is 4 bytes, not 2; the dropout masks stay 1 byte (bool), and
+            # the logits are fp32 already (their fp32 copy for the loss becomes the log-softmax output)
+            masks = 2.0 * seq * h if ls.dropout else 0.0
+            scores_mask = float(ls.heads) * seq * seq if ls.dropout and not flash else 0.0
+            for mode in CKPT_MODES:
+                m = 0.0 if mode == "full" else masks + (scores_mask if mode == "none" else 0.0)
+                act_layer[mode] = 2.0 * act_layer[mode] - m
+            work = 2.0 * work - masks - scores_mask
+            head = head + 2.0 * seq * (model.vocab or 0) + 4.0 * seq * h
         if lora:
             # PEFT adapter inputs (dropout copy) and rank-r intermediates: 2·(4·s·b·(r + h) + s·b·h) bytes
             # per layer (pacman100 in huggingface/transformers#25572)

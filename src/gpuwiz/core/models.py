@@ -253,8 +253,8 @@ class VisionArch(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: Literal["resnet", "convnext", "vit", "unet"]
-    stages: tuple[int, ...] = ()
-    widths: tuple[int, ...] = ()
+    stages: list[int] = Field(default_factory=list)
+    widths: list[int] = Field(default_factory=list)
     expansion: int = Field(4, ge=1, le=64)
     patch: int = Field(16, ge=1, le=1024)
     cls_tokens: int = Field(1, ge=0, le=1024)
@@ -266,7 +266,7 @@ class VisionArch(BaseModel):
     latent_factor: int = Field(8, ge=1, le=64)
     latent_channels: int = Field(4, ge=1, le=1024)
     layers_per_block: int = Field(2, ge=1, le=64)
-    transformer_depth: tuple[int, ...] = ()
+    transformer_depth: list[int] = Field(default_factory=list)
     mid_depth: int = Field(1, ge=0, le=1_000)
     context_tokens: int = Field(77, ge=0, le=1_000_000)
     context_dim: int = Field(768, ge=0, le=1_000_000)
