@@ -191,3 +191,14 @@ def test_bert_large_fp32_on_v100_matches_the_hf_measurement(cat):
                       "activation_checkpointing": "none", "parallel": {"zero_stage": 0, "offload": "none"}})
     got = estimate(r, cat, "v100-16gb-sxm2", 1).memory.per_gpu_gib
     assert abs(got / (14949e6 / GIB) - 1) <= 0.10, got
+
+
+def test_an_incomplete_layer_list_is_one_line_naming_the_overlay(tmp_path):
+    from gpuwiz.core.errors import GpuwizError
+    over = tmp_path / "vision.yaml"
+    over.write_text("models:\n- id: resnet-50\n"
+                    "  vision: {kind: resnet, stages: [3, 4, 6], widths: [64, 128, 256, 512]}\n", encoding="utf-8")
+    with pytest.raises(GpuwizError) as exc:
+        load_catalog(over)
+    msg = str(exc.value).splitlines()[0]
+    assert msg.startswith(f"{over}:3:") and "vision" in msg and "same length" in msg, msg

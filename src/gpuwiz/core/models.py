@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from gpuwiz.core.money import MoneyUSD
 from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
+from gpuwiz.i18n import _
 
 CONFIG_VERSION: Final = 1
 
@@ -273,6 +274,22 @@ class VisionArch(BaseModel):
     # Frozen modules the training step runs and keeps on every GPU besides the trained network (a diffusion
     # model's text encoders and VAE), parameters; held in 16 bits under mixed precision, 32 in fp32
     companion_params: float = Field(0.0, ge=0, le=1e12)
+
+    @model_validator(mode="after")
+    def _complete(self) -> VisionArch:
+        """The fields its ``kind`` needs, consistent with each other (the memory model reads them as given)."""
+        if self.kind in ("resnet", "convnext"):
+            if not self.stages or len(self.stages) != len(self.widths):
+                raise ValueError(_("a {kind} needs stages and widths of the same length (one per stage)").format(
+                    kind=self.kind))
+        elif self.kind == "vit":
+            if not (self.layers and self.hidden and self.heads):
+                raise ValueError(_("a vit needs layers, hidden and heads"))
+        elif not self.widths or len(self.transformer_depth) > len(self.widths):
+            raise ValueError(_("a unet needs widths (one per level) and at most one transformer_depth per level"))
+        if any(v < 1 for v in (*self.stages, *self.widths)) or any(d < 0 for d in self.transformer_depth):
+            raise ValueError(_("stages and widths must be >= 1, transformer_depth >= 0"))
+        return self
 
 
 class ResolvedModel(BaseModel):
