@@ -53,15 +53,18 @@ def test_resnet_bottleneck_stage_by_operator():
     head = 256 * 64
     idx = 64 * 8 * 8  # int64 max-pool indices, 8 bytes each
     assert vision_activation_bytes(a, side, "none", True, 2.0) == 2 * (stem + block + head) + 8 * idx
-    # fp32 doubles everything but the indices
+    # fp32 doubles everything but the indices; BatchNorm runs in 16 bits under autocast (no fp32 copies)
     assert vision_activation_bytes(a, side, "none", True, 4.0) == 4 * (stem + block + head) + 8 * idx
 
 
 def test_convnext_block_keeps_twelve_c_per_pixel():
     a1 = VisionArch(kind="convnext", stages=(1,), widths=(96,))
     a2 = VisionArch(kind="convnext", stages=(2,), widths=(96,))
-    d = vision_activation_bytes(a2, 224, "none") - vision_activation_bytes(a1, 224, "none")
-    assert d == 2 * 12 * 96 * 56 * 56  # dwconv in/out, LN out (C each), fc1 out + GELU out (4C each), fc2 out
+    d = vision_activation_bytes(a2, 224, "none", True, 4.0) - vision_activation_bytes(a1, 224, "none", True, 4.0)
+    assert d == 4 * 12 * 96 * 56 * 56  # dwconv in/out, LN out (C each), fc1 out + GELU out (4C each), fc2 out
+    # under autocast the LayerNorm keeps an fp32 copy of its input: one more 16-bit element per channel
+    d = vision_activation_bytes(a2, 224, "none", True, 2.0) - vision_activation_bytes(a1, 224, "none", True, 2.0)
+    assert d == 2 * (12 + 1) * 96 * 56 * 56
 
 
 def test_vit_tokens_and_blocks_match_the_transformer_layer():
@@ -70,11 +73,15 @@ def test_vit_tokens_and_blocks_match_the_transformer_layer():
     assert t == 197
     ls = LayerShape(hidden=768, heads=12, ffn=3072, gated=False, dropout=False)
     layer = sum(layer_activation_parts(t, ls, flash=True).values())
-    # patch embedding keeps the image; the final norm its input
-    assert vision_activation_bytes(a, 224, "none") == 12 * layer + 2 * 3 * 224 * 224 + 2 * t * 768
-    # eager attention adds the softmax output 2·a·s² per layer
-    assert vision_activation_bytes(a, 224, "none", flash=False) - vision_activation_bytes(a, 224, "none") == \
-        12 * 2 * 12 * t * t
+    # fp32: the patch embedding keeps the image, the final norm its input, each tensor 4 bytes
+    assert vision_activation_bytes(a, 224, "none", True, 4.0) == 2 * (12 * layer + 2 * 3 * 224 * 224 + 2 * t * 768)
+    # autocast: the two LayerNorms per block and the final one keep fp32 copies of their inputs
+    amp = 12 * (layer + 2 * 2 * t * 768) + 2 * 3 * 224 * 224 + 4 * t * 768
+    assert vision_activation_bytes(a, 224, "none") == amp
+    # eager attention adds the softmax output a·s² per layer: fp32 (4 B) + the 16-bit copy the GEMM reads (2 B)
+    assert vision_activation_bytes(a, 224, "none", flash=False) - amp == 12 * 6 * 12 * t * t
+    assert vision_activation_bytes(a, 224, "none", False, 4.0) - vision_activation_bytes(a, 224, "none", True, 4.0) \
+        == 12 * 4 * 12 * t * t
 
 
 def test_resnet50_inside_the_dle_bound(cat):
@@ -160,7 +167,8 @@ def test_estimate_reads_the_layer_list_at_the_requested_resolution(cat):
     a = arch(cat, "vit-b-16")
     assert act(None) * GIB == pytest.approx(8 * vision_activation_bytes(a, 224, "none"), rel=1e-3)
     assert act(384) > 2.9 * act(None)  # 577 tokens vs 197, attention-free terms scale with tokens
-    assert act(None, "fp32") == pytest.approx(2 * act(None), rel=1e-3)
+    assert act(None, "fp32") * GIB == pytest.approx(8 * vision_activation_bytes(a, 224, "none", True, 4.0), rel=1e-3)
+    assert act(None, "fp32") > 1.5 * act(None)
 
 
 # ---- fp32 keeps 4-byte activations (token models too) ------------------------------------------------

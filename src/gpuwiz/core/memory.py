@@ -252,12 +252,16 @@ class VisionUnit:
     ``saved``: the tensors autograd keeps for the backward pass, the block's input included and its output
     not (the next block's input); ``boundary``: the block's input, all a checkpoint keeps; ``scores``: the
     attention probabilities, kept only by an eager (non-fused) attention without recompute; ``idx``:
-    int64 elements (max-pool indices), 8 bytes whatever the precision."""
+    int64 elements (max-pool indices), 8 bytes whatever the precision; ``wide``: the part of ``saved`` that
+    mixed precision keeps in fp32 -- autocast runs group_norm and layer_norm in fp32 (PyTorch AMP op
+    reference, "CUDA Ops that can autocast to float32"), so a norm keeps an fp32 copy of its input and a
+    SiLU after a GroupNorm keeps the fp32 GroupNorm output; BatchNorm runs in 16 bits."""
 
     saved: float
     boundary: float
     scores: float = 0.0
     idx: float = 0.0
+    wide: float = 0.0
 
 
 def _down(side: int, stride: int) -> int:
@@ -308,15 +312,15 @@ def _convnext_units(a: VisionArch, side: int) -> list[VisionUnit]:
     c0 = a.widths[0]
     sd = _down(side, 4)
     img = 3.0 * side * side
-    units = [VisionUnit(saved=img + float(c0 * sd * sd), boundary=img)]
+    units = [VisionUnit(saved=img + float(c0 * sd * sd), boundary=img, wide=float(c0 * sd * sd))]
     c_in = float(c0)
     for i, (n, c) in enumerate(zip(a.stages, a.widths, strict=True)):
         if i > 0:
             hw = float(sd * sd)
-            units.append(VisionUnit(saved=2.0 * c_in * hw, boundary=c_in * hw))
+            units.append(VisionUnit(saved=2.0 * c_in * hw, boundary=c_in * hw, wide=c_in * hw))
             sd = _down(sd, 2)
         hw = float(sd * sd)
-        units.extend(VisionUnit(saved=12.0 * c * hw, boundary=c * hw) for _ in range(n))
+        units.extend(VisionUnit(saved=12.0 * c * hw, boundary=c * hw, wide=c * hw) for _ in range(n))
         c_in = float(c)
     units.append(VisionUnit(saved=c_in * sd * sd, boundary=c_in * sd * sd))
     return units
@@ -333,8 +337,9 @@ def _vit_units(a: VisionArch, side: int) -> list[VisionUnit]:
     per = sum(layer_activation_parts(t, ls, flash=True).values()) / 2.0
     img = 3.0 * side * side
     units = [VisionUnit(saved=img, boundary=img)]
-    units.extend(VisionUnit(saved=per, boundary=t * h, scores=float(a.heads) * t * t) for _ in range(a.layers))
-    units.append(VisionUnit(saved=t * h, boundary=t * h))
+    units.extend(VisionUnit(saved=per, boundary=t * h, scores=float(a.heads) * t * t, wide=2.0 * t * h)
+                 for _ in range(a.layers))
+    units.append(VisionUnit(saved=t * h, boundary=t * h, wide=t * h))
     return units
 
 
@@ -361,7 +366,7 @@ def _unet_units(a: VisionArch, side: int) -> list[VisionUnit]:
 
     def resnet(c_in: float, c_out: float, s: int) -> VisionUnit:
         hw = float(s * s)
-        return VisionUnit(saved=3.0 * (c_in + c_out) * hw, boundary=c_in * hw)
+        return VisionUnit(saved=3.0 * (c_in + c_out) * hw, boundary=c_in * hw, wide=2.0 * (c_in + c_out) * hw)
 
     def transformer(c: int, s: int, d: int) -> VisionUnit:
         hw = s * s
@@ -369,7 +374,8 @@ def _unet_units(a: VisionArch, side: int) -> list[VisionUnit]:
         block = sum(layer_activation_parts(hw, ls, flash=True).values()) / 2.0
         cross = 4.0 * c * hw + 2.0 * t_ctx * c
         scores = float(d * heads(c)) * hw * (hw + t_ctx)
-        return VisionUnit(saved=3.0 * c * hw + d * (block + cross), boundary=float(c * hw), scores=scores)
+        return VisionUnit(saved=3.0 * c * hw + d * (block + cross), boundary=float(c * hw), scores=scores,
+                          wide=float(c * hw) * (1 + 3 * d))
 
     lat = float(a.latent_channels)
     units = [VisionUnit(saved=lat * sd * sd, boundary=lat * sd * sd)]
@@ -404,7 +410,8 @@ def _unet_units(a: VisionArch, side: int) -> list[VisionUnit]:
             up = sides[i - 1]
             units.append(VisionUnit(saved=ch * up * up, boundary=ch * sd * sd))
             sd = up
-    units.append(VisionUnit(saved=3.0 * ch * sd * sd + 2.0 * lat * sd * sd, boundary=ch * sd * sd))
+    units.append(VisionUnit(saved=3.0 * ch * sd * sd + 2.0 * lat * sd * sd, boundary=ch * sd * sd,
+                            wide=2.0 * ch * sd * sd))
     return units
 
 
@@ -415,18 +422,32 @@ def vision_activation_bytes(a: VisionArch, side: int, ckpt: str, flash: bool = T
     """Activation bytes of ONE sample of a vision model at image side ``side``, per operator.
 
     ``elem_bytes``: 2 under mixed precision (autocast runs convolutions and GEMMs in 16 bits and their
-    outputs are what is kept), 4 in fp32 / tf32. Checkpointing: ``none`` keeps every unit's ``saved``
+    outputs are what is kept; norms keep fp32 copies, ``VisionUnit.wide``; an eager softmax keeps its fp32
+    output and the 16-bit copy the next GEMM reads, 6 bytes per probability), 4 in fp32 / tf32 (the
+    probabilities 4 bytes). Checkpointing: ``none`` keeps every unit's ``saved``
     (+ the attention probabilities without a fused kernel); ``selective`` recomputes the attention core
-    only (drops the probabilities); ``full`` (each block checkpointed, as diffusers' and timm's
-    ``gradient_checkpointing`` do) keeps every block's input plus the largest block recomputed at a time.
+    only (drops the probabilities, but for the one block being recomputed); ``full`` (each block
+    checkpointed, as diffusers' and timm's ``gradient_checkpointing`` do) keeps every block's input plus
+    the largest block recomputed at a time.
     Channels-last (NHWC) changes the layout, not the count: the same bytes either way."""
     units = _VISION_UNITS[a.kind](a, max(1, side))
     keep_scores = ckpt == "none" and not flash
     idx = sum(u.idx for u in units) * 8.0
+    amp = elem_bytes < 4.0
+    wide = 1.0 if amp else 0.0  # the fp32 share costs one more 16-bit element's worth
+    sb = 3.0 if amp else 1.0  # probabilities: fp32 softmax output + 16-bit copy = 3 x 2 bytes
+
+    def held(u: VisionUnit, scores: bool) -> float:
+        return u.saved + wide * u.wide + (sb * u.scores if scores else 0.0)
+
     if ckpt == "full":
-        peak = max(u.saved - u.boundary + (0.0 if flash else u.scores) for u in units)
+        # checkpoint boundaries are block outputs, 16-bit under autocast
+        peak = max(held(u, not flash) - u.boundary for u in units)
         return (sum(u.boundary for u in units) + peak) * elem_bytes + idx
-    total = sum(u.saved + (u.scores if keep_scores else 0.0) for u in units)
+    total = sum(held(u, keep_scores) for u in units)
+    if ckpt == "selective" and not flash:
+        # the backward pass recomputes one block's attention core at a time: its probabilities, transiently
+        total += max(sb * u.scores for u in units)
     return total * elem_bytes + idx
 
 
