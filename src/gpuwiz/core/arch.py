@@ -360,6 +360,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             is_token_model=False, params_total=published_b * 1e9, params_active=published_b * 1e9,
             train_gflops_per_sample=f["train_gflops_per_sample"], act_gib_per_sample=f["act_gib_per_sample"],
             resolution=res, source=f.get("source"), default_micro_batch=f.get("default_micro_batch"),
+            vision=f.get("vision"),
             notes=(f"{name}: published per-sample figures at {res or '?'} px",),
             **({"seq_len": f["seq_len"]} if f.get("seq_len") else {}),
         )

@@ -31,6 +31,7 @@ from pydantic import (
 from gpuwiz.core import cache
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.hardware import PerfEntry
+from gpuwiz.core.models import VisionArch
 from gpuwiz.core.stacks import StackEntry
 from gpuwiz.core.units import HOURS_PER_MONTH
 from gpuwiz.core.yamlio import LineMap, parse, read_text
@@ -249,6 +250,7 @@ class ModelPreset(_Entry):
     train_gflops_per_sample: float | None = Field(None, gt=0)  # fwd+bwd, = 3 x forward
     act_gib_per_sample: float | None = Field(None, gt=0)  # activation memory / sample, mixed precision
     resolution: int | None = None  # image side in pixels at which the figures hold
+    vision: VisionArch | None = None  # layer list of a vision model (core.memory counts its activations)
     sample_kb: float | None = None  # typical stored sample size (dataset planning)
     default_micro_batch: int | None = None
 
