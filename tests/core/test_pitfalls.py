@@ -55,6 +55,20 @@ def ctx(req: Requirements | None = None, gpu: str = "a100-80gb-sxm", gpn: int = 
     return pit.Context(req=req, cat=CAT, gpu=g, build=build, est=est, cost=cost)
 
 
+TOWER_4GPU = next(c.name for c in CAT.platforms.chassis if c.id == "workstation-4gpu")
+
+
+def test_consumer_density_only_where_the_cards_sit_packed() -> None:
+    """Four 3-slot RTX 4090 in a tower recirculate each other's heat; gpuwiz's own build puts them in a
+    GPU chassis with a gap between the cards (90 mm pitch), where the warning would change nothing."""
+    c = ctx(gpu="rtx-4090", gpn=4, verdict="buy")
+    assert c.build is not None
+    ch = next(x for x in CAT.platforms.chassis if x.name == c.build.chassis)
+    assert ch.max_slot_width > CAT.gpu("rtx-4090").slot_width
+    assert not fired(c, "consumer-density")
+    assert fired(ctx(gpu="rtx-4090", gpn=4, verdict="buy", build_update={"chassis": TOWER_4GPU}), "consumer-density")
+
+
 def with_gpu(c: pit.Context, **upd: Any) -> pit.Context:
     assert c.gpu is not None
     return pit.Context(req=c.req, cat=c.cat, gpu=c.gpu.model_copy(update=upd), build=c.build, est=c.est, cost=c.cost)
@@ -175,7 +189,7 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
         lambda: ctx(gpu="rtx-4090", gpn=1, verdict="buy"),
     ),
     "consumer-density": (
-        lambda: ctx(gpu="rtx-4090", gpn=4, verdict="buy"),
+        lambda: ctx(gpu="rtx-4090", gpn=4, verdict="buy", build_update={"chassis": TOWER_4GPU}),
         lambda: ctx(gpu="rtx-4090", gpn=2, verdict="buy"),
     ),
     "geforce-eula": (

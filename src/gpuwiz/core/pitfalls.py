@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
-from gpuwiz.core.system import DIMM_TOLERANCE
+from gpuwiz.core.system import DIMM_TOLERANCE, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 
 
@@ -27,6 +27,7 @@ class Context:
     est: Estimate | None = None
     cost: CostAnalysis | None = None
     found: bool = True
+    buy_build: Build | None = None  # the build to own the verdict prices (beside a rented pick: another one)
 
     @property
     def buying(self) -> bool:
@@ -231,7 +232,10 @@ def _reserved(c: Context) -> str | None:  # P06
     if not c.cost or not c.cost.onprem or not c.cost.cloud or not c.build:
         return None
     tco = c.cost.onprem
-    gpus = c.build.nodes * c.build.gpus_per_node
+    own = c.buy_build or c.build
+    if own.gpu != c.build.gpu:
+        return None  # a GPU-hour of another GPU is other work: the verdict compares the two builds
+    gpus = own.nodes * own.gpus_per_node
     y = c.req.deployment.horizon_years
     full_hours = gpus * HOURS_PER_YEAR * y
     owned_full = (tco.capex_usd - tco.residual_value_usd + y * (tco.space_usd_per_year + tco.maintenance_usd_per_year
@@ -293,6 +297,9 @@ def _density(c: Context) -> str | None:  # P10
     g = c.gpu
     if not c.owns_hardware or not g or g.segment != "consumer" or c.gpus_per_node <= 2 or g.slot_width < 3:
         return None
+    ch = next((x for x in c.cat.platforms.chassis if c.build and x.name == c.build.chassis), None)
+    if ch is not None and ch.max_slot_width > g.slot_width:
+        return None  # a chassis with a gap between the cards (90 mm pitch GPU server), built for them
     return (f"{c.gpus_per_node} x {g.name} ({g.slot_width}-slot open-air coolers) recirculate each other's heat; "
             "more than 2 in one box needs blower or liquid-cooled cards, or a GPU server chassis.")
 
@@ -675,7 +682,9 @@ def _marketplace(c: Context) -> tuple[Severity, str] | None:
     if not c.renting or not c.cost or not c.cost.rent_offer:
         return None
     o = c.cost.rent_offer
-    if o.tier not in ("marketplace-community", "marketplace-secure"):  # the offer's tier (catalog data)
+    # The offer's tier (catalog data). The verified data-centre tier is what this warning advises:
+    # on it, the warning would change nothing.
+    if o.tier != "marketplace-community":
         return None
     sens = c.req.deployment.data_sensitivity
     sev: Severity = ("high" if sens in ("confidential", "regulated") and o.tier == "marketplace-community"
@@ -694,7 +703,9 @@ def _staging(c: Context) -> str | None:
     if not c.renting or not c.cost or not c.cost.rent_offer or not c.build:
         return None
     o = c.cost.rent_offer
-    data_gb = c.build.storage_needed_tb * 1000
+    # The dataset the overhead hours stage (system.workload_from, the one home of the dataset size),
+    # not the storage the run needs (that adds checkpoints, which are written, not staged).
+    data_gb = workload_from(c.req, c.cat, c.est).dataset_gb
     if o.overhead_hours < 1.0 and data_gb < 1000:
         return None
     return (f"Each rented run first stages ~{data_gb:,.0f} GB and pulls the image (~{o.overhead_hours:,.1f} h paid at "
