@@ -16,6 +16,7 @@ from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
 from gpuwiz.core.system import DIMM_TOLERANCE, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.i18n import _
 
 
 @dataclass(frozen=True)
@@ -117,13 +118,18 @@ def _vram_headroom(c: Context) -> tuple[Severity, str] | None:  # P01
         return None
     m = c.est.memory
     free = 1.0 - m.per_gpu_gib / m.capacity_gib if m.capacity_gib else 0.0
-    # The plan already keeps deployment.headroom free; warn only when it bites: within 5 % of the
-    # plan's limit (a longer sequence or a bigger micro-batch tips it over), or under 15 % free.
-    if m.per_gpu_gib <= 0.95 * m.usable_gib and free >= 0.15:
+    # The plan already keeps deployment.headroom free (its micro-batch fills the card up to that limit);
+    # warn only when it bites: under 15 % free, or within 5 % of the plan's limit with the slow (P90)
+    # end of the memory estimate above the card -- then the plan may not fit and the user plans a
+    # smaller micro-batch. Near the limit with the P90 inside the card, the warning changes nothing.
+    near = m.per_gpu_gib > 0.95 * m.usable_gib and m.p90_exceeds_capacity
+    if free >= 0.15 and not near:
         return None
     sev: Severity = "high" if free < 0.10 else "medium"
+    p90 = (" " + _("The high end of the memory estimate (P90 {p90:.1f} GiB) is above the card.").format(
+        p90=m.per_gpu_gib_range.high) if m.p90_exceeds_capacity and m.per_gpu_gib_range is not None else "")
     return sev, (f"Estimated {m.per_gpu_gib:.1f} GiB per GPU on a {m.capacity_gib:.0f} GiB card leaves {free:.0%} "
-                 "free. "
+                 "free." + p90 + " "
                  "CUDA context (0.3-1 GB per process), allocator fragmentation and activation spikes often take 20 %+; "
                  "if you estimate 40 GB, get the 80 GB card, or plan activation checkpointing / a smaller micro-batch.")
 
