@@ -276,6 +276,19 @@ def test_lean_tier_drops_bulk_disk_and_nic_and_costs_less() -> None:
     assert lean.bom[0].unit_usd == CAT.gpu("rtx-3090").price_used_usd
 
 
+def test_text_samples_are_sequences_not_images() -> None:
+    """20M BERT-large samples of 512 tokens are ~41 GB of text (4 bytes a token), not 20M x 110 KB
+    (the ImageNet JPEG size image models default to) = 2.2 TB to stage and store."""
+    def samples(model: dict[str, Any], n: float) -> Requirements:
+        return Requirements.model_validate({"model": model, "training": {"method": "full"}, "data": {"samples": n}})
+    text = sysmod.workload_from(samples({"preset": "bert-large"}, 20e6), CAT, None)
+    assert text.modality == "text" and text.dataset_gb == pytest.approx(20e6 * 512 * 4 / 1e9)
+    shorter = sysmod.workload_from(samples({"preset": "bert-large", "seq_len": 128}, 20e6), CAT, None)
+    assert shorter.dataset_gb == pytest.approx(text.dataset_gb / 4)
+    images = sysmod.workload_from(samples({"preset": "resnet-50"}, 1e6), CAT, None)
+    assert images.dataset_gb == pytest.approx(1e6 * 110 / 1e6)
+
+
 def test_stack_follows_the_plan() -> None:
     w = sysmod.workload_from(req(), CAT, None)
     import dataclasses

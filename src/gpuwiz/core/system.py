@@ -45,6 +45,7 @@ KEEP_LOCAL_CKPTS = 3  # the 2 latest (the last may be corrupt) + the one being w
 BULK_CKPT_HISTORY = 10  # checkpoints archived on the bulk tier
 FREE_SPACE = 1.25  # keep 20 % free
 
+TEXT_SEQ_DEFAULT = 512  # tokens per text sample when neither the config nor the preset says (BERT-class)
 MODALITY = {"cnn": "image", "vit": "image", "diffusion": "image", "speech": "audio"}
 
 
@@ -97,6 +98,11 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
         dataset_gb = float(req.data.dataset_gb)
     elif req.data.tokens:
         dataset_gb = req.data.tokens * 4 / 1e9  # raw text ~4 bytes per token (~4 chars/token)
+    elif req.data.samples and modality == "text" and not sample_kb:
+        # A text sample is a sequence of tokens (~4 bytes of raw text each), not a 110 KB image: 20M
+        # BERT sequences are ~40 GB, not 2.2 TB to stage and store.
+        seq = req.model.seq_len or (preset.seq_len if preset is not None else None) or TEXT_SEQ_DEFAULT
+        dataset_gb = req.data.samples * seq * 4 / 1e9
     elif req.data.samples:
         dataset_gb = req.data.samples * (sample_kb or 110.0) / 1e6
     else:
