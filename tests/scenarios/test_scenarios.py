@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core import system as sysmod
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import instance_ram_ok
 from gpuwiz.core.models import Recommendation, Requirements
@@ -65,6 +66,12 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             chassis = next((c for c in CAT.platforms.chassis if c.name == b.chassis), None)
             if chassis is not None:
                 assert gpu.cooling in chassis.cools, f"{gpu.cooling} {gpu.name} in {chassis.name}"
+                # The CPU fits the board (a WRX90 board takes Threadripper PRO, not a Xeon W).
+                cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
+                assert chassis.cpu_vendor in (None, cpu.vendor), (b.cpu, chassis.name)
+                # Open-air coolers packed slot to slot only as their blower / liquid variants.
+                if sysmod.packed_open_air(chassis, gpu, b.gpus_per_node):
+                    assert "blower" in next(x.note for x in b.bom if x.item == b.chassis)
                 if chassis.kind == "hgx":
                     assert b.gpus_per_node == chassis.max_gpus  # baseboards are sold whole
             assert b.gpus_per_node % gpu.sold_as_board == 0

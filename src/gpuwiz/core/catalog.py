@@ -330,6 +330,7 @@ class Chassis(_Entry):
     gpu_form: Literal["pcie", "sxm", "oam"]
     max_slot_width: int = Field(2, ge=1, le=4)  # widest PCIe card it takes at max_gpus
     cpu_segment: Literal["desktop", "workstation", "server"]
+    cpu_vendor: Literal["amd", "intel"] | None = None  # the board's socket takes this vendor's CPUs; None = either
     sockets: int = Field(1, ge=1, le=8)
     psu_w: float = Field(gt=0)
     rack_units: int | None = None  # None: tower

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
-from gpuwiz.core.system import DIMM_TOLERANCE, workload_from
+from gpuwiz.core.system import DIMM_TOLERANCE, packed_open_air, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.i18n import _
 
@@ -301,10 +301,10 @@ def _p2p(c: Context) -> tuple[Severity, str] | None:  # P09
 @rule("consumer-density", "high", "Puget Systems ML hardware recommendations (via sipoch) [weak]")
 def _density(c: Context) -> str | None:  # P10
     g = c.gpu
-    if not c.owns_hardware or not g or g.segment != "consumer" or c.gpus_per_node <= 2 or g.slot_width < 3:
+    if not c.owns_hardware or not g or g.cooling != "open-air" or c.gpus_per_node <= 2:
         return None
     ch = next((x for x in c.cat.platforms.chassis if c.build and x.name == c.build.chassis), None)
-    if ch is not None and ch.max_slot_width > g.slot_width:
+    if ch is not None and not packed_open_air(ch, g, c.gpus_per_node):
         return None  # a chassis with a gap between the cards (90 mm pitch GPU server), built for them
     return (f"{c.gpus_per_node} x {g.name} ({g.slot_width}-slot open-air coolers) recirculate each other's heat; "
             "more than 2 in one box needs blower or liquid-cooled cards, or a GPU server chassis.")

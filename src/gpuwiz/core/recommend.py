@@ -500,7 +500,7 @@ class _Recommender:
             best = 0.0
             for ch in sysmod.chassis_options(self.cat, gpu, gpn, self.d.site):
                 for cpu in self.cat.platforms.cpus:
-                    if cpu.segment == ch.cpu_segment:
+                    if sysmod.cpu_fits_chassis(cpu, ch):
                         best = max(best, cpu.max_memory_gb * min(ch.sockets, cpu.max_sockets))
             # No catalog chassis: a generic dual-socket server (12 TB = 2 x EPYC 9004 maximum).
             self.ram_cap[key] = best if best > 0 else 12_288.0
