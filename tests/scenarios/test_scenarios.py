@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core import system as sysmod
+from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import instance_ram_ok
 from gpuwiz.core.models import Recommendation, Requirements
