@@ -82,6 +82,8 @@ FACILITY_RANGES: dict[str, tuple[float, float]] = {
     "spot_overhead_frac": (0.0, 2.0), "goodput": (0.01, 1.0), "reserved_1y_discount": (0.0, 0.99),
     "reserved_3y_discount": (0.0, 0.99), "server_overhead_frac": (0.0, 10.0),
     "cloud_storage_usd_per_tb_month": (0.0, 1e5), "office_circuit_w": (100.0, 1e6),
+    # a negative setup time or price made a rented run's cost negative (the ranking then had no floor)
+    "psu_usd_per_w": (0.0, 100.0), "egress_usd_per_gb": (0.0, 100.0), "cloud_setup_hours": (0.0, 1000.0),
 }
 
 
