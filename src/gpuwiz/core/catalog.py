@@ -83,6 +83,8 @@ FACILITY_RANGES: dict[str, tuple[float, float]] = {
     "spot_overhead_frac": (0.0, 2.0), "goodput": (0.01, 1.0), "reserved_1y_discount": (0.0, 0.99),
     "reserved_3y_discount": (0.0, 0.99), "server_overhead_frac": (0.0, 10.0),
     "cloud_storage_usd_per_tb_month": (0.0, 1e5), "office_circuit_w": (100.0, 1e6),
+    # a negative setup time or price made a rented run's cost negative (the ranking then had no floor)
+    "psu_usd_per_w": (0.0, 100.0), "egress_usd_per_gb": (0.0, 100.0), "cloud_setup_hours": (0.0, 1000.0),
 }
 
 
@@ -367,6 +369,7 @@ class Chassis(_Priced):
     gpu_form: Literal["pcie", "sxm", "oam"]
     max_slot_width: int = Field(2, ge=1, le=4)  # widest PCIe card it takes at max_gpus
     cpu_segment: Literal["desktop", "workstation", "server"]
+    cpu_vendor: Literal["amd", "intel"] | None = None  # the board's socket takes this vendor's CPUs; None = either
     sockets: int = Field(1, ge=1, le=8)
     psu_w: float = Field(gt=0)
     rack_units: int | None = None  # None: tower

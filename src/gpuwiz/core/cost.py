@@ -439,7 +439,9 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     hybrid_own = 0
     units = build.nodes if build.nodes > 1 else build.gpus_per_node
     close = abs(buy_total - rent_total) <= 0.10 * min(buy_total, rent_total)
-    if units > 1 and close:
+    # Not when the ranking chose renting (its rented build is the answer; owning half of another build
+    # beside it is no coherent plan).
+    if units > 1 and close and decided != "rent":
         hybrid_own = max(1, units // 2)
         share = hybrid_own / units
         sub = build.model_copy(update={"nodes": hybrid_own} if build.nodes > 1 else {"gpus_per_node": hybrid_own})

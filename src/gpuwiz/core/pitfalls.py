@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
-from gpuwiz.core.system import DIMM_TOLERANCE
+from gpuwiz.core.system import DIMM_TOLERANCE, packed_open_air, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.i18n import _
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Context:
     est: Estimate | None = None
     cost: CostAnalysis | None = None
     found: bool = True
+    buy_build: Build | None = None  # the build to own the verdict prices (beside a rented pick: another one)
 
     @property
     def buying(self) -> bool:
@@ -116,13 +118,18 @@ def _vram_headroom(c: Context) -> tuple[Severity, str] | None:  # P01
         return None
     m = c.est.memory
     free = 1.0 - m.per_gpu_gib / m.capacity_gib if m.capacity_gib else 0.0
-    # The plan already keeps deployment.headroom free; warn only when it bites: within 5 % of the
-    # plan's limit (a longer sequence or a bigger micro-batch tips it over), or under 15 % free.
-    if m.per_gpu_gib <= 0.95 * m.usable_gib and free >= 0.15:
+    # The plan already keeps deployment.headroom free (its micro-batch fills the card up to that limit);
+    # warn only when it bites: under 15 % free, or within 5 % of the plan's limit with the slow (P90)
+    # end of the memory estimate above the card -- then the plan may not fit and the user plans a
+    # smaller micro-batch. Near the limit with the P90 inside the card, the warning changes nothing.
+    near = m.per_gpu_gib > 0.95 * m.usable_gib and m.p90_exceeds_capacity
+    if free >= 0.15 and not near:
         return None
     sev: Severity = "high" if free < 0.10 else "medium"
+    p90 = (" " + _("The high end of the memory estimate (P90 {p90:.1f} GiB) is above the card.").format(
+        p90=m.per_gpu_gib_range.high) if m.p90_exceeds_capacity and m.per_gpu_gib_range is not None else "")
     return sev, (f"Estimated {m.per_gpu_gib:.1f} GiB per GPU on a {m.capacity_gib:.0f} GiB card leaves {free:.0%} "
-                 "free. "
+                 "free." + p90 + " "
                  "CUDA context (0.3-1 GB per process), allocator fragmentation and activation spikes often take 20 %+; "
                  "if you estimate 40 GB, get the 80 GB card, or plan activation checkpointing / a smaller micro-batch.")
 
@@ -231,7 +238,10 @@ def _reserved(c: Context) -> str | None:  # P06
     if not c.cost or not c.cost.onprem or not c.cost.cloud or not c.build:
         return None
     tco = c.cost.onprem
-    gpus = c.build.nodes * c.build.gpus_per_node
+    own = c.buy_build or c.build
+    if own.gpu != c.build.gpu:
+        return None  # a GPU-hour of another GPU is other work: the verdict compares the two builds
+    gpus = own.nodes * own.gpus_per_node
     y = c.req.deployment.horizon_years
     full_hours = gpus * HOURS_PER_YEAR * y
     owned_full = (tco.capex_usd - tco.residual_value_usd + y * (tco.space_usd_per_year + tco.maintenance_usd_per_year
@@ -291,8 +301,11 @@ def _p2p(c: Context) -> tuple[Severity, str] | None:  # P09
 @rule("consumer-density", "high", "Puget Systems ML hardware recommendations (via sipoch) [weak]")
 def _density(c: Context) -> str | None:  # P10
     g = c.gpu
-    if not c.owns_hardware or not g or g.segment != "consumer" or c.gpus_per_node <= 2 or g.slot_width < 3:
+    if not c.owns_hardware or not g or g.cooling != "open-air" or c.gpus_per_node <= 2:
         return None
+    ch = next((x for x in c.cat.platforms.chassis if c.build and x.name == c.build.chassis), None)
+    if ch is not None and not packed_open_air(ch, g, c.gpus_per_node):
+        return None  # a chassis with a gap between the cards (90 mm pitch GPU server), built for them
     return (f"{c.gpus_per_node} x {g.name} ({g.slot_width}-slot open-air coolers) recirculate each other's heat; "
             "more than 2 in one box needs blower or liquid-cooled cards, or a GPU server chassis.")
 
@@ -675,7 +688,9 @@ def _marketplace(c: Context) -> tuple[Severity, str] | None:
     if not c.renting or not c.cost or not c.cost.rent_offer:
         return None
     o = c.cost.rent_offer
-    if o.tier not in ("marketplace-community", "marketplace-secure"):  # the offer's tier (catalog data)
+    # The offer's tier (catalog data). The verified data-centre tier is what this warning advises:
+    # on it, the warning would change nothing.
+    if o.tier != "marketplace-community":
         return None
     sens = c.req.deployment.data_sensitivity
     sev: Severity = ("high" if sens in ("confidential", "regulated") and o.tier == "marketplace-community"
@@ -694,7 +709,9 @@ def _staging(c: Context) -> str | None:
     if not c.renting or not c.cost or not c.cost.rent_offer or not c.build:
         return None
     o = c.cost.rent_offer
-    data_gb = c.build.storage_needed_tb * 1000
+    # The dataset the overhead hours stage (system.workload_from, the one home of the dataset size),
+    # not the storage the run needs (that adds checkpoints, which are written, not staged).
+    data_gb = workload_from(c.req, c.cat, c.est).dataset_gb
     if o.overhead_hours < 1.0 and data_gb < 1000:
         return None
     return (f"Each rented run first stages ~{data_gb:,.0f} GB and pulls the image (~{o.overhead_hours:,.1f} h paid at "

@@ -514,7 +514,7 @@ class _Recommender:
             best = 0.0
             for ch in sysmod.chassis_options(self.cat, gpu, gpn, self.d.site):
                 for cpu in self.cat.platforms.cpus:
-                    if cpu.segment == ch.cpu_segment:
+                    if sysmod.cpu_fits_chassis(cpu, ch):
                         best = max(best, cpu.max_memory_gb * min(ch.sockets, cpu.max_sockets))
             # No catalog chassis: a generic dual-socket server (12 TB = 2 x EPYC 9004 maximum).
             self.ram_cap[key] = best if best > 0 else 12_288.0
@@ -657,6 +657,13 @@ class _Recommender:
         c = c.but(exact=True)
         if c.capex is None:
             return c
+        # Size with the candidate's own CPU offload (the fast path's pinned host RAM): the workload
+        # before any estimate has none, so an offload build was ranked with the RAM of a build without
+        # it, and the answer's price (sized from the full estimate) came out dearer than the price it
+        # was ranked on -- a pick dominated on its own Pareto front.
+        if c.q.host_ram_gib > w.host_ram_gib:
+            w = dataclasses.replace(w, host_ram_gib=c.q.host_ram_gib,
+                                    offload=w.offload if w.offload != "none" else "optimizer")
         build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
         budget = self.d.budget_usd
         # The lean tier saves the platform extras (a few $k at most), used GPUs their price gap:
@@ -957,7 +964,8 @@ class _Recommender:
                                         (inst.ram_gb / GB_PER_GIB) if inst and inst.ram_gb else None,
                                         inst.local_nvme_tb if inst else None, f"cloud: {label}")
         alts = self.alternatives(win, ranked)
-        ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis)
+        ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis,
+                             buy_build=buy_build if analysis.onprem is not None else None)
         pits = pitmod.check(ctx)
         per_run: float | None
         if analysis.verdict == "rent" and cloud:
@@ -1038,6 +1046,16 @@ class _Recommender:
     def _decided(self, win: Cand, other: Cand) -> _Decided:
         """The ranking's rent-or-buy choice for cost.analyse (cheapest objective, mode either), and why
         it may differ from the plain dollar comparison there (``other`` is the other side's build)."""
+        if self.obj == "fastest" and self.d.mode == "either" and win.mode in ("rent", "buy") \
+                and other.q.wall_hours > win.q.wall_hours * CLEARLY_FASTER:
+            # Fastest within budget: the verdict prices the pick, not a slower build on the other side
+            # (240 rented H200 in 53 min were called "hybrid" beside an owned 4x RTX 5090 taking days).
+            msg = (_("the objective is fastest: the rented {n}-GPU build takes {t:,.1f} h a run, the {m}-GPU build "
+                     "to own {u:,.1f} h") if win.mode == "rent" else
+                   _("the objective is fastest: the owned {n}-GPU build takes {t:,.1f} h a run, the rented "
+                     "{m}-GPU build {u:,.1f} h"))
+            return {"decided": win.mode, "decided_why": msg.format(n=win.count, t=win.q.wall_hours, m=other.count,
+                                                                   u=other.q.wall_hours)}
         if self.obj != "cheapest" or self.d.mode != "either" or win.mode not in ("rent", "buy"):
             return {}
         why = ""

@@ -32,6 +32,7 @@ from gpuwiz.core import memo
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
 from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
+from gpuwiz.i18n import _
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82
@@ -46,6 +47,7 @@ KEEP_LOCAL_CKPTS = 3  # the 2 latest (the last may be corrupt) + the one being w
 BULK_CKPT_HISTORY = 10  # checkpoints archived on the bulk tier
 FREE_SPACE = 1.25  # keep 20 % free
 
+TEXT_SEQ_DEFAULT = 512  # tokens per text sample when neither the config nor the preset says (BERT-class)
 MODALITY = {"cnn": "image", "vit": "image", "diffusion": "image", "speech": "audio"}
 
 
@@ -98,6 +100,11 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
         dataset_gb = float(req.data.dataset_gb)
     elif req.data.tokens:
         dataset_gb = req.data.tokens * 4 / 1e9  # raw text ~4 bytes per token (~4 chars/token)
+    elif req.data.samples and modality == "text" and not sample_kb:
+        # A text sample is a sequence of tokens (~4 bytes of raw text each), not a 110 KB image: 20M
+        # BERT sequences are ~40 GB, not 2.2 TB to stage and store.
+        seq = req.model.seq_len or (preset.seq_len if preset is not None else None) or TEXT_SEQ_DEFAULT
+        dataset_gb = req.data.samples * seq * 4 / 1e9
     elif req.data.samples:
         dataset_gb = req.data.samples * (sample_kb or 110.0) / 1e6
     else:
@@ -191,7 +198,18 @@ def chassis_fits(ch: Chassis, gpu: GPU, gpus_per_node: int, site: str, slot_stri
         return False
     if site == "desk" and ch.kind not in TOWER_KINDS:
         return False
+    if slot_strict and packed_open_air(ch, gpu, gpus_per_node):
+        return False
     return not (slot_strict and form == "pcie" and ch.max_slot_width < gpu.slot_width)
+
+
+def packed_open_air(ch: Chassis, gpu: GPU, gpus_per_node: int) -> bool:
+    """The one cooling rule for open-air cards: three or more open-air coolers slot to slot (no gap:
+    the chassis' widest card is this card's width) recirculate each other's heat (Puget Systems); a
+    GPU chassis with a gap between the cards (90 mm pitch) cools them. Such a box takes blower or
+    liquid-cooled variants of the card instead."""
+    return (gpu.cooling == "open-air" and gpus_per_node > 2 and ch.gpu_form == "pcie"
+            and ch.max_slot_width <= gpu.slot_width)
 
 
 def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bool = False) -> list[Chassis]:
@@ -222,13 +240,20 @@ def pick_chassis(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bo
     return options[0] if options else None
 
 
+def cpu_fits_chassis(cpu: CPU, chassis: Chassis | None) -> bool:
+    """The one rule for which CPUs a chassis' board takes: its segment, and its socket's vendor when
+    the board has one (a WRX90 board takes Threadripper PRO, not a Xeon W)."""
+    if chassis is None:
+        return cpu.segment == "server"
+    return cpu.segment == chassis.cpu_segment and chassis.cpu_vendor in (None, cpu.vendor)
+
+
 def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
-    """Cheapest CPU (x sockets) of the chassis' segment with enough cores and lanes."""
-    seg = chassis.cpu_segment if chassis else "server"
+    """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes."""
     sockets_max = chassis.sockets if chassis else 2
     best: tuple[float, CPU, int] | None = None
     for cpu in cat.platforms.cpus:
-        if cpu.segment != seg:
+        if not cpu_fits_chassis(cpu, chassis):
             continue
         for sockets in range(1, min(sockets_max, cpu.max_sockets) + 1):
             # Dual-socket EPYC/Xeon: some lanes go to the socket link; usable lanes ~ 1.25x one socket.
@@ -238,7 +263,7 @@ def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> t
                 if best is None or cost < best[0]:
                     best = (cost, cpu, sockets)
     if best is None:  # nothing meets both: take the part with the most lanes, then cores
-        cands = [c for c in cat.platforms.cpus if c.segment == seg] or list(cat.platforms.cpus)
+        cands = [c for c in cat.platforms.cpus if cpu_fits_chassis(c, chassis)] or list(cat.platforms.cpus)
         if not cands:
             return None, 1
         cpu = max(cands, key=lambda c: (c.pcie_lanes, c.cores))
@@ -506,7 +531,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     fast_tb_target = max(min_fast_tb, fast_need_gb / 1000 if nodes == 1 else min(fast_need_gb / 1000, 30.0))
 
     # Network: the compute fabric (rails) and a separate storage / front-end network for clusters.
-    net, _, target_gbps = pick_network(cat, gpu, nodes)
+    net, _net_need, target_gbps = pick_network(cat, gpu, nodes)
     nics = 0
     per_gpu_gbps = 0.0
     net_lines: list[BomLine] = []
@@ -527,7 +552,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         fe_net = min(fe, key=lambda n: (n.gbps, n.nic_price_usd)) if fe else None
         fe_txt = ""
         if fe_net:
-            fe_ports, _, _ = fabric_ports(nodes + 2, fe_net.switch_radix)  # + storage and login nodes
+            fe_ports, _fe_a, _fe_b = fabric_ports(nodes + 2, fe_net.switch_radix)  # + storage and login nodes
             net_lines.append(BomLine(item=f"{fe_net.name} NIC", qty=nodes, unit_usd=fe_net.nic_price_usd,
                                      total_usd=fe_net.nic_price_usd * nodes, note="storage / front-end network"))
             net_lines.append(BomLine(item=f"{fe_net.name} switch ports + cables", qty=fe_ports,
@@ -648,6 +673,9 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                         + (f", {chassis.rack_units}U" if chassis.rack_units else ", tower"))
         if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
             chassis_note += f"; needs {chassis.max_slot_width}-slot (blower) variants of the card"
+        elif packed_open_air(chassis, gpu, gpus_per_node):
+            chassis_note += "; " + _("needs blower or liquid-cooled variants of the card (open-air coolers "
+                                     "slot to slot recirculate each other's heat)")
         bom.insert(0, BomLine(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
                               note=chassis_note))
         psu_w = int(chassis.psu_w)
