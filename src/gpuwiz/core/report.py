@@ -339,7 +339,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         out += [h1 + _("gpuwiz: no build meets the requirements for {model}").format(model=model_name), ""]
         if rec.dropped:
             out.append(_("Considered {n} candidate builds; dropped: ").format(n=rec.candidates_considered)
-                       + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + ".")
+                       + ", ".join(f"{n} {_(why)}" for why, n in rec.dropped.items()) + ".")
         if rec.binding_constraint:
             out += ["", _("Binding constraint ({kind}): {message}.").format(kind=rec.binding_constraint.kind,
                                                                            message=rec.binding_constraint.message)]
@@ -461,5 +461,5 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     if rec.pitfalls:
         out += ["", f"{h2}" + _("Warnings") if md else _("Warnings:"), *_pitfall_lines(rec, md)]
     if rec.dropped:
-        out += ["", _("Dropped candidates: ") + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + "."]
+        out += ["", _("Dropped candidates: ") + ", ".join(f"{n} {_(why)}" for why, n in rec.dropped.items()) + "."]
     return "\n".join(out) + "\n"

@@ -36,7 +36,7 @@ def nothing_fits(rec: Recommendation) -> RenderableType:
         line.append_text(plain(bc.message))
         parts.append(line)
     if rec.dropped:
-        parts.append(Text(_("Candidates dropped: ") + ", ".join(f"{k} ({v})" for k, v in rec.dropped.items()),
+        parts.append(Text(_("Candidates dropped: ") + ", ".join(f"{_(k)} ({v})" for k, v in rec.dropped.items()),
                           style="dim"))
     for s in rec.suggestions:
         parts.append(plain("• " + s))
