@@ -80,10 +80,12 @@ def untranslated(text: str, cat: Catalog) -> list[str]:
             continue
         if line.startswith("#"):
             skip = False
-        if skip or line.startswith("- **放置地点**"):
-            continue
+        if skip or line.lstrip().startswith(("- **放置地点**", "放置地点", "来源：")):
+            continue  # (the TUI shows a pitfall's source on its own line, the build's site in a row)
         s = re.sub(r"`[^`]*`", " ", line)
         s = re.sub(r"_\(来源：.*?\)_", " ", s)  # cited sources stay as written
+        s = re.sub(r'"[^"]*"', " ", s)  # quoted titles of cited articles
+        s = re.sub(r"\S+\.(com|org|edu|io|net|gov)\b\S*", " ", s)  # cited web addresses
         s = re.sub(r"'[^']*'", " ", s)  # quoted error messages stay as the software prints them
         s = re.sub(r"\b[a-z_]+\.[a-z_.]+\b", " ", s)  # config keys: schedule.deadline_days
         s = names.sub(" ", s)

@@ -19,6 +19,7 @@ Formulas follow ../shared/research/tco_and_pitfalls.md §C (defaults and sources
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -350,6 +351,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     y = years(req)
     mode = req.deployment.mode
     months = max(1, math.ceil(y * 12))
+    cash = market.cash(cat, req)  # money in the sentences: the user's currency
     if build is None or not gpu_priced:
         if rent is None:
             return CostAnalysis(verdict="rent", verdict_reason=_("no priced hardware or cloud offer in the catalog"))
@@ -358,7 +360,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
             cloud=cloud, verdict="rent",
             verdict_reason=_("{why}; rent {label} at {usd} per run").format(
                 why=_(no_buy_reason), label=rent.label,
-                usd=f"${rent.usd_per_run:,.{2 if rent.usd_per_run < 100 else 0}f}"),
+                usd=cash(rent.usd_per_run, 2 if rent.usd_per_run < 100 else 0)),
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
             monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0)
@@ -413,35 +415,35 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     be_txt = f"{breakeven:.0%}" if breakeven is not None and breakeven <= 1 else _("above 100%, never reached")
     verdict: Literal["rent", "buy", "hybrid"]
     if mode == "rent":
-        verdict, reason = "rent", _("you asked to rent; over {y:g} years renting costs ${rent:,.0f} vs ${buy:,.0f} "
-                                    "to own").format(y=y, rent=rent_total, buy=buy_total)
+        verdict, reason = "rent", _("you asked to rent; over {y:g} years renting costs {rent} vs {buy} "
+                                    "to own").format(y=y, rent=cash(rent_total), buy=cash(buy_total))
     elif mode == "buy":
         verdict = "buy"
-        reason = _("you asked to buy; owning costs ${buy:,.0f} over {y:g} years vs ${rent:,.0f} renting").format(
-            buy=buy_total, y=y, rent=rent_total)
+        reason = _("you asked to buy; owning costs {buy} over {y:g} years vs {rent} renting").format(
+            buy=cash(buy_total), y=y, rent=cash(rent_total))
         if by_resale:
-            reason += _("; cheaper only through the ${resale:,.0f} resale value at the end").format(
-                resale=parts.residual)
+            reason += _("; cheaper only through the {resale} resale value at the end").format(
+                resale=cash(parts.residual))
     elif hybrid_total is not None:
         verdict = "hybrid"
-        hybrid_txt = (_("owning and renting are within 10 % (${buy:,.0f} vs ${rent:,.0f} over {y:g} years): own "
-                        "{own} of {units} nodes for the base load and burst the rest to {label} (${hybrid:,.0f}), "
+        hybrid_txt = (_("owning and renting are within 10 % ({buy} vs {rent} over {y:g} years): own "
+                        "{own} of {units} nodes for the base load and burst the rest to {label} ({hybrid}), "
                         "hedging cloud price drift against obsolescence") if build.nodes > 1 else
-                      _("owning and renting are within 10 % (${buy:,.0f} vs ${rent:,.0f} over {y:g} years): own "
-                        "{own} of {units} GPUs for the base load and burst the rest to {label} (${hybrid:,.0f}), "
+                      _("owning and renting are within 10 % ({buy} vs {rent} over {y:g} years): own "
+                        "{own} of {units} GPUs for the base load and burst the rest to {label} ({hybrid}), "
                         "hedging cloud price drift against obsolescence"))
-        reason = hybrid_txt.format(buy=buy_total, rent=rent_total, y=y, own=hybrid_own, units=units,
-                                   label=rent.label, hybrid=hybrid_total)
+        reason = hybrid_txt.format(buy=cash(buy_total), rent=cash(rent_total), y=y, own=hybrid_own, units=units,
+                                   label=rent.label, hybrid=cash(hybrid_total))
     elif decided == "buy" or (decided is None and buy_total < BUY_MARGIN * rent_total):
         verdict = "buy"
-        reason = (_("owned GPUs busy {u:.0%} of the time (break-even {be}); over {y:g} years owning costs ${buy:,.0f} "
-                    "vs ${rent:,.0f} renting {label}").format(u=u, be=be_txt, y=y, buy=buy_total, rent=rent_total,
+        reason = (_("owned GPUs busy {u:.0%} of the time (break-even {be}); over {y:g} years owning costs {buy} "
+                    "vs {rent} renting {label}").format(u=u, be=be_txt, y=y, buy=cash(buy_total), rent=cash(rent_total),
                                                                label=rent.label)
                   + (_("; pays back in {months:.0f} months").format(months=payback)
                      if payback and not by_resale else ""))
         if by_resale:
-            reason += (_("; it wins only through the ${resale:,.0f} resale value at the end").format(
-                resale=parts.residual)
+            reason += (_("; it wins only through the {resale} resale value at the end").format(
+                resale=cash(parts.residual))
                        + (_(" (running costs pay it back after {months:.0f} months, past the {horizon:.0f}-month "
                             "horizon)").format(months=payback, horizon=horizon_months)
                           if payback else _(" (running costs never pay it back)")))
@@ -450,23 +452,24 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     else:
         verdict = "rent"
         if buy_total < BUY_MARGIN * rent_total:  # only with ``decided``: the ranking weighed more than dollars
-            reason = (_("renting {label} costs ${rent:,.0f} over {y:g} years; owning {buy_label} would cost "
-                        "${buy:,.0f}, but ").format(label=rent.label, rent=rent_total, y=y, buy_label=buy_label,
-                                                    buy=buy_total)
+            reason = (_("renting {label} costs {rent} over {y:g} years; owning {buy_label} would cost "
+                        "{buy}, but ").format(label=rent.label, rent=cash(rent_total), y=y, buy_label=buy_label,
+                                                    buy=cash(buy_total))
                       + (decided_why or _("the ranking's estimate put the two within the 10 % margin that buying "
                                           "needs")))
         elif buy_total < rent_total:
-            reason = _("owning would save only {save:.0%} (${buy:,.0f} vs ${rent:,.0f} renting {label} over {y:g} "
-                       "years), less than the {margin:.0%} that justifies tying up ${capex:,.0f} of capex").format(
-                save=1 - buy_total / rent_total, buy=buy_total, rent=rent_total, label=rent.label, y=y,
-                margin=1 - BUY_MARGIN, capex=parts.capex)
+            reason = _("owning would save only {save:.0%} ({buy} vs {rent} renting {label} over {y:g} "
+                       "years), less than the {margin:.0%} that justifies tying up {capex} of capex").format(
+                save=1 - buy_total / rent_total, buy=cash(buy_total), rent=cash(rent_total), label=rent.label, y=y,
+                margin=1 - BUY_MARGIN, capex=cash(parts.capex))
         else:
             reason = _("an owned {gpus}x {gpu} would be busy only {u:.0%} of the time (break-even {be}); renting "
-                       "{label} costs ${rent:,.0f} over {y:g} years vs ${buy:,.0f} to own").format(
-                gpus=gpus, gpu=build.gpu_name, u=u, be=be_txt, label=rent.label, rent=rent_total, y=y, buy=buy_total)
+                       "{label} costs {rent} over {y:g} years vs {buy} to own").format(
+                gpus=gpus, gpu=build.gpu_name, u=u, be=be_txt, label=rent.label, rent=cash(rent_total), y=y,
+                buy=cash(buy_total))
 
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus,
-                        p_equiv)
+                        p_equiv, cash=cash)
     series = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2),
                          buy_usd=round(parts.capex + opex_year / 12 * m, 2)) for m in range(months + 1)]
     return CostAnalysis(
@@ -482,8 +485,10 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
 
 def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float, busy: float,
                 breakeven: float | None, rent_total: float, buy_total: float, verdict: str, gpus: int,
-                p_equiv: float) -> list[str]:
-    """The inputs that would turn the verdict around, each with the value where it flips."""
+                p_equiv: float, cash: Callable[..., str] | None = None) -> list[str]:
+    """The inputs that would turn the verdict around, each with the value where it flips (money
+    formatted with ``cash``, ``market.cash``; USD without it)."""
+    cash = cash or market.usd_cash
     y = years(req)
     out: list[str] = []
     buying = buy_total < rent_total
@@ -505,8 +510,9 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         what = (_("above {ratio:.1f}x today's").format(ratio=ratio) if ratio >= 1.05
                 else _("more than {pct:.0%} below today's").format(pct=1 - ratio) if ratio <= 0.95
                 else _("about today's"))
-        out.append(_("cloud prices {what} (${flip:,.2f} instead of ${now:,.2f} for the work one owned GPU does in an "
-                     "hour) would favour {side}").format(what=what, flip=p_flip, now=p_equiv, side=side))
+        out.append(_("cloud prices {what} ({flip} instead of {now} for the work one owned GPU does in an "
+                     "hour) would favour {side}").format(what=what, flip=cash(p_flip, 2), now=cash(p_equiv, 2),
+                                                         side=side))
     # Horizon.
     for h in (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10):
         if h == y:
@@ -526,12 +532,12 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         energy_cost_y = (parts.power_idle_per_year + parts.power_per_gpu_hour * busy) * y
         if energy_cost_y > 0:
             factor = 1 + gap / energy_cost_y
-            out.append((_("electricity at {factor:.1f}x today's price (${kwh:.2f}/kWh) would favour renting")
+            out.append((_("electricity at {factor:.1f}x today's price ({kwh}/kWh) would favour renting")
                         if kwh_now else _("electricity at {factor:.1f}x today's price would favour renting")).format(
-                factor=factor, kwh=(kwh_now or 0.0) * factor))
+                factor=factor, kwh=cash((kwh_now or 0.0) * factor, 2)))
     if rent.spot_usd_per_run is not None and verdict != "rent":
         spot_total = rent.spot_usd_per_run * runs_per_year(req) * y
         if spot_total < buy_total:
-            out.append(_("spot instances (${usd:,.0f}/run incl. restarts) would make renting cheaper, if the jobs "
-                         "checkpoint and can miss the deadline").format(usd=rent.spot_usd_per_run))
+            out.append(_("spot instances ({usd}/run incl. restarts) would make renting cheaper, if the jobs "
+                         "checkpoint and can miss the deadline").format(usd=cash(rent.spot_usd_per_run)))
     return out

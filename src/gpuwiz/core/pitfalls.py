@@ -60,6 +60,10 @@ class Context:
             return self.build.nodes
         return self.est.plan.nodes if self.est else 1
 
+    def cash(self, usd: float | None, decimals: int = 0) -> str:
+        """A USD amount as the messages show it: in the user's currency (``market.cash``)."""
+        return market.cash(self.cat, self.req)(usd, decimals)
+
     def on_site(self, *kinds: str) -> bool:
         """Is the build going to live at one of these sites (user's choice, else inferred)?"""
         site = self.req.deployment.site
@@ -197,7 +201,7 @@ def _over(c: Context) -> tuple[Severity, str] | None:  # P04
         return None
     gpus = c.nodes * c.gpus_per_node
     need = u * gpus * HOURS_PER_YEAR
-    rent = (_(" Renting at ${rate:.2f}/GPU-h is cheaper.").format(rate=c.cost.rent_usd_per_gpu_hour)
+    rent = (_(" Renting at {rate}/GPU-h is cheaper.").format(rate=c.cash(c.cost.rent_usd_per_gpu_hour, 2))
             if c.cost.rent_usd_per_gpu_hour else _(" Renting is cheaper."))
     be_txt = (_("below the {be:.0%} break-even").format(be=be) if be is not None and be <= 1
               else _("and no utilisation breaks even at this cloud price"))
@@ -246,9 +250,9 @@ def _reserved(c: Context) -> str | None:  # P06
     res_rate = best.usd_per_hour * (1 - r1) / (best.gpus_per_instance * best.instances)
     if owned_full >= res_rate:
         return None
-    return _("A 24/7 reservation ({provider} {instance}, ~${res:.2f}/GPU-h) costs more than owning at full "
-             "utilisation (~${own:.2f}/GPU-h): if you would reserve anyway and can host it, buying is cheaper.").format(
-        provider=best.provider, instance=best.instance, res=res_rate, own=owned_full)
+    return _("A 24/7 reservation ({provider} {instance}, ~{res}/GPU-h) costs more than owning at full "
+             "utilisation (~{own}/GPU-h): if you would reserve anyway and can host it, buying is cheaper.").format(
+        provider=best.provider, instance=best.instance, res=c.cash(res_rate, 2), own=c.cash(owned_full, 2))
 
 
 # ---- used and consumer hardware ------------------------------------------------------------------
@@ -550,13 +554,13 @@ def _spot(c: Context) -> tuple[Severity, str] | None:  # P27
         return None
     multi = opt.instances > 1
     sev: Severity = "high" if multi else "medium"
-    msg = (_("Spot on {provider} {instance} would cut a run from ${od:,.0f} to ${spot:,.0f}, but instances are "
+    msg = (_("Spot on {provider} {instance} would cut a run from {od} to {spot}, but instances are "
              "reclaimed with 30 s-2 min notice: checkpoint every 10-30 min and make jobs resumable; {n} synchronous "
              "instances on spot stop whenever any one is reclaimed.") if multi else
-           _("Spot on {provider} {instance} would cut a run from ${od:,.0f} to ${spot:,.0f}, but instances are "
+           _("Spot on {provider} {instance} would cut a run from {od} to {spot}, but instances are "
              "reclaimed with 30 s-2 min notice: checkpoint every 10-30 min and make jobs resumable."))
-    return sev, msg.format(provider=opt.provider, instance=opt.instance, od=opt.cost_per_run_usd,
-                           spot=opt.cost_per_run_spot_usd, n=opt.instances)
+    return sev, msg.format(provider=opt.provider, instance=opt.instance, od=c.cash(opt.cost_per_run_usd),
+                           spot=c.cash(opt.cost_per_run_spot_usd), n=opt.instances)
 
 
 @rule("data-residency", "high",
@@ -594,7 +598,7 @@ def _export(c: Context) -> tuple[Severity, str] | str | None:  # P25
     if not c.buying and remote is not None and not market.remote_blocked(c.cat, country, g):
         return "info", _("Renting {gpu} outside {country} falls under the remote-access rule, not the export licence "
                          "for buying one: {summary} ({source}, {observed})").format(
-            gpu=g.name, country=country, summary=remote.summary, source=remote.source, observed=remote.observed)
+            gpu=g.name, country=country, summary=_(remote.summary), source=remote.source, observed=remote.observed)
     alts = [x.name for x in c.cat.gpus
             if not x.export_restricted and x.vendor == "nvidia" and x.release_year >= 2022][:4]
     alt = (_(" In-market options: {gpus}, or an in-country cloud.").format(gpus=", ".join(alts)) if alts
@@ -675,7 +679,8 @@ def _energy(c: Context) -> str | None:  # seeds: energy efficiency
     prec = c.req.training.precision
     ppw = (_(" {gpu} gives {gfw:.0f} GFLOPS/W at {prec}.").format(
         gpu=g.name, gfw=g.peak_tflops(prec) / g.tdp_w * 1000, prec=prec) if g else "")
-    return (_("Power is {share:.0%} of the yearly cost (${usd:,.0f}/yr).").format(share=share, usd=t.power_usd_per_year)
+    return (_("Power is {share:.0%} of the yearly cost ({usd}/yr).").format(share=share,
+                                                                            usd=c.cash(t.power_usd_per_year))
             + ppw + _(" A more efficient GPU, a power limit (~95 % speed at ~80 % power) or cheaper electricity "
                       "matter here; try --objective perf-per-watt."))
 
@@ -727,11 +732,11 @@ def _staging(c: Context) -> str | None:
     data_gb = c.build.storage_needed_tb * 1000
     if o.overhead_hours < 1.0 and data_gb < 1000:
         return None
-    return _("Each rented run first stages ~{gb:,.0f} GB and pulls the image (~{h:,.1f} h paid at ${rate:,.2f}/h on "
+    return _("Each rented run first stages ~{gb:,.0f} GB and pulls the image (~{h:,.1f} h paid at {rate}/h on "
              "{provider} {instance}); keep the dataset in object storage in the same region, and budget egress "
-             "(${egress:,.0f} per run for the weights; more if you pull checkpoints out).").format(
-        gb=data_gb, h=o.overhead_hours, rate=o.usd_per_hour, provider=o.provider, instance=o.instance,
-        egress=o.egress_usd)
+             "({egress} per run for the weights; more if you pull checkpoints out).").format(
+        gb=data_gb, h=o.overhead_hours, rate=c.cash(o.usd_per_hour, 2), provider=o.provider, instance=o.instance,
+        egress=c.cash(o.egress_usd))
 
 
 @rule("hgx-lead-time", "info",

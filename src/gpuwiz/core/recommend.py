@@ -1108,6 +1108,7 @@ class _Recommender:
         build's price), then the deadline, the site, memory, and policy (export / CUDA / VDI)."""
         d = priced.counts()
         if d.get(DROP_BUDGET) and self.d.budget_usd is not None:
+            cash = market.cash(self.cat, self.req)  # money in the user's currency
             costs: list[float] = []
             for c in priced.over_budget:
                 ways = [c.capex if self.d.mode != "rent" else None,
@@ -1115,8 +1116,8 @@ class _Recommender:
                 known = [x for x in ways if x is not None]
                 if known:
                     costs.append(min(known))
-            cheapest = _(": the cheapest build that fits costs ${usd:,.0f}").format(usd=min(costs)) if costs else ""
-            return BindingConstraint(kind="budget", message=_("budget ${usd:,.0f}").format(usd=self.d.budget_usd)
+            cheapest = _(": the cheapest build that fits costs {usd}").format(usd=cash(min(costs))) if costs else ""
+            return BindingConstraint(kind="budget", message=_("budget {usd}").format(usd=cash(self.d.budget_usd))
                                      + cheapest)
         if d.get(DROP_DEADLINE) or d.get(DROP_CAPACITY):
             within = (_("no build that fits finishes a run within the {days:,.1f}-day deadline")
@@ -1187,8 +1188,8 @@ class _Recommender:
                                                                                           h=h))
         dropped = priced.counts()
         if dropped.get(DROP_BUDGET) and self.d.budget_usd:
-            out.append(_("{n} fitting build(s) exceed the ${usd:,.0f} budget: raise it or rent").format(
-                n=dropped[DROP_BUDGET], usd=self.d.budget_usd))
+            out.append(_("{n} fitting build(s) exceed the {usd} budget: raise it or rent").format(
+                n=dropped[DROP_BUDGET], usd=market.cash(self.cat, self.req)(self.d.budget_usd)))
         if dropped.get(DROP_EXPORT):
             out.append(_("{n} GPU type(s) are export-restricted for {country}: use in-market GPUs or an in-country "
                          "cloud").format(n=dropped[DROP_EXPORT], country=self.d.country))

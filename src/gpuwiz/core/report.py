@@ -124,7 +124,7 @@ def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
                         else _("; the policy allows none of the catalog's offers (add your own with --catalog).")))
     for f in st.export:
         lines.append(_("- Export rule ({kind}, {effect}): {summary} [{source}, {observed}]").format(
-            kind=f.kind, effect=f.effect, summary=f.summary, source=f.source, observed=f.observed))
+            kind=f.kind, effect=f.effect, summary=_(f.summary), source=f.source, observed=f.observed))
     if len(lines) == 1 and st.data_sensitivity in ("internal", "public") and not st.export:
         return []
     return ["", f"{h2}" + _("Where it may run") if md else _("Where it may run:"), *lines]

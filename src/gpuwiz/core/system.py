@@ -369,7 +369,7 @@ def driver_stack(cat: Catalog, gpu: GPU) -> list[str]:
     if s is None:
         return [_("NVIDIA driver (see NVIDIA's CUDA compatibility table)"), f"CUDA >= {gpu.min_cuda or '12.0'}",
                 "PyTorch 2.x"]
-    return [_("NVIDIA driver {version}").format(version=s.driver), f"CUDA {s.cuda}", s.torch]
+    return [_("NVIDIA driver {version}").format(version=_(s.driver)), f"CUDA {s.cuda}", _(s.torch)]  # catalog text
 
 
 def framework_line(w: Workload) -> str:
