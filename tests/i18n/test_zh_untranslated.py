@@ -7,10 +7,9 @@ quoted error messages, the cited sources -- a stretch of text between Chinese ch
 holds three or more lowercase English words is an untranslated sentence. Technical words that
 stay English (config values such as ``lora`` or ``none``, units) are allowed by name.
 
-Known English on purpose, and why (each is skipped by its own marker, so new English elsewhere
-still fails): the estimator's assumption lines (core/estimate.py, owned by the accuracy work; the
-memo's "假设条件" block) and the placement line (``Build.site``, a sentence pitfalls read back; it
-needs a typed field first).
+Known English on purpose, and why (skipped by its own marker, so new English elsewhere still
+fails): the estimator's assumption lines (core/estimate.py, owned by the accuracy work; the memo's
+"假设条件" block).
 """
 
 from __future__ import annotations
@@ -80,8 +79,8 @@ def untranslated(text: str, cat: Catalog) -> list[str]:
             continue
         if line.startswith("#"):
             skip = False
-        if skip or line.lstrip().startswith(("- **放置地点**", "放置地点", "来源：")):
-            continue  # (the TUI shows a pitfall's source on its own line, the build's site in a row)
+        if skip or line.lstrip().startswith("来源："):
+            continue  # (the TUI shows a pitfall's source on its own line)
         s = re.sub(r"`[^`]*`", " ", line)
         s = re.sub(r"_\(来源：.*?\)_", " ", s)  # cited sources stay as written
         s = re.sub(r'"[^"]*"', " ", s)  # quoted titles of cited articles

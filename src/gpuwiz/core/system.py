@@ -621,6 +621,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     psu_need = psu_needed_w(gpu, max_w, hgx)
     heat_kw = sustained * nodes / 1000.0
     where = place(site, sustained, nodes, chassis, cat.fac("office_circuit_w"))
+    where_kind = place_kind(site, sustained, nodes, chassis, cat.fac("office_circuit_w"))
 
     # Chassis / board / PSUs. A chassis whose PSU is too small gets the extra PSU capacity in the BOM.
     gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.price_new_usd)
@@ -677,6 +678,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         power_w=round(sustained),
         heat_kw=round(heat_kw, 2),
         site=where,
+        site_kind=where_kind,
         software=software_stack(cat, gpu, nodes, w),
         bom=bom,
         capex_usd=round(capex, 2),
@@ -710,27 +712,43 @@ def rented_build(build: Build, vcpus: int | None, ram_gib: float | None, local_n
     """The same plan as a rented instance: no chassis, PSU or BOM; the instance's host resources."""
     return build.model_copy(update={
         "rented": True, "chassis": None, "chassis_kind": None, "psu_w": None, "psu_needed_w": None, "bom": [],
-        "capex_usd": 0.0, "site": site,
+        "capex_usd": 0.0, "site": site, "site_kind": "cloud",
         "cpu": _("{n} vCPUs per instance").format(n=vcpus) if vcpus else _("instance vCPUs (not published)"),
         "cpu_count": 0, "cpu_cores": 0, "pcie_lanes": 0, "ram_gb": round(ram_gib * GB_PER_GIB) if ram_gib else 0,
         "instance": RentedInstance(vcpus=vcpus, ram_gib=ram_gib, local_nvme_tb=local_nvme_tb),
     })
 
 
-def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit_w: float) -> str:
-    """Where the build can live, from its draw and form factor."""
+def place_kind(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit_w: float) -> str:
+    """Where the build can live (cloud | colo | server-room | desk | office), from its draw and form
+    factor: the fact ``place`` says in words."""
     node_kw = sustained_w / 1000.0
     rack = bool(chassis and chassis.rack_units) or (chassis is None and node_kw > 3)
     if site == "cloud":
         return "cloud"
     if nodes > 1 or node_kw > 6:
-        return f"colocation / data centre ({node_kw * nodes:.1f} kW IT load, {node_kw:.1f} kW per node, 208-415 V)"
+        return "colo"
     if rack or node_kw > 3.5:
-        return f"server room or colocation ({node_kw:.1f} kW, 208-240 V circuit, rack cooling)"
-    if sustained_w <= circuit_w:
-        return f"desk or office ({sustained_w:,.0f} W fits one 15 A/120 V circuit of {circuit_w:,.0f} W)"
-    return (f"office / server closet with a dedicated 20 A/240 V circuit ({sustained_w:,.0f} W, "
-            f"{node_kw:.1f} kW of heat)")
+        return "server-room"
+    return "desk" if sustained_w <= circuit_w else "office"
+
+
+def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit_w: float) -> str:
+    """Where the build can live, in words (``place_kind`` is the fact)."""
+    node_kw = sustained_w / 1000.0
+    kind = place_kind(site, sustained_w, nodes, chassis, circuit_w)
+    if kind == "cloud":
+        return "cloud"
+    if kind == "colo":
+        return _("colocation / data centre ({kw:.1f} kW IT load, {node_kw:.1f} kW per node, 208-415 V)").format(
+            kw=node_kw * nodes, node_kw=node_kw)
+    if kind == "server-room":
+        return _("server room or colocation ({kw:.1f} kW, 208-240 V circuit, rack cooling)").format(kw=node_kw)
+    if kind == "desk":
+        return _("desk or office ({w:,.0f} W fits one 15 A/120 V circuit of {circuit:,.0f} W)").format(
+            w=sustained_w, circuit=circuit_w)
+    return _("office / server closet with a dedicated 20 A/240 V circuit ({w:,.0f} W, {kw:.1f} kW of "
+             "heat)").format(w=sustained_w, kw=node_kw)
 
 
 def platform_capex(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload,
