@@ -213,7 +213,7 @@ def test_memo_is_bounded_and_keyed_by_catalog(tmp_path: Path) -> None:
             update={"headroom": 0.01 * (i + 1)})}), CAT)
     assert len(memo._plans) == memo.MAX_PLANS
     over = tmp_path / "o.yaml"
-    over.write_text("gpus:\n- id: h100-sxm\n  price_new_usd: 1234\n", encoding="utf-8")
+    over.write_text("gpus:\n- id: h100-sxm\n  price_new_usd: 1234\n  price_new_observed: '2026-11'\n", encoding="utf-8")
     other = load_catalog(over)
     assert memo.candidates(base, CAT) is not memo.candidates(base, other)
     with memo.disabled():

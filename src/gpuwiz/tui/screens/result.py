@@ -116,6 +116,8 @@ class ResultScreen(WizScreen):
         rec = app.recommendation
         if rec is not None and app.baseline is None:
             app.pin_baseline()
+        if not self.is_current:
+            return  # drawn when shown (on_screen_resume): no work per keystroke on the input steps
         self._draw_whatif()
         self._draw_requirements()
         if rec is None:
