@@ -19,6 +19,7 @@ Pure and deterministic. The facts are catalog data (``cloud_instances`` country/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -331,6 +332,28 @@ def currency_info(cat: Catalog, req: Requirements) -> CurrencyInfo:
     if code == "USD" or fx is None:
         return CurrencyInfo(code="USD", usd_rate=1.0, observed=cat.as_of, source="")
     return CurrencyInfo(code=code, usd_rate=fx.usd_per_unit, observed=fx.observed, source=fx.source)
+
+
+def usd_cash(usd: float | None, decimals: int = 0) -> str:
+    """A USD amount as the engine's sentences write it: ``$1,234`` (``decimals`` after the point)."""
+    from gpuwiz.core.money import format_money
+
+    return format_money(usd, "USD", decimals)
+
+
+def cash(cat: Catalog, req: Requirements) -> Callable[..., str]:
+    """How the engine's sentences (verdict reasons, pitfalls, suggestions) write a USD amount: in
+    the user's currency (``currency_info``) -- ``¥46,260`` for a CNY user, ``$6,426`` for USD."""
+    from gpuwiz.core.money import format_money
+
+    cur = currency_info(cat, req)
+    if cur.code == "USD":
+        return usd_cash
+
+    def fmt(usd: float | None, decimals: int = 0) -> str:
+        return format_money(None if usd is None else usd / cur.usd_rate, cur.code, decimals)
+
+    return fmt
 
 
 STALE_MONTHS = 12  # a price older than this is flagged

@@ -541,6 +541,9 @@ class Build(BaseModel):
     power_w: int = 0  # sustained, per node
     heat_kw: float = 0.0  # whole build
     site: str = ""
+    # where it lives, as a fact (desk | office | server-room | colo | cloud); ``site`` is the sentence
+    # shown (translated). Not in the JSON: the sentence says it there.
+    site_kind: str = Field(default="", exclude=True)
     software: list[str] = Field(default_factory=list)
     bom: list[BomLine] = Field(default_factory=list)
     capex_usd: float = 0.0

@@ -51,7 +51,7 @@ from gpuwiz.core.models import (
     Requirements,
 )
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
-from gpuwiz.i18n import _
+from gpuwiz.i18n import N_, _
 
 # What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
 # divisor, a log/sqrt domain error) or a result that fails its own model's validation (ValueError).
@@ -82,20 +82,21 @@ SHAPES_PER_TYPE = 3  # ... and the best shapes (gpn x nodes) of each GPU type by
 SHAPE_REACH = 1.5  # ... the 2nd and 3rd only when their rough horizon cost is within this of the best
 N_ALTERNATIVES = 4
 
-DROP_FIT = "does not fit in GPU memory"
-DROP_DEADLINE = "misses the deadline"
-DROP_BUDGET = "over budget"
-DROP_MARKET = "not sold new in this country"
-DROP_EXPORT = "export-restricted for your country"
-DROP_CUDA = "not CUDA (deployment.require_cuda)"
-DROP_SITE = "does not suit the site"
-DROP_PRICE = "no price (buy) or cloud offer (rent)"
-DROP_CONSUMER_MULTI = "consumer card in a multi-node build"
-DROP_CAPACITY = "cannot do the runs per month when owned"
-DROP_TRAINING = "not a training part (VDI / inference board)"
-DROP_ERROR = "estimator error"
-DROP_NO_P2P = "rented multi-GPU without peer-to-peer while one GPU suffices"
-DROP_BATCH = "more data-parallel replicas than the global batch has samples"
+# Drop reasons are the keys of Recommendation.dropped (English in the JSON); the views translate them.
+DROP_FIT = N_("does not fit in GPU memory")
+DROP_DEADLINE = N_("misses the deadline")
+DROP_BUDGET = N_("over budget")
+DROP_MARKET = N_("not sold new in this country")
+DROP_EXPORT = N_("export-restricted for your country")
+DROP_CUDA = N_("not CUDA (deployment.require_cuda)")
+DROP_SITE = N_("does not suit the site")
+DROP_PRICE = N_("no price (buy) or cloud offer (rent)")
+DROP_CONSUMER_MULTI = N_("consumer card in a multi-node build")
+DROP_CAPACITY = N_("cannot do the runs per month when owned")
+DROP_TRAINING = N_("not a training part (VDI / inference board)")
+DROP_ERROR = N_("estimator error")
+DROP_NO_P2P = N_("rented multi-GPU without peer-to-peer while one GPU suffices")
+DROP_BATCH = N_("more data-parallel replicas than the global batch has samples")
 
 
 # ---- estimator adapter ---------------------------------------------------------------------------
@@ -321,15 +322,17 @@ def turnaround_note(req: Requirements) -> str | None:
     if req.schedule.deadline_days:
         return None
     h = _deadline_hours(req)
-    what = "a fine-tune should come back within 7 days" if req.training.method != "pretrain" else \
-        "a pretraining run should finish before the next one starts"
-    return f"no deadline given: assumed {h / 24:,.0f} days per run ({what}); set schedule.deadline_days to change it"
+    what = _("a fine-tune should come back within 7 days") if req.training.method != "pretrain" else \
+        _("a pretraining run should finish before the next one starts")
+    return _("no deadline given: assumed {days:,.0f} days per run ({what}); set schedule.deadline_days to change "
+             "it").format(days=h / 24, what=what)
 
 
 def recommend(req: Requirements, catalog: Catalog, objective: str | None = None) -> Recommendation:
     obj = objective or req.deployment.objective
     if obj not in ("cheapest", "fastest", "perf-per-watt"):
-        raise GpuwizError(f"objective: unknown objective {obj!r} (cheapest, fastest, perf-per-watt)")
+        raise GpuwizError("objective: " + _("unknown objective {obj!r} (cheapest, fastest, perf-per-watt)").format(
+            obj=obj))
     if not req.data.tokens and not req.data.samples:
         raise GpuwizError("data: " + _("no data size given (set data.tokens or data.samples): a recommendation "
                                        "needs the time per run"), fields=("data.tokens", "data.samples"),
@@ -338,7 +341,8 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
         from gpuwiz.core.catalog import did_you_mean
 
         gid = req.hardware.gpu
-        raise GpuwizError(f"hardware.gpu: unknown GPU id {gid!r}{did_you_mean(gid, [g.id for g in catalog.gpus])}",
+        raise GpuwizError("hardware.gpu: " + _("unknown GPU id {gid!r}").format(gid=gid)
+                          + did_you_mean(gid, [g.id for g in catalog.gpus]),
                           fields=("hardware.gpu",), reason=_("not a GPU in the catalog"))
     rec = _Recommender(req, catalog, obj).run()
     if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
@@ -553,7 +557,8 @@ class _Recommender:
                              + st_h * max(c.q.wall_hours, 1.0) * self.rpy)
             rent = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress,
-                rent_label=f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})",
+                rent_label=_("{n}x {gpu} on {provider} ({instance})").format(
+                    n=c.count, gpu=c.gpu.name, provider=inst.provider, instance=inst.instance_type + times),
                 rent_gpu_hour=usd_h / inst.gpu_count, tier=inst.tier,
                 idle=inst.gpu_count * n - c.count,  # GPUs paid for but unused (smallest offer >= count)
                 spot_run=(spot_h * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
@@ -918,20 +923,24 @@ class _Recommender:
                 label=win.rent_label, usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year,
                 spot_usd_per_run=win.spot_run)
             if buy is not None:
-                _, bw = self._workload(scan, buy)
+                _unused, bw = self._workload(scan, buy)
                 buy_build = self._sized(buy, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
                                            **self._decided(win, buy))
             else:
                 buy_build = None
-                why = "no build you could buy fits" + (" the budget" if self.d.budget_usd else "") + \
-                    (f", the {self.d.site} site" if self.d.site not in ("any", "cloud") else "") + " and the schedule"
+                site = self.d.site not in ("any", "cloud")
+                why = (_("no build you could buy fits the budget, the {site} site and the schedule") if
+                       self.d.budget_usd and site else
+                       _("no build you could buy fits the budget and the schedule") if self.d.budget_usd else
+                       _("no build you could buy fits the {site} site and the schedule") if site else
+                       _("no build you could buy fits the schedule")).format(site=self.d.site)
                 analysis = costmod.analyse(self.req, self.cat, None, gph, cloud, rent_ref, gpu_priced=False,
                                            no_buy_reason=why)
         else:
             ref = self._best_rent(win, ranked)
             if ref is not None and ref is not win:
-                _, offer_w = self._workload(scan, ref)
+                _unused, offer_w = self._workload(scan, ref)
                 extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
                                               storage_tb=build.storage_needed_tb, host_ram_gib=ref.q.host_ram_gib)
                 cloud = cloud + extra[:1]
@@ -957,7 +966,7 @@ class _Recommender:
             label = ((f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o
                      else win.rent_label)
             if o and _reserved_wins(o):
-                label += ", 1-year reservation"
+                label += _(", 1-year reservation")
             if o and o.note:
                 label += f" ({o.note})"
             build = sysmod.rented_build(build, inst.vcpus if inst else None,
@@ -984,14 +993,17 @@ class _Recommender:
         binding = None
         assumptions = [n for n in [turnaround_note(self.req)] if n]
         if self.obj != "fastest" and self.tight(win):
-            binding = BindingConstraint(kind="deadline", message=(
-                f"nothing ends by {SLACK_FRAC:.0%} of the {self.deadline_h / 24:,.1f}-day "
-                f"{'deadline' if self.req.schedule.deadline_days else 'assumed turnaround'}: this run takes "
-                f"{win.q.wall_hours / 24:,.1f} days ({win.q.wall_hours / self.deadline_h:.0%}), no slack for restarts"))
+            tight = (_("nothing ends by {slack:.0%} of the {days:,.1f}-day deadline: this run takes {run:,.1f} days "
+                       "({share:.0%}), no slack for restarts") if self.req.schedule.deadline_days else
+                     _("nothing ends by {slack:.0%} of the {days:,.1f}-day assumed turnaround: this run takes "
+                       "{run:,.1f} days ({share:.0%}), no slack for restarts"))
+            binding = BindingConstraint(kind="deadline", message=tight.format(
+                slack=SLACK_FRAC, days=self.deadline_h / 24, run=win.q.wall_hours / 24,
+                share=win.q.wall_hours / self.deadline_h))
         elif self.obj == "fastest" and win.q.wall_hours > self.deadline_h:
-            binding = BindingConstraint(kind="deadline", message=(
-                f"even the fastest build within budget takes {win.q.wall_hours / 24:,.1f} days, past the "
-                f"{self.deadline_h / 24:,.1f}-day deadline"))
+            binding = BindingConstraint(kind="deadline", message=_(
+                "even the fastest build within budget takes {run:,.1f} days, past the {days:,.1f}-day "
+                "deadline").format(run=win.q.wall_hours / 24, days=self.deadline_h / 24))
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
             found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est,
@@ -1060,15 +1072,18 @@ class _Recommender:
             return {}
         why = ""
         if self.tight(other) and not self.tight(win):
-            why = (f"the {other.count}-GPU build to own ends too late ({other.q.wall_hours / 24:,.1f} days a run: "
-                   f"after {SLACK_FRAC:.0%} of the deadline, or its P90 misses it)")
+            why = _("the {n}-GPU build to own ends too late ({days:,.1f} days a run: after {slack:.0%} of the "
+                    "deadline, or its P90 misses it)").format(n=other.count, days=other.q.wall_hours / 24,
+                                                              slack=SLACK_FRAC)
         elif win.mode == "rent" and self._stack(other) > 1.0:
-            why = (f"{other.gpu.name}'s non-CUDA software stack is counted {NON_CUDA_HANDICAP:.0%} dearer "
-                   "(kernel porting, less mature distributed training)")
+            why = _("{gpu}'s non-CUDA software stack is counted {pct:.0%} dearer (kernel porting, less mature "
+                    "distributed training)").format(gpu=other.gpu.name, pct=NON_CUDA_HANDICAP)
         elif win.count < other.count:
-            how = "rented" if win.mode == "rent" else "owned"
-            why = (f"the {how} {win.count}-GPU build is simpler than the {other.count}-GPU alternative and within "
-                   f"{SIMPLICITY_TOLERANCE:.0%} of the cheapest")
+            simpler = (_("the rented {n}-GPU build is simpler than the {other}-GPU alternative and within {pct:.0%} "
+                         "of the cheapest") if win.mode == "rent" else
+                       _("the owned {n}-GPU build is simpler than the {other}-GPU alternative and within {pct:.0%} "
+                         "of the cheapest"))
+            why = simpler.format(n=win.count, other=other.count, pct=SIMPLICITY_TOLERANCE)
         return {"decided": win.mode, "decided_why": why}
 
     def _best_rent(self, win: Cand, ranked: list[Cand]) -> Cand | None:
@@ -1092,29 +1107,31 @@ class _Recommender:
 
     def reason(self, c: Cand, win: Cand, win_run: float) -> str:
         t = c.q.wall_hours / win.q.wall_hours if win.q.wall_hours > 0 else 1.0
-        speed = (f"{t:.1f}x slower" if t >= 1.05 else f"{1 / t:.1f}x faster" if t <= 0.95 else "about as fast")
+        speed = (_("{x:.1f}x slower").format(x=t) if t >= 1.05 else _("{x:.1f}x faster").format(x=1 / t) if t <= 0.95
+                 else _("about as fast"))
         p = self.per_run(c)
         if win_run > 0:
             r = p / win_run
             if r <= 0.97:
-                money = f"{1 - r:.0%} cheaper per run"
+                money = _("{pct:.0%} cheaper per run").format(pct=1 - r)
             elif r < 1.03:
-                money = "about the same cost per run"
+                money = _("about the same cost per run")
             elif r < 1.95:
-                money = f"{r - 1:.0%} dearer per run"
+                money = _("{pct:.0%} dearer per run").format(pct=r - 1)
             else:
-                money = f"{r:.1f}x the cost per run"
+                money = _("{x:.1f}x the cost per run").format(x=r)
         else:
-            money = "cost unknown"
-        how = "rented" if c.mode == "rent" else "owned"
+            money = _("cost unknown")
+        how = _("rented") if c.mode == "rent" else _("owned")
         if c.mode == "rent" and c.idle > 0:
-            how = f"rented: smallest offer has {c.count + c.idle} GPUs, {c.idle} idle"
+            how = _("rented: smallest offer has {n} GPUs, {idle} idle").format(n=c.count + c.idle, idle=c.idle)
         tail = ""
         if self.obj == "perf-per-watt":
-            tail = f", {c.energy_kwh:,.0f} kWh per run"
+            tail = _(", {kwh:,.0f} kWh per run").format(kwh=c.energy_kwh)
         if self.obj == "cheapest" and c.score > win.score and p < win_run:
-            tail += ", but dearer over the horizon"
-        return f"{speed}, {money} ({how}, {c.count}x{tail})"
+            tail += _(", but dearer over the horizon")
+        return _("{speed}, {money} ({how}, {n}x{tail})").format(speed=speed, money=money, how=how, n=c.count,
+                                                                  tail=tail)
 
     # -- nothing fits --
     def nothing(self, scan: _Scanner, priced: Priced) -> Recommendation:
@@ -1133,6 +1150,7 @@ class _Recommender:
         build's price), then the deadline, the site, memory, and policy (export / CUDA / VDI)."""
         d = priced.counts()
         if d.get(DROP_BUDGET) and self.d.budget_usd is not None:
+            cash = market.cash(self.cat, self.req)  # money in the user's currency
             costs: list[float] = []
             for c in priced.over_budget:
                 ways = [c.capex if self.d.mode != "rent" else None,
@@ -1140,21 +1158,26 @@ class _Recommender:
                 known = [x for x in ways if x is not None]
                 if known:
                     costs.append(min(known))
-            cheapest = f": the cheapest build that fits costs ${min(costs):,.0f}" if costs else ""
-            return BindingConstraint(kind="budget", message=f"budget ${self.d.budget_usd:,.0f}{cheapest}")
+            cheapest = _(": the cheapest build that fits costs {usd}").format(usd=cash(min(costs))) if costs else ""
+            return BindingConstraint(kind="budget", message=_("budget {usd}").format(usd=cash(self.d.budget_usd))
+                                     + cheapest)
         if d.get(DROP_DEADLINE) or d.get(DROP_CAPACITY):
-            what = "deadline" if self.req.schedule.deadline_days else "assumed turnaround"
+            within = (_("no build that fits finishes a run within the {days:,.1f}-day deadline")
+                      if self.req.schedule.deadline_days else
+                      _("no build that fits finishes a run within the {days:,.1f}-day assumed turnaround"))
             return BindingConstraint(kind="deadline", message=(
-                f"no build that fits finishes a run within the {self.deadline_h / 24:,.1f}-day {what}"
-                + (f" (fastest: {priced.fastest_miss / 24:,.1f} days)" if math.isfinite(priced.fastest_miss) else "")))
+                within.format(days=self.deadline_h / 24)
+                + (_(" (fastest: {days:,.1f} days)").format(days=priced.fastest_miss / 24)
+                   if math.isfinite(priced.fastest_miss) else "")))
         if d.get(DROP_SITE):
-            return BindingConstraint(kind="site", message=f"no build that fits suits the {self.d.site} site")
+            return BindingConstraint(kind="site", message=_("no build that fits suits the {site} site").format(
+                site=self.d.site))
         if d.get(DROP_FIT):
             return BindingConstraint(kind="memory",
-                                     message="the model does not fit in the memory of any GPU count tried")
-        return BindingConstraint(kind="policy", message="every GPU is excluded: "
-                                 + ", ".join(k for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE)
-                                             if d.get(k)))
+                                     message=_("the model does not fit in the memory of any GPU count tried"))
+        return BindingConstraint(kind="policy", message=_("every GPU is excluded: ")
+                                 + _(", ").join(_(k) for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE)
+                                                if d.get(k)))
 
     def suggestions(self, scan: _Scanner, priced: Priced) -> list[str]:
         """Changes that would make it work -- only sane ones: never LoRA for a pretraining run, never
@@ -1179,11 +1202,13 @@ class _Recommender:
                     break
                 if q.fits and math.isfinite(q.wall_hours) and q.wall_hours <= horizon_h:
                     if q.wall_hours > self.deadline_h:
-                        out.append(f"{nodes} node(s) of {gpn}x {g.name} would fit but take {q.wall_hours / 24:,.1f} "
-                                   f"days: a deadline of {math.ceil(q.wall_hours / 24)} days, or more nodes")
+                        out.append(_("{nodes} node(s) of {gpn}x {gpu} would fit but take {days:,.1f} days: a "
+                                     "deadline of {need} days, or more nodes").format(
+                            nodes=nodes, gpn=gpn, gpu=g.name, days=q.wall_hours / 24,
+                            need=math.ceil(q.wall_hours / 24)))
                     else:
-                        out.append(f"{nodes} node(s) of {gpn}x {g.name} ({nodes * gpn} GPUs) would fit and finish in "
-                                   f"{q.wall_hours:,.1f} h")
+                        out.append(_("{nodes} node(s) of {gpn}x {gpu} ({n} GPUs) would fit and finish in {h:,.1f} "
+                                     "h").format(nodes=nodes, gpn=gpn, gpu=g.name, n=nodes * gpn, h=q.wall_hours))
                     break
             if out:
                 break
@@ -1195,19 +1220,21 @@ class _Recommender:
             variants.append(("QLoRA", {"method": "qlora"}))
         par = req.training.parallel
         if not par or (par.offload or "none") == "none":
-            variants.append(("CPU offload of the optimizer", {"parallel": {"zero_stage": 3, "offload": "optimizer"}}))
+            variants.append((_("CPU offload of the optimizer"),
+                             {"parallel": {"zero_stage": 3, "offload": "optimizer"}}))
         for label, upd in variants:
             hit = self._smallest_fit(req, upd, gpus)
             if hit and hit[2] <= horizon_h:
                 g, n, h = hit
-                out.append(f"{label} would fit on {n}x {g.id} ({h:,.1f} h per run)")
+                out.append(_("{what} would fit on {n}x {gpu} ({h:,.1f} h per run)").format(what=label, n=n, gpu=g.id,
+                                                                                          h=h))
         dropped = priced.counts()
         if dropped.get(DROP_BUDGET) and self.d.budget_usd:
-            out.append(f"{dropped[DROP_BUDGET]} fitting build(s) exceed the ${self.d.budget_usd:,.0f} budget: "
-                       "raise it or rent")
+            out.append(_("{n} fitting build(s) exceed the {usd} budget: raise it or rent").format(
+                n=dropped[DROP_BUDGET], usd=market.cash(self.cat, self.req)(self.d.budget_usd)))
         if dropped.get(DROP_EXPORT):
-            out.append(f"{dropped[DROP_EXPORT]} GPU type(s) are export-restricted for {self.d.country}: use "
-                       "in-market GPUs or an in-country cloud")
+            out.append(_("{n} GPU type(s) are export-restricted for {country}: use in-market GPUs or an in-country "
+                         "cloud").format(n=dropped[DROP_EXPORT], country=self.d.country))
         return out
 
     def _smallest_fit(self, req: Requirements, upd: dict[str, Any], gpus: list[GPU]) -> tuple[GPU, int, float] | None:
