@@ -16,6 +16,7 @@ from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
 from gpuwiz.core.system import DIMM_TOLERANCE
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.i18n import _
 
 
 @dataclass(frozen=True)
@@ -592,6 +593,28 @@ def _stale_price(c: Context) -> str | None:
             f"catalog ({c.cat.as_of}); cloud prices move: check the current "
             "price or refresh it with `gpuwiz catalog import skypilot vms.csv -o prices.yaml` and "
             "--catalog prices.yaml.")
+
+
+@rule("stale-purchase-price", "medium", "catalog gpus `price_new_observed` / `price_used_observed` dates")
+def _stale_purchase_price(c: Context) -> str | None:
+    """The buy side's GPU price (new, or used when the build is priced used) older than 12 months."""
+    b, g = c.build, c.gpu
+    if not c.buying or not b or b.rented or g is None:
+        return None
+    used = b.tier.endswith("-used")
+    observed = g.price_used_observed if used else g.price_new_observed
+    if not observed:
+        return None
+    age = market.offer_age_months(c.cat, observed)
+    if age <= market.STALE_MONTHS:
+        return None
+    msg = (_("The used price of {gpu} in the build to own was observed {observed}, {age} months before this "
+             "catalog ({as_of}); used GPU prices move: check a current listing or set price_used_usd for it in "
+             "an overlay (--catalog).") if used else
+           _("The purchase price of {gpu} in the build to own was observed {observed}, {age} months before this "
+             "catalog ({as_of}); GPU prices move: ask for a current quote or set price_new_usd for it in an "
+             "overlay (--catalog)."))
+    return msg.format(gpu=g.name, observed=observed, age=age, as_of=c.cat.as_of)
 
 
 @rule("obsolescence", "info",
