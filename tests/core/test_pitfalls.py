@@ -314,6 +314,10 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
         rent_price_observed("2024-06"),
         rent_price_observed(CAT.as_of),
     ),
+    "stale-purchase-price": (
+        lambda: with_gpu(ctx(gpu="h100-sxm", gpn=8, verdict="buy"), price_new_observed="2024-06"),
+        lambda: with_gpu(ctx(gpu="h100-sxm", gpn=8, verdict="buy"), price_new_observed=CAT.as_of),
+    ),
     "obsolescence": (
         lambda: ctx(verdict="buy", gpu="v100-32gb-sxm2", gpn=8),
         lambda: ctx(verdict="buy", gpu="b200", gpn=8),
@@ -424,3 +428,18 @@ def test_export_control_for_renting_abroad_is_the_remote_access_rule() -> None:
     (p,) = fired(ctx(gpu="h100-sxm", verdict="rent", req=make_req(deployment={"country": "CN", "mode": "rent"})),
                  "export-control")
     assert p.severity == "info" and "remote-access" in p.message
+
+
+def test_stale_purchase_price_follows_the_price_the_build_used() -> None:
+    # Priced used (deployment.used_hardware): the used price's date counts, not the new one's.
+    used_req = make_req(deployment={"used_hardware": True})
+    c = with_gpu(ctx(req=used_req, gpu="a100-80gb-sxm", gpn=8, verdict="buy"),
+                 price_new_observed=CAT.as_of, price_used_observed="2023-03")
+    assert c.build is not None and c.build.tier.endswith("-used")
+    hit = fired(c, "stale-purchase-price")
+    assert len(hit) == 1 and "2023-03" in hit[0].message and "used price" in hit[0].message
+    fresh = with_gpu(c, price_new_observed="2019-01", price_used_observed=CAT.as_of)
+    assert fired(fresh, "stale-purchase-price") == []
+    # A rent verdict buys nothing: an old purchase price does not matter.
+    rent = with_gpu(ctx(gpu="h100-sxm", gpn=8, verdict="rent"), price_new_observed="2019-01")
+    assert fired(rent, "stale-purchase-price") == []

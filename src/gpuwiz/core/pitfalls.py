@@ -638,6 +638,28 @@ def _stale_price(c: Context) -> str | None:
         provider=o.provider, instance=o.instance, observed=o.observed, age=age, as_of=c.cat.as_of)
 
 
+@rule("stale-purchase-price", "medium", "catalog gpus `price_new_observed` / `price_used_observed` dates")
+def _stale_purchase_price(c: Context) -> str | None:
+    """The buy side's GPU price (new, or used when the build is priced used) older than 12 months."""
+    b, g = c.build, c.gpu
+    if not c.buying or not b or b.rented or g is None:
+        return None
+    used = b.tier.endswith("-used")
+    observed = g.price_used_observed if used else g.price_new_observed
+    if not observed:
+        return None
+    age = market.offer_age_months(c.cat, observed)
+    if age <= market.STALE_MONTHS:
+        return None
+    msg = (_("The used price of {gpu} in the build to own was observed {observed}, {age} months before this "
+             "catalog ({as_of}); used GPU prices move: check a current listing or set price_used_usd for it in "
+             "an overlay (--catalog).") if used else
+           _("The purchase price of {gpu} in the build to own was observed {observed}, {age} months before this "
+             "catalog ({as_of}); GPU prices move: ask for a current quote or set price_new_usd for it in an "
+             "overlay (--catalog)."))
+    return msg.format(gpu=g.name, observed=observed, age=age, as_of=c.cat.as_of)
+
+
 @rule("obsolescence", "info",
       "CNBC / Computex 2024-06-02 (yearly NVIDIA cadence); ml-engineering when-to-upgrade-gpus; Epoch (value x0.72/yr)")
 def _obsolete(c: Context) -> tuple[Severity, str] | None:  # P29
