@@ -96,3 +96,12 @@ def test_an_unwritable_cache_folder_still_imports(tmp_path):
     loader = _pyc.CachedLoader("mod", str(src), str(blocker / "cache"))
     assert _value(loader.get_code("mod")) == 5
     assert _pyc.write_entry(str(blocker / "cache" / "x.pyc"), b"x") is False
+
+
+def test_cache_folder_is_the_catalog_cache_folder(monkeypatch, tmp_path):
+    from gpuwiz.core import cache
+
+    monkeypatch.setenv(cache.ENV_CACHE_DIR, str(tmp_path))
+    assert _pyc.cache_folder() == str(cache.cache_dir())
+    monkeypatch.delenv(cache.ENV_CACHE_DIR)
+    assert _pyc.cache_folder() == str(cache.cache_dir())

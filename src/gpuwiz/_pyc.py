@@ -127,10 +127,20 @@ def install() -> bool:
         return False
     if any(isinstance(f, CachedFinder) for f in sys.meta_path):
         return True
-    from gpuwiz.core.cache import cache_dir
-
-    folder = cache_dir()
+    folder = cache_folder()
     if folder is None:
         return False
-    sys.meta_path.insert(0, CachedFinder(os.path.join(os.fspath(folder), "pyc")))
+    sys.meta_path.insert(0, CachedFinder(os.path.join(folder, "pyc")))
     return True
+
+
+def cache_folder() -> str | None:
+    """= gpuwiz.core.cache.cache_dir(), without importing the engine package (`gpuwiz --help` stays light)."""
+    env = os.environ.get("GPUWIZ_CACHE_DIR")
+    if env:
+        return env
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover - platformdirs is a dependency
+        return None
+    return str(platformdirs.user_cache_dir("gpuwiz", appauthor=False))
