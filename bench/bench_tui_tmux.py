@@ -1,6 +1,7 @@
 """Key → screen latency of the wizard in a real terminal (tmux), as a user sees it.
 
     .venv/bin/python bench/bench_tui_tmux.py [--keys 30] [--size 100x30] [--config NAME ...]
+                                             [--engine process|thread|both]
 
 Starts ``python -m gpuwiz EXAMPLE.yaml`` in a detached tmux session, goes to the Data step (the
 Epochs field), then for each of K keys (alternately a digit and backspace) sends the key with
@@ -10,8 +11,17 @@ Epochs field), then for each of K keys (alternately a digit and backspace) sends
   * the live panel (the right-hand box) has changed (key → live panel).
 
 Prints p50 / p95 of both, with the engine's own time for the same config (in-process, median of
-20 runs). Targets (issue 9): typed character p95 ≤ 35 ms whatever the engine costs; live panel p95
-≤ engine time + 15 ms. Figures include tmux's own latency and one capture-pane per poll (~1-3 ms),
+20 runs). Wall times depend on the machine's load; beside them it prints the CPU time the wizard
+spent per key (from /proc: schedstat nanoseconds, else utime+stime ticks), far less load-sensitive:
+the UI thread alone, the whole wizard process (UI, Textual's input and writer threads, the engine
+thread in ``--engine thread``), and the engine's child process (``--engine process``, the command
+line's default; GPUWIZ_ENGINE=thread keeps the engine in a thread). The CPU window of a key runs
+from sending it until both changes are on screen plus the pause before the next key; the idle rate
+(the same process with no key) is printed so it can be subtracted. It also prints how long opening
+the config took, from starting the wizard to its answer on the Result screen.
+
+Targets (issue 9): typed character p95 ≤ 35 ms whatever the engine costs; live panel p95 ≤ engine
+time + 15 ms. Figures include tmux's own latency and one capture-pane per poll (~1-3 ms),
 and depend on the machine's load: say on what machine and load they were taken.
 """
 
@@ -62,6 +72,54 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
+def cpu_ns(pid: int, tid: int | None = None) -> int:
+    """CPU time of a thread (``tid``) or of the whole process, in nanoseconds."""
+    base = f"/proc/{pid}" if tid is None else f"/proc/{pid}/task/{tid}"
+    try:
+        with open(f"{base}/schedstat") as fh:
+            return int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    if tid is None:  # schedstat of the whole process is missing: add up its threads
+        try:
+            return sum(cpu_ns(pid, int(t)) for t in os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            return 0
+    try:
+        with open(f"{base}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 10**9 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def process_cpu_ns(pid: int) -> int:
+    """All threads of ``pid`` (schedstat of /proc/PID is the main thread's only on some kernels)."""
+    try:
+        return sum(cpu_ns(pid, int(t)) for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return cpu_ns(pid)
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(x) for x in fh.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+class CpuMeter:
+    """CPU of the wizard's UI thread, its whole process and its children (the engine process)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def sample(self) -> tuple[int, int, int]:
+        kids = sum(process_cpu_ns(c) for c in children(self.pid))
+        return cpu_ns(self.pid, self.pid), process_cpu_ns(self.pid), kids
+
+
 def engine_ms(config: Path) -> float:
     from gpuwiz.core.catalog import load_catalog
     from gpuwiz.core.config_io import load_config
@@ -77,14 +135,19 @@ def engine_ms(config: Path) -> float:
     return statistics.median(runs)
 
 
-def bench(config: Path, keys: int, size: str) -> None:
+def bench(config: Path, keys: int, size: str, engine: str) -> None:
     cols, rows = size.split("x")
     session = f"gpuwiz-bench-{os.getpid()}"
     state = tempfile.mkdtemp(prefix="gpuwiz-bench-state-")
-    cmd = (f"GPUWIZ_STATE_DIR={state} {sys.executable} -m gpuwiz {config}")
+    # exec: the pane's process is the wizard itself (its pid is what the CPU meter reads)
+    cmd = f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine} {sys.executable} -m gpuwiz {config}"
+    t_open = time.perf_counter()
     tmux("new-session", "-d", "-s", session, "-x", cols, "-y", rows, cmd)
     try:
         wait_for(session, lambda ls: any("What-if" in ln for ln in ls), 60)  # the Result screen
+        t_open = time.perf_counter() - t_open
+        pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        meter = CpuMeter(pid)
         for _ in range(3):  # Result → Deploy → Schedule → Data (pageup; alt+← works too)
             before = capture(session)
             tmux("send-keys", "-t", session, "PageUp")
@@ -96,12 +159,24 @@ def bench(config: Path, keys: int, size: str) -> None:
             tmux("send-keys", "-t", session, "Tab")
             wait_for(session, lambda ls, b=before: ls != b)
         time.sleep(1.0)  # let the first answers settle (not measured)
+        if engine == "process":  # the engine's child starts after the first answer: wait until it is up
+            deadline = time.perf_counter() + 30
+            while not children(pid) and time.perf_counter() < deadline:
+                time.sleep(0.1)
+            time.sleep(2.0)  # it loads the core and the catalog (about a second), then answers the keys
+        idle0, t_idle = meter.sample(), time.perf_counter()
+        time.sleep(1.5)
+        idle1, t_idle = meter.sample(), time.perf_counter() - t_idle
+        idle_rate = [(b - a) / t_idle for a, b in zip(idle0, idle1, strict=True)]  # ns of CPU per s, idle
         typed: list[float] = []
         shown: list[float] = []
+        cpu_keys = [0, 0, 0]
+        window = 0.0
         for i in range(keys):
             before = capture(session)
             line0, panel0 = epochs_line(before), panel(before)
             key = "BSpace" if i % 2 else "3"
+            c0 = meter.sample()
             t0 = time.perf_counter()
             tmux("send-keys", "-t", session, key)
             t_char = t_panel = None
@@ -117,13 +192,24 @@ def bench(config: Path, keys: int, size: str) -> None:
             typed.append(t_char * 1e3)
             shown.append(t_panel * 1e3)
             time.sleep(0.15)  # keys at a typing pace, not a burst
+            c1 = meter.sample()
+            window += time.perf_counter() - t0
+            for j in range(3):
+                cpu_keys[j] += c1[j] - c0[j]
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         shutil.rmtree(state, ignore_errors=True)
     eng = engine_ms(config)
-    print(f"{config.name} at {size}, {keys} keys: key → typed char p50 {pct(typed, .5):.0f} ms, "
-          f"p95 {pct(typed, .95):.0f} ms (target ≤ 35); key → live panel p50 {pct(shown, .5):.0f} ms, "
-          f"p95 {pct(shown, .95):.0f} ms (target ≤ engine {eng:.0f} + 15 = {eng + 15:.0f} ms)")
+    per_key = [c / keys / 1e6 for c in cpu_keys]
+    idle_per_key = [r * window / keys / 1e6 for r in idle_rate]
+    print(f"{config.name} at {size}, engine in a {engine}, {keys} keys:\n"
+          f"  wall: key → typed char p50 {pct(typed, .5):.0f} ms, p95 {pct(typed, .95):.0f} ms (target ≤ 35); "
+          f"key → live panel p50 {pct(shown, .5):.0f} ms, p95 {pct(shown, .95):.0f} ms "
+          f"(target ≤ engine {eng:.0f} + 15 = {eng + 15:.0f} ms)\n"
+          f"  CPU per key: UI thread {per_key[0]:.1f} ms, wizard process {per_key[1]:.1f} ms, "
+          f"engine process {per_key[2]:.1f} ms (idle over the same window: {idle_per_key[0]:.1f} / "
+          f"{idle_per_key[1]:.1f} / {idle_per_key[2]:.1f} ms)\n"
+          f"  open the config → answer on screen (the Result screen drawn): {t_open * 1e3:.0f} ms")
 
 
 def main() -> None:
@@ -131,6 +217,8 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=30)
     ap.add_argument("--size", default="100x30")
     ap.add_argument("--config", nargs="*", default=["small-team-lora-7b.yaml", "enterprise-70b-pretrain.yaml"])
+    ap.add_argument("--engine", choices=("process", "thread", "both"), default="process",
+                    help="where the wizard runs the engine (process: the command line's default)")
     args = ap.parse_args()
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is not installed")
@@ -141,7 +229,12 @@ def main() -> None:
         load = float("nan")
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f}; Python {sys.version.split()[0]}")
     for name in args.config:
-        bench(folder / name, args.keys, args.size)
+        for engine in (("process", "thread") if args.engine == "both" else (args.engine,)):
+            bench(folder / name, args.keys, args.size, engine)
+    try:
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -30,7 +30,12 @@ END = "# ---- END GENERATED ----"
 RETRIEVED = "2026-12-01"
 # When each vendored file's prices were true. The code index shows no commit dates, so these are
 # judged from the prices themselves and say so in each offer's source.
+# Directories are read in this order; an offer (provider, instance type, region) read from an
+# earlier one supersedes the same offer in a later one (newer snapshots first).
 OBSERVED = {
+    "aws-v8": ("2025-06", "catalogs/v8 @e385a0d348ed; post-cut AWS list prices (p5.48xlarge us-east-1 $55.04 "
+               "after the 2025-06-05 cut), so observed no earlier than 2025-06; commit date not available, "
+               "snapshot read 2026-12-01"),
     "aws": ("2025-05", "pre-2025-06-05 AWS list prices (p5.48xlarge $98.32), so observed no later than 2025-05"),
     "gcp": ("2025", "commit date not available; year of the snapshot per the research notes"),
     "azure": ("2024", "catalogs/v6 (superseded by v7 in 2025); commit date not available"),
@@ -40,6 +45,8 @@ OBSERVED = {
     "tencentcloud": ("2025", "community fork, commit date not available; USD as the fork lists them"),
 }
 
+CLOUD_OF = {"aws-v8": "aws"}  # a folder holding another snapshot of a cloud's file
+
 
 def generated() -> list[dict[str, object]]:
     text = CATALOG.read_text(encoding="utf-8")
@@ -48,14 +55,18 @@ def generated() -> list[dict[str, object]]:
     have = {(e["provider"], e["instance_type"], e.get("region", "")) for e in hand.get("cloud_instances", [])}
     gpu_ids = {g["id"] for g in yaml.safe_load(text)["gpus"]}
     out: list[dict[str, object]] = []
-    for cloud, (observed, why) in OBSERVED.items():
-        path = DATA / cloud / "vms.csv"
-        res = skypilot.read_csv(path.read_text(encoding="utf-8"), cloud, f"tests/data/skypilot/{cloud}/vms.csv",
+    for folder, (observed, why) in OBSERVED.items():
+        cloud = CLOUD_OF.get(folder, folder)
+        path = DATA / folder / "vms.csv"
+        res = skypilot.read_csv(path.read_text(encoding="utf-8"), cloud, f"tests/data/skypilot/{folder}/vms.csv",
                                 observed=observed, retrieved=RETRIEVED, gpu_ids=gpu_ids,
-                                source=f"SkyPilot catalog {cloud}/vms.csv as vendored in tests/data/skypilot ({why})")
+                                source=f"SkyPilot catalog {cloud}/vms.csv as vendored in tests/data/skypilot"
+                                       f"{'' if folder == cloud else '/' + folder} ({why})")
         for o in res.offers:
-            if (o["provider"], o["instance_type"], o["region"]) in have:
+            key = (o["provider"], o["instance_type"], o["region"])
+            if key in have:
                 continue
+            have.add(key)
             o["id"] = f"sky-{o['id']}"
             out.append(o)
     return out

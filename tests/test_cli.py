@@ -90,6 +90,8 @@ def test_dash_output_is_stdout_not_a_file_named_dash(tmp_path):
 def test_catalog_listing():
     out = run_cli("catalog", "gpus")
     assert out.returncode == 0 and "h100-sxm" in out.stdout
+    h100 = next(line for line in out.stdout.splitlines() if line.startswith("h100-sxm "))
+    assert "price observed" in out.stdout and h100.split()[-1] == "2025-01-31"  # the date its price was true
     out = run_cli("catalog", "models", "--format", "json")
     ids = {m["id"] for m in json.loads(out.stdout)}
     assert {"llama-2-7b", "resnet-50", "mixtral-8x7b"} <= ids

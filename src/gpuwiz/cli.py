@@ -439,8 +439,9 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     if args.section == "gpus":
         rows = [[g.id, g.name, g.segment, f"{g.memory_gib:g} GB", _num(g.bf16_tflops or g.fp16_tflops),
                  _num(g.fp8_tflops), f"{g.tdp_w:.0f} W", "yes" if g.nvlink_multi_gpu else "-",
-                 _num(g.price_new_usd, ",.0f")] for g in catalog.gpus]
-        text = _table(["id", "name", "segment", "memory", "bf16 TF", "fp8 TF", "TDP", "NVSwitch", "new $"], rows)
+                 _num(g.price_new_usd, ",.0f"), g.price_new_observed or "-"] for g in catalog.gpus]
+        text = _table(["id", "name", "segment", "memory", "bf16 TF", "fp8 TF", "TDP", "NVSwitch", "new $",
+                       "price observed"], rows)
     elif args.section == "models":
         rows = [[m.id, m.name, m.family, f"{m.params_b:g}B", _num(m.layers, "d"), _num(m.hidden, "d"),
                  _num(m.seq_len, "d")] for m in catalog.models]
@@ -555,8 +556,10 @@ def cmd_wizard(args: argparse.Namespace) -> int:
 
         read_text(args.config)  # a missing/unreadable file is a CLI error, not a blank wizard
     from gpuwiz.tui.app import create_app
+    from gpuwiz.tui.engine import engine_process_wanted
 
-    app = create_app(args.config, catalog_overlay=args.catalog, no_mouse=args.no_mouse, theme=args.theme)
+    app = create_app(args.config, catalog_overlay=args.catalog, no_mouse=args.no_mouse, theme=args.theme,
+                     engine_process=engine_process_wanted())
     app.run(mouse=not args.no_mouse)
     return int(app.return_code or 0)
 

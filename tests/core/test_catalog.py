@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwiz.core.catalog import FACILITY_KEYS, Catalog, CloudInstance, load_catalog
+from gpuwiz.core.catalog import FACILITY_KEYS, PRICE_DATES, Catalog, CloudInstance, load_catalog
 from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.yamlio import parse
 
 REQUIRED_GPUS = {
     "rtx-3090", "rtx-4090", "rtx-5090", "rtx-a6000", "rtx-6000-ada", "l4", "l40s", "a10", "a16", "t4",
@@ -71,6 +72,64 @@ def test_every_entry_has_source_and_as_of(cat: Catalog) -> None:
     for key, fv in cat.facility.items():
         assert fv.source.strip() and fv.unit.strip(), key
         assert fv.as_of[:4].isdigit(), key
+
+
+def test_every_price_in_the_builtin_file_carries_its_observed_date() -> None:
+    # read the file itself: the date must be written next to the price, not derived from as_of
+    text = (Path(__file__).parents[2] / "catalog.yaml").read_text(encoding="utf-8")
+    raw, _lines = parse(text, "catalog.yaml")
+    plat = raw["platforms"]
+    entries = [*raw["gpus"], *raw["cloud_instances"], *plat["cpus"], *plat["chassis"], *plat["memory"],
+               *raw["storage"], *raw["network"]]
+    priced = 0
+    for e in entries:
+        for price, date in PRICE_DATES.items():
+            if e.get(price) is not None:
+                priced += 1
+                assert isinstance(e.get(date), str) and e[date][:4].isdigit(), (e["id"], price, date)
+                assert e[date] <= raw["as_of"], (e["id"], date)  # never after the catalog's own date
+    assert priced > 150
+    for key, fv in raw["facility"].items():
+        if "USD" in fv["unit"]:
+            assert isinstance(fv.get("observed"), str), key
+    for code, fx in raw["fx"].items():
+        assert fx["observed"][:4].isdigit(), code
+    for country, row in raw["economics"].items():
+        assert row["observed"][:4].isdigit(), country
+
+
+@pytest.mark.parametrize(("overlay", "where", "missing"), [
+    ("gpus:\n- id: h100-sxm\n  price_new_usd: 21000\n", ":2: gpus[", "price_new_usd has no price_new_observed"),
+    ("gpus:\n- id: rtx-3090\n  price_used_usd: 500\n", ":2: gpus[", "price_used_usd has no price_used_observed"),
+    ("platforms:\n  memory:\n  - id: ddr5-rdimm-64gb\n    price_usd: 500\n", ":3: platforms.memory[",
+     "price_usd has no observed"),
+    ("network:\n- id: ib-ndr-400\n  switch_port_usd: 700\n", ":2: network[", "_usd has no observed"),
+    ("storage:\n- id: object-s3-standard\n  usd_per_tb_month: 20\n", ":2: storage[",
+     "usd_per_tb_month has no observed"),
+    ("facility:\n  staff_usd_per_year: {value: 100000}\n", ":2: facility.staff_usd_per_year", "has no observed"),
+    ("cloud_instances:\n- id: aws-p5-48xlarge\n  price_per_hour: 50\n", ":2: cloud_instances[",
+     "observed: Field required"),
+])
+def test_a_price_without_its_date_is_refused(tmp_path: Path, overlay: str, where: str, missing: str) -> None:
+    # an overlay's new price never inherits the built-in entry's date: it brings its own or is refused
+    over = tmp_path / "prices.yaml"
+    over.write_text(overlay, encoding="utf-8")
+    with pytest.raises(GpuwizError) as exc:
+        load_catalog(over)
+    msg = str(exc.value).splitlines()[0]
+    assert msg.startswith(f"{over}{where}") and missing in msg, msg
+
+
+def test_an_overlay_price_takes_its_own_date(tmp_path: Path) -> None:
+    over = tmp_path / "prices.yaml"
+    over.write_text("gpus:\n- id: h100-sxm\n  price_new_usd: 21000\n  as_of: '2026-10'\n"
+                    "- id: rtx-3090\n  price_used_usd: 500\n  price_used_observed: '2026-09-15'\n", encoding="utf-8")
+    cat = load_catalog(over)
+    base = load_catalog()
+    h, r = cat.gpu("h100-sxm"), cat.gpu("rtx-3090")
+    assert (h.price_new_usd, h.price_new_observed) == (21000, "2026-10")  # a v1 overlay's as_of is its date
+    assert h.price_used_observed == base.gpu("h100-sxm").price_used_observed  # the price it did not set keeps its
+    assert (r.price_used_observed, r.price_new_observed) == ("2026-09-15", base.gpu("rtx-3090").price_new_observed)
 
 
 def test_estimates_are_labelled_where_source_says_estimate(cat: Catalog) -> None:
@@ -291,6 +350,7 @@ def test_overlay_overrides_price_and_adds_gpu(tmp_path: Path) -> None:
         "gpus:\n"
         "- id: h100-sxm\n"
         "  price_new_usd: 21000\n"
+        "  price_new_observed: '2026-11'\n"
         "- id: my-gpu\n"
         "  name: Lab prototype\n"
         "  vendor: nvidia\n"
@@ -324,7 +384,8 @@ def test_overlay_overrides_price_and_adds_gpu(tmp_path: Path) -> None:
 
 def test_overlay_overrides_facility_value(tmp_path: Path) -> None:
     over = tmp_path / "site.yaml"
-    over.write_text("facility:\n  electricity_usd_per_kwh:\n    value: 0.31\n", encoding="utf-8")
+    over.write_text("facility:\n  electricity_usd_per_kwh:\n    value: 0.31\n    observed: '2026-10'\n",
+                    encoding="utf-8")
     cat = load_catalog(over)
     assert cat.fac("electricity_usd_per_kwh") == pytest.approx(0.31)
     assert cat.facility["electricity_usd_per_kwh"].unit == load_catalog().facility["electricity_usd_per_kwh"].unit

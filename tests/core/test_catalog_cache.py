@@ -17,7 +17,7 @@ from gpuwiz.core import cache
 from gpuwiz.core import catalog as catmod
 from gpuwiz.core.catalog import Catalog, load_catalog
 
-OVERLAY = "gpus:\n- id: h100-sxm\n  price_new_usd: {price}\n"
+OVERLAY = "gpus:\n- id: h100-sxm\n  price_new_usd: {price}\n  price_new_observed: '2026-11'\n"
 
 
 def _fresh(overlay: Path | None = None) -> Catalog:

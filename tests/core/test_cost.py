@@ -143,6 +143,10 @@ def test_hybrid_when_close_and_splittable() -> None:
     assert a.verdict == "hybrid"
     assert a.hybrid_usd_total is not None
     assert "own 2 of 4 nodes" in a.verdict_reason
+    # When the ranking chose renting (the answer is a rented build), no hybrid of another owned build
+    # beside it: the verdict is the ranking's.
+    d = costmod.analyse(r, CAT, b, gph, [], rent_ref(per_run, per_run / gph), decided="rent", decided_why="x")
+    assert d.verdict == "rent" and d.hybrid_usd_total is None
 
 
 def test_monthly_series_is_cumulative_over_the_horizon() -> None:

@@ -330,3 +330,23 @@ def test_cn_purchase_rule_is_the_newest_one_and_remote_access_is_separate() -> N
     # Hong Kong is not named in the 2026 rule: the 2023 rule still applies there
     hk = market.purchase_rule(CAT, "HK", h200)
     assert hk is not None and hk.id != buy.id
+
+
+# ---- price age on the default examples ------------------------------------------------------------
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_default_example_rent_price_is_current_or_flagged(example: str) -> None:
+    # Done-when of issue 13: no price a default example uses is older than 12 months without a
+    # warning in the output. The rented offer's age is read from the catalog entry itself.
+    rec = recommend(load_config(EXAMPLES / example), CAT)
+    assert rec.cost is not None and rec.cost.cloud, example
+    used = rec.cost.cloud[0]
+    entry = next(i for i in CAT.cloud_instances if i.provider == used.provider and i.instance_type == used.instance
+                 and i.observed == used.observed)
+    age = market.offer_age_months(CAT, entry.observed)
+    text = render_recommendation(rec, load_config(EXAMPLES / example))
+    flagged = any(p.id == "stale-price" for p in rec.pitfalls)
+    if rec.cost.rent_option and age > market.STALE_MONTHS:
+        assert flagged and f"observed {entry.observed}" in text, (example, entry.id, age)
+    else:
+        assert not flagged, (example, entry.id, age)

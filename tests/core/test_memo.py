@@ -213,9 +213,79 @@ def test_memo_is_bounded_and_keyed_by_catalog(tmp_path: Path) -> None:
             update={"headroom": 0.01 * (i + 1)})}), CAT)
     assert len(memo._plans) == memo.MAX_PLANS
     over = tmp_path / "o.yaml"
-    over.write_text("gpus:\n- id: h100-sxm\n  price_new_usd: 1234\n", encoding="utf-8")
+    over.write_text("gpus:\n- id: h100-sxm\n  price_new_usd: 1234\n  price_new_observed: '2026-11'\n", encoding="utf-8")
     other = load_catalog(over)
     assert memo.candidates(base, CAT) is not memo.candidates(base, other)
     with memo.disabled():
         assert memo.candidates(base, CAT) is None
     memo.clear()
+
+
+# ---- the per-catalog tables of the pricing and sizing steps (memo.table) -------------------------
+
+
+@pytest.mark.parametrize("example", ["small-team-lora-7b.yaml", "enterprise-70b-pretrain.yaml"])
+def test_every_deployment_and_schedule_edit_after_a_warm_memo_gives_the_plain_answer(example: str) -> None:
+    """The tables' keys hold every field their functions read: with every table warm from the base
+    config, a valid change to any deployment / schedule / data field (country, site, regions, data
+    policy, electricity, PUE, colocation, staff, used hardware, budget, horizon, ...) gives the JSON of
+    the engine without a memo."""
+    base = load_config(ROOT / "examples" / example)
+    edited = []
+    for path, ann, value in _leaves(base):
+        if path[0] not in ("deployment", "schedule", "data"):
+            continue
+        req = _valid_change(base, path, ann, value)
+        if req is not None:
+            edited.append((".".join(path), req))
+    names = {n for n, _r in edited}
+    assert {"deployment.country", "deployment.site", "deployment.pue", "deployment.used_hardware",
+            "deployment.data_sensitivity", "deployment.regions", "deployment.electricity_usd_per_kwh"} <= names
+    memo.clear()
+    want_base = _json(base)
+    for name, req in edited:
+        assert _json(base) == want_base, name  # warm: the base again, from the tables
+        got = _json(req)
+        with memo.disabled():
+            assert got == _json(req), name
+
+
+def test_tables_are_bounded_per_catalog_cleared_and_off_when_disabled(tmp_path: Path) -> None:
+    memo.clear()
+    t = memo.table(CAT, "test-table", maxsize=3)
+    assert t is not None and memo.table(CAT, "test-table") is t
+    for i in range(5):
+        t.put(i, str(i))
+    assert list(t.data) == [2, 3, 4] and t.get(4) == "4" and t.get(0) is memo.MISS  # the oldest went first
+    keep = memo.table(CAT, "test-catalog-table", catalog_only=True)
+    assert keep is not None
+    keep.put("k", 1)
+    memo.clear()  # a request-dependent table starts empty; a catalog-only one keeps its entries
+    assert memo.table(CAT, "test-table") is t and not t.data
+    assert memo.table(CAT, "test-catalog-table", catalog_only=True).get("k") == 1  # type: ignore[union-attr]
+    over = tmp_path / "o.yaml"
+    over.write_text("gpus:\n- id: h100-sxm\n  price_new_usd: 1234\n  price_new_observed: '2026-11'\n", encoding="utf-8")
+    other = memo.table(load_catalog(over), "test-table")
+    assert other is not None and other is not t and not other.data  # another catalog: its own tables
+    with memo.disabled():
+        assert memo.table(CAT, "test-table") is None
+
+
+def test_size_system_and_cheapest_rate_answer_from_the_table_as_they_compute() -> None:
+    """A table hit is the value the function computes (same object on a hit; equal with the memo off)."""
+    from gpuwiz.core import cost, system
+
+    req = load_config(ROOT / "examples" / "enterprise-70b-pretrain.yaml")
+    gpu = CAT.gpu("h100-sxm")
+    w = system.workload_from(req, CAT, None)
+    memo.clear()
+    b1 = system.size_system(req, CAT, gpu, 8, 4, w)
+    assert system.size_system(req, CAT, gpu, 8, 4, w) is b1
+    with memo.disabled():
+        assert system.size_system(req, CAT, gpu, 8, 4, w) == b1
+        plain = cost.cheapest_rate(CAT, "h100-sxm", 32, 8, req=req)
+    assert cost.cheapest_rate(CAT, "h100-sxm", 32, 8, req=req) == plain is not None
+    desk = req.model_copy(update={"deployment": req.deployment.model_copy(update={"site": "desk"})})
+    with memo.disabled():
+        want = system.size_system(desk, CAT, gpu, 8, 1, w)
+    assert system.size_system(desk, CAT, gpu, 8, 1, w) == want  # the site is in the key

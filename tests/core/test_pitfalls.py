@@ -13,7 +13,7 @@ from gpuwiz.core import pitfalls as pit
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.estimate import estimate
-from gpuwiz.core.models import CostAnalysis, Estimate, Requirements
+from gpuwiz.core.models import CostAnalysis, Estimate, Range, Requirements
 
 CAT: Catalog = load_catalog()
 
@@ -53,6 +53,39 @@ def ctx(req: Requirements | None = None, gpu: str = "a100-80gb-sxm", gpn: int = 
     if cost is not None and verdict:
         cost = cost.model_copy(update={"verdict": verdict})
     return pit.Context(req=req, cat=CAT, gpu=g, build=build, est=est, cost=cost)
+
+
+TOWER_4GPU = next(c.name for c in CAT.platforms.chassis if c.id == "workstation-4gpu")
+
+
+def test_consumer_density_only_where_the_cards_sit_packed() -> None:
+    """Four 3-slot RTX 4090 in a tower recirculate each other's heat; gpuwiz's own build puts them in a
+    GPU chassis with a gap between the cards (90 mm pitch), where the warning would change nothing."""
+    c = ctx(gpu="rtx-4090", gpn=4, verdict="buy")
+    assert c.build is not None
+    ch = next(x for x in CAT.platforms.chassis if x.name == c.build.chassis)
+    assert ch.max_slot_width > CAT.gpu("rtx-4090").slot_width
+    assert not fired(c, "consumer-density")
+    assert fired(ctx(gpu="rtx-4090", gpn=4, verdict="buy", build_update={"chassis": TOWER_4GPU}), "consumer-density")
+
+
+def test_vram_headroom_near_the_plan_limit_only_when_the_p90_misses_the_card() -> None:
+    """The plan's micro-batch fills the card up to the headroom limit: near that limit the warning
+    changes nothing unless the slow (P90) end of the memory estimate is above the card."""
+    near = ctx(est_update=tight_memory(0.18))
+    m = near.est.memory  # type: ignore[union-attr]
+    assert m.per_gpu_gib > 0.95 * m.usable_gib and not m.p90_exceeds_capacity
+    assert not fired(near, "vram-headroom")
+
+    def p90_above(e: Estimate) -> Estimate:
+        e = tight_memory(0.18)(e)
+        cap = e.memory.capacity_gib
+        mem = e.memory.model_copy(update={"p90_exceeds_capacity": True,
+                                          "per_gpu_gib_range": Range(low=0.7 * cap, high=1.2 * cap)})
+        return e.model_copy(update={"memory": mem})
+    c = ctx(est_update=p90_above)
+    (p,) = fired(c, "vram-headroom")
+    assert f"P90 {1.2 * c.est.memory.capacity_gib:.1f} GiB" in p.message  # type: ignore[union-attr]
 
 
 def with_gpu(c: pit.Context, **upd: Any) -> pit.Context:
@@ -175,7 +208,7 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
         lambda: ctx(gpu="rtx-4090", gpn=1, verdict="buy"),
     ),
     "consumer-density": (
-        lambda: ctx(gpu="rtx-4090", gpn=4, verdict="buy"),
+        lambda: ctx(gpu="rtx-4090", gpn=4, verdict="buy", build_update={"chassis": TOWER_4GPU}),
         lambda: ctx(gpu="rtx-4090", gpn=2, verdict="buy"),
     ),
     "geforce-eula": (
@@ -281,6 +314,10 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
         rent_price_observed("2024-06"),
         rent_price_observed(CAT.as_of),
     ),
+    "stale-purchase-price": (
+        lambda: with_gpu(ctx(gpu="h100-sxm", gpn=8, verdict="buy"), price_new_observed="2024-06"),
+        lambda: with_gpu(ctx(gpu="h100-sxm", gpn=8, verdict="buy"), price_new_observed=CAT.as_of),
+    ),
     "obsolescence": (
         lambda: ctx(verdict="buy", gpu="v100-32gb-sxm2", gpn=8),
         lambda: ctx(verdict="buy", gpu="b200", gpn=8),
@@ -336,8 +373,9 @@ def test_messages_quote_their_numbers() -> None:
     assert f"{c.est.memory.per_gpu_gib:.1f} GiB" in p.message  # type: ignore[union-attr]
     assert "8%" in p.message
     assert p.severity == "high"
-    c2 = ctx(est_update=tight_memory(0.18))  # past 95 % of the plan's 80 % limit
+    c2 = ctx(est_update=tight_memory(0.12))  # under 15 % free
     assert fired(c2, "vram-headroom")[0].severity == "medium"
+    # past 95 % of the plan's 80 % limit with the P90 inside the card: see the test above
     # 72 % used (129 of 180 GiB) sits inside the plan's headroom: nothing to warn about
     assert fired(ctx(est_update=tight_memory(0.28)), "vram-headroom") == []
 
@@ -390,3 +428,18 @@ def test_export_control_for_renting_abroad_is_the_remote_access_rule() -> None:
     (p,) = fired(ctx(gpu="h100-sxm", verdict="rent", req=make_req(deployment={"country": "CN", "mode": "rent"})),
                  "export-control")
     assert p.severity == "info" and "remote-access" in p.message
+
+
+def test_stale_purchase_price_follows_the_price_the_build_used() -> None:
+    # Priced used (deployment.used_hardware): the used price's date counts, not the new one's.
+    used_req = make_req(deployment={"used_hardware": True})
+    c = with_gpu(ctx(req=used_req, gpu="a100-80gb-sxm", gpn=8, verdict="buy"),
+                 price_new_observed=CAT.as_of, price_used_observed="2023-03")
+    assert c.build is not None and c.build.tier.endswith("-used")
+    hit = fired(c, "stale-purchase-price")
+    assert len(hit) == 1 and "2023-03" in hit[0].message and "used price" in hit[0].message
+    fresh = with_gpu(c, price_new_observed="2019-01", price_used_observed=CAT.as_of)
+    assert fired(fresh, "stale-purchase-price") == []
+    # A rent verdict buys nothing: an old purchase price does not matter.
+    rent = with_gpu(ctx(gpu="h100-sxm", gpn=8, verdict="rent"), price_new_observed="2019-01")
+    assert fired(rent, "stale-purchase-price") == []

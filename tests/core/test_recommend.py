@@ -590,7 +590,9 @@ def test_the_build_to_own_also_ends_with_slack_when_one_can() -> None:
 
     req = load_config(EXAMPLES / "enterprise-70b-pretrain.yaml")
     r = recommend(req, CAT)
-    assert r.found and r.build is not None and r.build.rented and r.buy_build is not None
+    # (with the issue-11 speed model of 2026-12-01 the cheapest pick is the owned B200 cluster itself, not a rented
+    # one: the build to own the verdict reads must still end with slack)
+    assert r.found and r.build is not None and r.buy_build is not None
     b = r.buy_build
     e = estimate(req, CAT, gpu=b.gpu, count=b.gpus_per_node * b.nodes, gpus_per_node=b.gpus_per_node)
     assert e.time.wall_hours <= SLACK_FRAC * req.schedule.deadline_days * 24, (b.gpu, b.nodes, e.time.wall_hours)

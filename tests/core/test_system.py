@@ -276,6 +276,48 @@ def test_lean_tier_drops_bulk_disk_and_nic_and_costs_less() -> None:
     assert lean.bom[0].unit_usd == CAT.gpu("rtx-3090").price_used_usd
 
 
+def test_open_air_cards_are_not_packed_three_or_more_slot_to_slot() -> None:
+    """Four open-air RTX 5090 (2-slot flow-through) would sit slot to slot in the 2-slot-spaced tower:
+    they get a GPU chassis with a gap between the cards; blower cards (RTX 6000 Ada) still fit the tower."""
+    tower = next(c for c in CAT.platforms.chassis if c.id == "workstation-4gpu")
+    assert sysmod.packed_open_air(tower, CAT.gpu("rtx-5090"), 4)
+    assert not sysmod.chassis_fits(tower, CAT.gpu("rtx-5090"), 4, "office")
+    assert sysmod.chassis_fits(tower, CAT.gpu("rtx-5090"), 2, "office")
+    assert sysmod.chassis_fits(tower, CAT.gpu("rtx-6000-ada"), 4, "office")
+    b = build(req(), "rtx-5090", 4)
+    assert b.chassis != tower.name
+    # at a desk (towers only) the box takes their blower / liquid-cooled variants, and says so
+    desk = build(req(deployment={"site": "desk"}), "rtx-5090", 4)
+    line = next(x for x in desk.bom if x.item == desk.chassis)
+    assert "blower" in line.note
+
+
+def test_the_cpu_fits_the_board() -> None:
+    """A chassis whose board has an AMD socket (WRX90, SP5) gets an AMD CPU, the cheapest that does."""
+    rack = next(c for c in CAT.platforms.chassis if c.id == "rack-4u-4gpu-consumer")
+    assert rack.cpu_vendor == "amd"
+    cpu, _sockets = sysmod.pick_cpu(CAT, rack, 24, 68)
+    assert cpu is not None and cpu.vendor == "amd" and cpu.segment == "workstation"
+    free = rack.model_copy(update={"cpu_vendor": None})
+    cheapest, _s = sysmod.pick_cpu(CAT, free, 24, 68)
+    assert cheapest is not None and cheapest.price_usd <= cpu.price_usd
+    b = build(req(), "rtx-4090", 4)
+    assert b.chassis == rack.name and "Threadripper" in b.cpu
+
+
+def test_text_samples_are_sequences_not_images() -> None:
+    """20M BERT-large samples of 512 tokens are ~41 GB of text (4 bytes a token), not 20M x 110 KB
+    (the ImageNet JPEG size image models default to) = 2.2 TB to stage and store."""
+    def samples(model: dict[str, Any], n: float) -> Requirements:
+        return Requirements.model_validate({"model": model, "training": {"method": "full"}, "data": {"samples": n}})
+    text = sysmod.workload_from(samples({"preset": "bert-large"}, 20e6), CAT, None)
+    assert text.modality == "text" and text.dataset_gb == pytest.approx(20e6 * 512 * 4 / 1e9)
+    shorter = sysmod.workload_from(samples({"preset": "bert-large", "seq_len": 128}, 20e6), CAT, None)
+    assert shorter.dataset_gb == pytest.approx(text.dataset_gb / 4)
+    images = sysmod.workload_from(samples({"preset": "resnet-50"}, 1e6), CAT, None)
+    assert images.dataset_gb == pytest.approx(1e6 * 110 / 1e6)
+
+
 def test_stack_follows_the_plan() -> None:
     w = sysmod.workload_from(req(), CAT, None)
     import dataclasses

@@ -129,16 +129,42 @@ def test_cross_validated_figures_no_worse_than_today(report: Report):
     tt, mem = k["throughput + GPU-hours"], k["memory"]
     assert tt.n >= 200 and mem.n >= 20
     assert tt.median < tt.base_median and tt.p90 < tt.base_p90
-    assert tt.median <= 0.16 and tt.p90 <= 0.36  # held out: 14 % / 31 % today (target 12 % / 35 %)
+    assert tt.median <= 0.12 and tt.p90 <= 0.35  # held out: 11.1 % / 31 % today (issue 11's targets)
     assert mem.median <= 0.12  # held out: 8 % today
+
+
+def test_no_judged_group_is_worse_than_the_naive_rule_held_out(report: Report):
+    # issue 11: no GPU generation, model family or stack group (n >= 5) worse than 6ND at 40 % of peak
+    from gpuwiz.core.ranges import MIN_GROUP
+    from gpuwiz.validation.loso import summaries
+
+    sm = summaries(report.loso)
+    worse = [f"{dim} {s.group}: {s.median:.3f} vs {s.base_median:.3f}" for dim in ("generation", "family", "stack")
+             for s in sm[dim] if s.n >= MIN_GROUP and s.median >= s.base_median]
+    assert not worse
 
 
 def test_ranges_are_calibrated_on_held_out_entries(report: Report):
     inside, n = report.loso.coverage["throughput"]
     assert n >= 200
-    assert 0.70 <= inside / n <= 0.92
+    assert 0.70 <= inside / n <= 0.90  # 86 % today (the groups' P10/P90 averaged; their union held 92 %)
     inside, n = report.loso.coverage["memory"]
     assert n >= 20 and 0.6 <= inside / n <= 0.95
+
+
+def test_range_of_several_groups_is_their_geometric_mean():
+    # an estimate matching several groups takes their quantiles averaged in log space, not the widest of them
+    from gpuwiz.core.ranges import GroupRange, RangeTable, range_for
+
+    part = {"overall": GroupRange(n=50, p10=0.7, p50=1.0, p90=1.4),
+            "generation": {"ampere": GroupRange(n=20, p10=0.8, p50=1.0, p90=1.25)},
+            "family": {"decoder LLM": GroupRange(n=20, p10=0.5, p50=1.0, p90=1.6)},
+            "stack": {"pytorch": GroupRange(n=3, p10=0.1, p50=1.0, p90=9.0)}}  # under MIN_GROUP: skipped
+    sp = range_for(RangeTable(source="t", throughput=part), "throughput",
+                   {"generation": "ampere", "family": "decoder LLM", "stack": "pytorch", "scale": "1 GPU"})
+    assert sp is not None
+    assert sp.p10 == pytest.approx((0.8 * 0.5) ** 0.5) and sp.p90 == pytest.approx((1.25 * 1.6) ** 0.5)
+    assert "too few entries for stack pytorch (3 entries)" in sp.basis
 
 
 def test_bundled_range_table_is_current(report: Report):

@@ -258,6 +258,7 @@ def _write(text: str | bytes, suffix: str) -> Path:
 @example(over={"gpus": [{"id": "h100-sxm", "tdp_w": 1e308}]})
 @example(over={"gpus": [{"id": "h100-sxm", "nvlink_gbps": 1e-310}]})
 @example(over={"facility": {"residual_value_frac": {"value": 7}}})
+@example(over={"facility": {"cloud_setup_hours": {"value": -2}}})  # negative rent cost: no ranking floor
 def test_fuzz_overlay(over):
     note(repr(over))
     path = _write(_yaml(over), ".yaml")

@@ -198,7 +198,7 @@ def test_the_reader_never_reads_past_the_cap(tmp_path):
 @pytest.fixture
 def overlay(tmp_path: Path) -> Path:
     p = tmp_path / "prices.yaml"
-    p.write_text("gpus:\n  - id: h100-sxm\n    price_new_usd: 25000\n")
+    p.write_text("gpus:\n  - id: h100-sxm\n    price_new_usd: 25000\n    price_new_observed: '2026-11'\n")
     return p
 
 

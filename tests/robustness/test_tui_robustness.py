@@ -169,13 +169,9 @@ async def test_signal_keeps_the_draft_and_the_next_start_restores_it(tmp_path, s
         await pilot.pause()
         from gpuwiz.tui.dialogs.confirm import ChoiceDialog
 
-        for _ in range(20):
-            if isinstance(app.screen, ChoiceDialog):
-                break
-            await pilot.pause(0.05)
-        assert isinstance(app.screen, ChoiceDialog), f"no restore offer; screen is {app.screen!r}"
+        await _until(pilot, lambda: isinstance(app.screen, ChoiceDialog))  # no restore offer otherwise
         await pilot.click("#choice-restore")
-        await pilot.pause()
+        await _until(pilot, lambda: app.requirements == want)  # under load the restore lands frames later
         assert app.requirements == want
         assert app.step == step
         assert app.dirty  # restored work is still unsaved work
@@ -189,16 +185,11 @@ async def test_declining_the_restore_discards_the_draft(tmp_path):
     async with app.run_test(size=(100, 30)) as pilot:
         from gpuwiz.tui.dialogs.confirm import ChoiceDialog
 
-        for _ in range(40):  # the dialog is pushed after the first frame, then composed and laid out
-            if isinstance(app.screen, ChoiceDialog) and app.screen.query("#choice-discard"):
-                break
-            await pilot.pause(0.05)
+        # the dialog is pushed after the first frame, then composed and laid out
+        await _until(pilot, lambda: isinstance(app.screen, ChoiceDialog) and bool(app.screen.query("#choice-discard")))
         await pilot.pause()
         await pilot.click("#choice-discard")
-        for _ in range(40):  # under load the dismiss callback can run a few frames later
-            if drafts.read_draft(state) is None:
-                break
-            await pilot.pause(0.05)
+        await _until(pilot, lambda: drafts.read_draft(state) is None)  # the dismiss callback can run frames later
         assert app.requirements == Requirements()
     assert drafts.read_draft(state) is None
 
@@ -447,10 +438,10 @@ async def test_a_palette_command_over_a_dialog_closes_the_dialog_first(tmp_path,
 
 
 
-async def _until(pilot, pred, tries: int = 40) -> None:
-    for _ in range(tries):
-        if pred():
-            return
+async def _until(pilot, pred, timeout: float = 20.0) -> None:
+    """Wait for a condition the app reaches by itself (polled between frames; a deadline, not a sleep)."""
+    deadline = time.monotonic() + timeout
+    while not pred() and time.monotonic() < deadline:
         await pilot.pause(0.05)
     assert pred()
 

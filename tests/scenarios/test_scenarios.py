@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import instance_ram_ok
@@ -65,6 +66,12 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             chassis = next((c for c in CAT.platforms.chassis if c.name == b.chassis), None)
             if chassis is not None:
                 assert gpu.cooling in chassis.cools, f"{gpu.cooling} {gpu.name} in {chassis.name}"
+                # The CPU fits the board (a WRX90 board takes Threadripper PRO, not a Xeon W).
+                cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
+                assert chassis.cpu_vendor in (None, cpu.vendor), (b.cpu, chassis.name)
+                # Open-air coolers packed slot to slot only as their blower / liquid variants.
+                if sysmod.packed_open_air(chassis, gpu, b.gpus_per_node):
+                    assert "blower" in next(x.note for x in b.bom if x.item == b.chassis)
                 if chassis.kind == "hgx":
                     assert b.gpus_per_node == chassis.max_gpus  # baseboards are sold whole
             assert b.gpus_per_node % gpu.sold_as_board == 0
@@ -76,8 +83,11 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
                 pfs = "parallel file system" in shared or "Storage Scale" in shared
                 assert pfs if b.nodes > 4 else "NAS" in shared
                 assert "storage / front-end" in b.network
-            if cost.verdict == "buy" and req.deployment.budget_usd is not None:
+            if cost.verdict in ("buy", "hybrid") and req.deployment.budget_usd is not None:
                 assert b.capex_usd <= req.deployment.budget_usd
+            # A consumer-density warning only where the cards sit packed (not in a spaced GPU chassis).
+            if chassis is not None and chassis.max_slot_width > gpu.slot_width:
+                assert "consumer-density" not in {p.id for p in r.pitfalls}
         # Every cloud row for the pick's GPU holds the plan's CPU offload in its RAM.
         for o in cost.cloud:
             key = (o.provider, o.instance, o.gpu, o.region)
@@ -93,6 +103,20 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
         me = [p for p in r.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes and p.nodes == b.nodes]
         if me and r.cost_per_run_usd is not None:
             assert me[0].cost_per_run_usd == pytest.approx(r.cost_per_run_usd, rel=1e-6)
+        # The pick is not dominated: no build as simple (no more GPUs, no more nodes) on the front is both
+        # faster and cheaper per run (the ranking priced the build the answer quotes).
+        if r.objective == "cheapest" and not pinned and r.cost_per_run_usd is not None:
+            count = b.gpus_per_node * b.nodes
+            assert not [p for p in r.pareto if p.count <= count and p.nodes <= b.nodes
+                        and p.wall_hours < 0.98 * est.time.wall_hours
+                        and p.cost_per_run_usd < 0.995 * r.cost_per_run_usd], (r.cost_per_run_usd, r.pareto)
+        ids = {p.id for p in r.pitfalls}
+        # Warnings about the option the answer gives: the marketplace-host one only on the community tier
+        # (the verified data-centre tier is what it advises), reserved-vs-buy only against the same GPU owned.
+        if "marketplace-host" in ids:
+            assert cost.rent_offer is not None and cost.rent_offer.tier == "marketplace-community"
+        if "reserved-vs-buy" in ids and b.rented:
+            assert r.buy_build is not None and r.buy_build.gpu == b.gpu
         for a, c in zip(r.pareto, r.pareto[1:], strict=False):
             assert a.wall_hours <= c.wall_hours and a.cost_per_run_usd > c.cost_per_run_usd  # non-dominated
         # Verdict, payback and total agree.
@@ -190,6 +214,9 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         me = r.cost_per_run_usd or 0
         assert not [p for p in r.pareto if p.count == b.gpus_per_node * b.nodes and p.nodes == b.nodes
                     and p.wall_hours * 1.25 <= est.time.wall_hours and p.cost_per_run_usd <= 1.04 * me], r.pareto
+    for pid, text in exp.get("pitfall_text", {}).items():
+        msgs = [p.message for p in r.pitfalls if p.id == pid]
+        assert msgs and text in msgs[0], (pid, msgs)
     if "max_wall_hours" in exp:
         assert est.time.wall_hours <= exp["max_wall_hours"]
     if exp.get("board_note"):

@@ -155,3 +155,42 @@ async def test_an_unreadable_config_json_marks_its_field(make_app: MakeApp, tmp_
         assert not scr.engine_marks and app.recommendation is not None
         assert app.check_action("next", ()) is True
         assert isinstance(scr.query_one("#f-model-hf-config"), Input)
+
+
+async def test_a_refused_yaml_key_without_a_field_is_named_on_its_step_and_blocks_next(
+        make_app: MakeApp, tmp_path: Path) -> None:
+    cfg = tmp_path / "moe.yaml"
+    cfg.write_text("version: 1\nmodel:\n  preset: llama-3-8b\n  top_k: 4\ndata:\n  tokens: 1B\n", encoding="utf-8")
+    app = make_app(cfg)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert app.engine_error and "model.top_k" in app.engine_fields
+        assert app.engine_target() is None  # the form has no Top-k field
+        await pilot.press("alt+left", "alt+left", "alt+left", "alt+left")  # Result → Model
+        await settle(pilot, app)
+        assert app.step == "model"
+        scr = app.screen
+        assert isinstance(scr, StepScreen)
+        box = scr.query_one("#yaml-refusal", Static)
+        text = str(box.render())
+        assert box.has_class("-shown") and box.display
+        assert "model.top_k" in text and "YAML" in text and str(cfg) in text and "ctrl+o" in text
+        assert app.check_action("next", ()) is None
+        await pilot.press("alt+right")  # blocked
+        await settle(pilot, app)
+        assert app.step == "model"
+        app.goto("data")  # the other steps do not carry it
+        await settle(pilot, app)
+        other = app.screen
+        assert isinstance(other, StepScreen) and other.yaml_mark is None
+        assert not other.query_one("#yaml-refusal", Static).has_class("-shown")
+        assert app.check_action("next", ()) is True
+        # fixed in the file and opened again: the line goes, Next works
+        cfg.write_text("version: 1\nmodel:\n  preset: llama-3-8b\ndata:\n  tokens: 1B\n", encoding="utf-8")
+        assert app.open_config(str(cfg)) is None
+        await settle(pilot, app)
+        app.goto("model")
+        await settle(pilot, app)
+        assert app.recommendation is not None and scr.yaml_mark is None
+        assert not scr.query_one("#yaml-refusal", Static).has_class("-shown")
+        assert app.check_action("next", ()) is True

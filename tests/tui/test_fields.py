@@ -250,3 +250,51 @@ async def test_regions_land_in_the_requirements_and_limit_what_may_be_rented(mak
         app.goto("deploy")
         await settle(pilot, app)
         assert app.screen.query_one("#f-deployment-regions", Input).value == "DE, eu-central-1"
+
+
+async def test_typing_in_a_field_repaints_only_what_changed(make_app: Any, config_file: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typed character and its answer cost no layout pass of the screen and no full repaint (an App
+    reactive and Input's virtual size used to cause both on every key); a long value still scrolls."""
+    from textual._compositor import Compositor
+    from textual.screen import Screen
+    from wizhelp import settle
+
+    counts = {"layout": 0, "full": 0}
+    layout, full = Screen._refresh_layout, Compositor.render_full_update
+
+    def counted_layout(self: Any, *a: Any, **k: Any) -> Any:
+        counts["layout"] += 1
+        return layout(self, *a, **k)
+
+    def counted_full(self: Any, *a: Any, **k: Any) -> Any:
+        counts["full"] += 1
+        return full(self, *a, **k)
+
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.goto("data")
+        await settle(pilot, app)
+        field = app.screen.query_one("#f-data-epochs")
+        field.focus()
+        await pilot.press("end")
+        await settle(pilot, app)
+        monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
+        monkeypatch.setattr(Compositor, "render_full_update", counted_full)
+        for key in ("3", "backspace", "4", "backspace", "5"):
+            await pilot.press(key)
+            await settle(pilot, app)
+        assert app.requirements.data.epochs == 25 and app.answer_for == app.requirements
+        assert counts == {"layout": 0, "full": 0}, counts
+        monkeypatch.undo()
+        app.goto("model")  # a value wider than the field still scrolls with the cursor
+        await settle(pilot, app)
+        inp = app.screen.query_one("#f-model-hf-config")
+        inp.focus()
+        await settle(pilot, app)
+        text = "/a/long/path/that/does/not/fit/in/the/field/at/all/config.json"
+        await pilot.press(*list(text))
+        await pilot.pause()
+        assert inp.value == text and inp.scroll_x > 0  # type: ignore[attr-defined]
+        assert "config.json" in inp.render_line(0).text

@@ -257,39 +257,47 @@ def _check_consistency(f: dict[str, Any], layers: int, explicit: set[str]) -> No
                 f.pop(k, None)
     if experts > 1:
         if f.get("top_k") and f["top_k"] > experts:
-            raise GpuwizError(f"model.top_k: {f['top_k']} experts per token, but model.experts is {experts}")
+            raise GpuwizError(f"model.top_k: {f['top_k']} experts per token, but model.experts is {experts}",
+                              fields=("model.top_k", "model.experts"))
         if (f.get("first_k_dense") or 0) >= layers:
             raise GpuwizError(f"model.first_k_dense: {f['first_k_dense']} dense layers leave no MoE layer "
-                              f"(model.layers is {layers})")
+                              f"(model.layers is {layers})", fields=("model.first_k_dense", "model.layers"))
     else:
         if "top_k" not in explicit:
             f.pop("top_k", None)
         elif f["top_k"] > 1:
-            raise GpuwizError(f"model.top_k: {f['top_k']} experts per token, but model.experts is {experts}")
+            raise GpuwizError(f"model.top_k: {f['top_k']} experts per token, but model.experts is {experts}",
+                              fields=("model.top_k", "model.experts"))
         stray = [k for k in _MOE_ONLY_KEYS if f.get(k)]
         if stray:
-            raise GpuwizError(f"model.{stray[0]}: only for a mixture of experts (set model.experts above 1)")
+            raise GpuwizError(f"model.{stray[0]}: only for a mixture of experts (set model.experts above 1)",
+                              fields=(f"model.{stray[0]}", "model.experts"))
     if not f.get("shared_experts"):
         stray = [k for k in ("shared_expert_ffn", "shared_expert_gate") if f.get(k)]
         if stray:
-            raise GpuwizError(f"model.{stray[0]}: needs model.shared_experts (how many shared experts)")
+            raise GpuwizError(f"model.{stray[0]}: needs model.shared_experts (how many shared experts)",
+                              fields=(f"model.{stray[0]}", "model.shared_experts"))
     if f.get("kv_lora_rank"):
         missing = [k for k in _MLA_DIMS if not f.get(k)]
         if missing:
-            raise GpuwizError(f"model.{missing[0]}: needed with model.kv_lora_rank (multi-head latent attention)")
+            raise GpuwizError(f"model.{missing[0]}: needed with model.kv_lora_rank (multi-head latent attention)",
+                              fields=(f"model.{missing[0]}", "model.kv_lora_rank"))
     else:
         stray = [k for k in ("q_lora_rank", *_MLA_DIMS) if f.get(k)]
         if stray:
-            raise GpuwizError(f"model.{stray[0]}: multi-head latent attention also needs model.kv_lora_rank")
+            raise GpuwizError(f"model.{stray[0]}: multi-head latent attention also needs model.kv_lora_rank",
+                              fields=(f"model.{stray[0]}", "model.kv_lora_rank"))
     if f.get("sliding_layers") is not None:
         if not f.get("sliding_window"):
-            raise GpuwizError("model.sliding_layers: needs model.sliding_window (the window in tokens)")
+            raise GpuwizError("model.sliding_layers: needs model.sliding_window (the window in tokens)",
+                              fields=("model.sliding_layers", "model.sliding_window"))
         if f["sliding_layers"] > layers:
             raise GpuwizError(f"model.sliding_layers: {f['sliding_layers']} windowed layers, more than "
-                              f"model.layers ({layers})")
+                              f"model.layers ({layers})", fields=("model.sliding_layers", "model.layers"))
     heads, kv = f.get("heads"), f.get("kv_heads")
     if heads and kv and kv > heads:
-        raise GpuwizError(f"model.kv_heads: {kv} key/value heads, more than model.heads ({heads})")
+        raise GpuwizError(f"model.kv_heads: {kv} key/value heads, more than model.heads ({heads})",
+                          fields=("model.kv_heads", "model.heads"))
 
 
 def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
@@ -352,6 +360,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             is_token_model=False, params_total=published_b * 1e9, params_active=published_b * 1e9,
             train_gflops_per_sample=f["train_gflops_per_sample"], act_gib_per_sample=f["act_gib_per_sample"],
             resolution=res, source=f.get("source"), default_micro_batch=f.get("default_micro_batch"),
+            vision=f.get("vision"),
             notes=(f"{name}: published per-sample figures at {res or '?'} px",),
             **({"seq_len": f["seq_len"]} if f.get("seq_len") else {}),
         )

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Self, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,7 @@ from pydantic import (
 from gpuwiz.core import cache
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.hardware import PerfEntry
+from gpuwiz.core.models import VisionArch
 from gpuwiz.core.stacks import StackEntry
 from gpuwiz.core.units import HOURS_PER_MONTH
 from gpuwiz.core.yamlio import LineMap, parse, read_text
@@ -82,6 +83,8 @@ FACILITY_RANGES: dict[str, tuple[float, float]] = {
     "spot_overhead_frac": (0.0, 2.0), "goodput": (0.01, 1.0), "reserved_1y_discount": (0.0, 0.99),
     "reserved_3y_discount": (0.0, 0.99), "server_overhead_frac": (0.0, 10.0),
     "cloud_storage_usd_per_tb_month": (0.0, 1e5), "office_circuit_w": (100.0, 1e6),
+    # a negative setup time or price made a rented run's cost negative (the ranking then had no floor)
+    "psu_usd_per_w": (0.0, 100.0), "egress_usd_per_gb": (0.0, 100.0), "cloud_setup_hours": (0.0, 1000.0),
 }
 
 
@@ -108,6 +111,36 @@ class _Entry(BaseModel):
             zero = " (or 0 for none)" if name in _ZERO_OK else ""
             raise ValueError(f"must be between {lo:g} and {hi:g}{zero}, got {value:g}")
         return value
+
+
+# ISO 8601 date, month or year: when a figure was true (``observed``) or read (``retrieved``).
+DATE_PATTERN = r"^\d{4}(-\d{2}(-\d{2})?)?$"
+# Each price field and the field that says when that price was true (``observed``: ISO date, month
+# or year). The loader refuses a price without its date; ``as_of`` stays the date an entry was read.
+PRICE_DATES = {
+    "price_new_usd": "price_new_observed", "price_used_usd": "price_used_observed", "price_usd": "observed",
+    "usd_per_tb_month": "observed", "nic_price_usd": "observed", "switch_port_usd": "observed",
+    "price_per_hour": "observed", "spot_per_hour": "observed", "reserved_1y_per_hour": "observed",  # cloud offers
+    "reserved_3y_per_hour": "observed", "monthly_per_month": "observed",
+}
+
+
+def _require_observed(entry: BaseModel) -> None:
+    for price, date in PRICE_DATES.items():
+        if getattr(entry, price, None) is not None and getattr(entry, date, None) is None:
+            raise ValueError(_("{price} has no {date} (the date the price was true, YYYY-MM-DD, YYYY-MM or YYYY)")
+                             .format(price=price, date=date))
+
+
+class _Priced(_Entry):
+    """An entry with a price: each price carries the date it was true (PRICE_DATES)."""
+
+    observed: str | None = Field(None, pattern=DATE_PATTERN)
+
+    @model_validator(mode="after")
+    def _dated(self) -> Self:
+        _require_observed(self)
+        return self
 
 
 class GPU(_Entry):
@@ -140,10 +173,17 @@ class GPU(_Entry):
     rocm_gfx_target: str | None = None
     price_new_usd: float | None = Field(None, gt=0)
     price_used_usd: float | None = Field(None, gt=0)
+    price_new_observed: str | None = Field(None, pattern=DATE_PATTERN)  # when price_new_usd was true
+    price_used_observed: str | None = Field(None, pattern=DATE_PATTERN)  # when price_used_usd was true
     export_restricted: bool = False  # US export controls: not sold into CN/HK/MO
     markets: list[str] | None = Field(None, min_length=1)  # ISO countries where sold new; None = worldwide
     mining_era: bool = False  # consumer card sold 2017-2022 (used units may be ex-mining)
     datacenter_licence_ok: bool = True  # GeForce EULA forbids data-centre deployment
+
+    @model_validator(mode="after")
+    def _dated(self) -> Self:
+        _require_observed(self)
+        return self
 
     def peak_tflops(self, precision: str) -> float:
         """Dense peak for a training precision, falling back to the next-best supported rate."""
@@ -212,13 +252,12 @@ class ModelPreset(_Entry):
     train_gflops_per_sample: float | None = Field(None, gt=0)  # fwd+bwd, = 3 x forward
     act_gib_per_sample: float | None = Field(None, gt=0)  # activation memory / sample, mixed precision
     resolution: int | None = None  # image side in pixels at which the figures hold
+    vision: VisionArch | None = None  # layer list of a vision model (core.memory counts its activations)
     sample_kb: float | None = None  # typical stored sample size (dataset planning)
     default_micro_batch: int | None = None
 
 
 Tier = Literal["hyperscaler", "neocloud", "marketplace-secure", "marketplace-community"]
-# ISO 8601 date, month or year: when a figure was true (``observed``) or read (``retrieved``).
-DATE_PATTERN = r"^\d{4}(-\d{2}(-\d{2})?)?$"
 _LEGACY_PRICE_KEYS = {
     "price_usd_per_hour": "price_per_hour", "spot_usd_per_hour": "spot_per_hour",
     "reserved_1y_usd_per_hour": "reserved_1y_per_hour", "reserved_3y_usd_per_hour": "reserved_3y_per_hour",
@@ -308,7 +347,7 @@ class CloudInstance(BaseModel):
         return self.reserved_3y_per_hour * self._usd_rate if self.reserved_3y_per_hour is not None else None
 
 
-class CPU(_Entry):
+class CPU(_Priced):
     name: str
     vendor: Literal["amd", "intel", "ampere", "nvidia"]
     segment: Literal["desktop", "workstation", "server"]
@@ -323,13 +362,14 @@ class CPU(_Entry):
     price_usd: float = Field(gt=0)
 
 
-class Chassis(_Entry):
+class Chassis(_Priced):
     name: str
     kind: Literal["desktop", "workstation", "server", "hgx"]
     max_gpus: int = Field(ge=1)
     gpu_form: Literal["pcie", "sxm", "oam"]
     max_slot_width: int = Field(2, ge=1, le=4)  # widest PCIe card it takes at max_gpus
     cpu_segment: Literal["desktop", "workstation", "server"]
+    cpu_vendor: Literal["amd", "intel"] | None = None  # the board's socket takes this vendor's CPUs; None = either
     sockets: int = Field(1, ge=1, le=8)
     psu_w: float = Field(gt=0)
     rack_units: int | None = None  # None: tower
@@ -339,7 +379,7 @@ class Chassis(_Entry):
     lean: bool = False  # the small-budget tier: no bulk HDD, no ingest NIC
 
 
-class Dimm(_Entry):
+class Dimm(_Priced):
     name: str
     capacity_gb: int = Field(gt=0)
     mts: int = Field(ge=1000)  # rated speed (MT/s); it runs at the CPU's memory_mts when that is lower
@@ -370,7 +410,7 @@ class Platforms(BaseModel):
     training_excluded: list[TrainingExcluded] = Field(default_factory=list)
 
 
-class StorageTier(_Entry):
+class StorageTier(_Priced):
     name: str
     kind: Literal["nvme", "nvme-raid0", "sata-ssd", "hdd", "parallel-fs", "nas", "object"]
     capacity_tb: float | None = Field(None, gt=0)  # per unit (drive / node); None for services
@@ -380,7 +420,7 @@ class StorageTier(_Entry):
     form: Literal["m.2", "u.2", "e1.s"] | None = None  # drive form factor: M.2 for desks, U.2 / E1.S for servers
 
 
-class NetworkOption(_Entry):
+class NetworkOption(_Priced):
     name: str
     kind: Literal["ethernet", "roce", "infiniband"]
     gbps: float = Field(gt=0)  # per port
@@ -396,6 +436,7 @@ class FacilityValue(BaseModel):
     unit: str
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=4)
+    observed: str | None = Field(None, pattern=DATE_PATTERN)  # when a money value (unit in USD) was true
     note: str = ""
 
 
@@ -540,10 +581,22 @@ def _merge_by_id(base: list[Any], over: list[Any]) -> list[Any]:
     for e in over:
         # an id that is not a string (a list, a mapping) is appended as is and refused by validation
         if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"] in index:
-            out[index[e["id"]]] = {**out[index[e["id"]]], **e}
+            out[index[e["id"]]] = _redate({**out[index[e["id"]]], **e}, e)
         else:
-            out.append(e)
+            out.append(_redate(e, e) if isinstance(e, dict) else e)
     return out
+
+
+def _redate(merged: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """An overlay's price never keeps the built-in entry's date: a price it sets without its
+    ``observed`` key takes the overlay entry's ``as_of`` (the v1 meaning, as for cloud offers), else
+    it has no date and validation refuses it."""
+    for price, date in PRICE_DATES.items():
+        if price in over and date not in over:
+            merged.pop(date, None)
+            if "as_of" in over and over[price] is not None:
+                merged[date] = over["as_of"]
+    return merged
 
 
 def merge_overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -568,6 +621,10 @@ def merge_overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
             fac = dict(base[key])
             for fk, fv in value.items():
                 fac[fk] = {**fac[fk], **fv} if isinstance(fv, dict) and isinstance(fac.get(fk), dict) else fv
+                if isinstance(fv, dict) and "value" in fv and "observed" not in fv and isinstance(fac[fk], dict):
+                    fac[fk].pop("observed", None)  # a new value is not as old as the built-in one
+                    if "as_of" in fv:
+                        fac[fk]["observed"] = fv["as_of"]
             merged[key] = fac
         else:
             merged[key] = value
@@ -648,6 +705,13 @@ def validate_catalog(data: Any, name: str, lines: LineMap | None = None, over: A
             bad[-1] += f"facility.{key}.value: must be between {lo:g} and {hi:g} ({fv.unit}), got {fv.value:g}"
     if bad:
         raise GpuwizError(bad[0], problems=bad)
+    for key, fv in cat.facility.items():  # a money value (unit in USD) is a price: it carries its date
+        if "USD" in fv.unit and fv.observed is None:
+            loc = ("facility", key)
+            line = lines.line(_overlay_loc(data, over, loc) if over is not None else loc) if lines else None
+            raise GpuwizError((f"{name}:{line}: " if line else f"{name}: ") + _(
+                "facility.{key}: a value in {unit} has no observed (the date the price was true, YYYY-MM-DD, "
+                "YYYY-MM or YYYY)").format(key=key, unit=fv.unit))
     _check_refs(cat, name)
     _apply_fx(cat, name)
     return cat

@@ -19,13 +19,16 @@ Formulas follow ../shared/research/tco_and_pitfalls.md §C (defaults and sources
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpuwiz.core import market
+from gpuwiz.core import market, memo
 from gpuwiz.core.catalog import Catalog, CloudInstance
+from gpuwiz.core.memo import MISS
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.i18n import N_, _
 
 IDLE_FRAC = 0.25  # idle draw as a fraction of max (judgement, 0.15-0.35; tco_and_pitfalls §C4)
 BUY_MARGIN = 0.9  # buy only when it is clearly (>= 10 %) cheaper than renting over the horizon
@@ -115,27 +118,31 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     r1 = cat.fac("reserved_1y_discount")
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     out: list[CloudOption] = []
-    for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id or not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
+    split_or_idle: dict[int, tuple[bool, bool]] = {}  # id(option) -> (split over Ethernet, paid-but-idle GPUs)
+    for inst in offers_for(cat, gpu_id):
+        if not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         slow = 1.0
         note = ""
+        is_split = False
         if n is None and split is not None and inst.gpu_count < gpus_total:
             f = split.slowdown(inst)
             if f is None:
                 continue
             n, slow = math.ceil(gpus_total / inst.gpu_count), f
-            net = (f"{inst.network_gbps:g} Gb/s" if inst.network_gbps
-                   else f"the network (assumed {DEFAULT_VM_GBPS:g} Gb/s)")
-            note = (f"{n} instances, data parallel over {net}, no RDMA: the gradient all-reduce adds "
-                    f"~{f - 1:.0%} time; same region")
+            is_split = True
+            net = (_("{gbps:g} Gb/s").format(gbps=inst.network_gbps) if inst.network_gbps
+                   else _("the network (assumed {gbps:g} Gb/s)").format(gbps=DEFAULT_VM_GBPS))
+            note = _("{n} instances, data parallel over {net}, no RDMA: the gradient all-reduce adds ~{extra:.0%} "
+                     "time; same region").format(n=n, net=net, extra=f - 1)
         if n is None:
             continue
         idle = inst.gpu_count * n - gpus_total
         if idle > 0:
-            note = (f"smallest offer for {gpus_total} GPU{'s' if gpus_total != 1 else ''}: "
-                    f"{idle} of {inst.gpu_count * n} paid but idle")
+            note = (_("smallest offer for {n} GPUs: {idle} of {paid} paid but idle") if gpus_total != 1
+                    else _("smallest offer for {n} GPU: {idle} of {paid} paid but idle")).format(
+                n=gpus_total, idle=idle, paid=inst.gpu_count * n)
         # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
         hours = wall_hours * slow
         storage = storage_tb * st_rate * max(hours, 1.0) / HOURS_PER_MONTH
@@ -146,7 +153,7 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
         # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
         reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
         res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
-        out.append(CloudOption(
+        out.append(opt := CloudOption(
             provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
             gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
             usd_per_hour=round(rate, 4), cost_per_run_usd=round(per_run, 2),
@@ -157,12 +164,25 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
             tradeoff=market.tradeoff(req, inst) or "",
         ))
+        split_or_idle[id(opt)] = (is_split, idle > 0)
     out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
     # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
-    exact = [o.cost_per_run_usd for o in out if o.gpus_per_instance * o.instances == gpus_total or "no RDMA" in o.note]
+    exact = [o.cost_per_run_usd for o in out
+             if o.gpus_per_instance * o.instances == gpus_total or split_or_idle[id(o)][0]]
     if exact:
-        out = [o for o in out if "idle" not in o.note or o.cost_per_run_usd < min(exact)]
+        out = [o for o in out if not split_or_idle[id(o)][1] or o.cost_per_run_usd < min(exact)]
     return out
+
+
+def offers_for(cat: Catalog, gpu_id: str) -> tuple[CloudInstance, ...]:
+    """The catalog's cloud offers for one GPU type, in catalog order (indexed once per catalog)."""
+    index = cat.derived.get(("offers_by_gpu",))
+    if index is None:
+        by: dict[str, list[CloudInstance]] = {}
+        for inst in cat.cloud_instances:
+            by.setdefault(inst.gpu, []).append(inst)
+        index = cat.derived.setdefault(("offers_by_gpu",), {k: tuple(v) for k, v in by.items()})
+    return index.get(gpu_id, ())  # type: ignore[no-any-return]
 
 
 def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
@@ -171,22 +191,43 @@ def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int
                   host_ram_gib: float = 0.0) -> tuple[float, CloudInstance, int] | None:
     """($/h for the whole plan, instance, count) of the cheapest on-demand match (fast path);
     with ``req``, only offers its data policy allows (market.eligible); with ``host_ram_gib`` (per
-    node), only offers whose RAM holds it (``instance_ram_ok``)."""
+    node), only offers whose RAM holds it (``instance_ram_ok``). Memoised (core.memo) on what it
+    reads: the shape, the countries, the host RAM and the policy fields of ``req``."""
+    tbl = memo.table(cat, "cheapest_rate")
+    key = (gpu_id, gpus_total, gpus_per_node, frozenset(countries) if countries is not None else None,
+           market.policy_key(req) if req is not None else None, host_ram_gib)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is not memo.MISS:
+        return hit  # type: ignore[no-any-return]
     best: tuple[float, CloudInstance, int] | None = None
-    for inst in cat.cloud_instances:
-        if inst.gpu != gpu_id or (countries is not None and inst.country.upper() not in countries):
-            continue
-        if req is not None and not market.eligible(req, inst):
+    for inst, usd_h in _allowed_offers(cat, gpu_id, req, key[4]):
+        if countries is not None and inst.country.upper() not in countries:
             continue
         if not instance_ram_ok(inst, host_ram_gib):
             continue
         n = instance_count(inst, gpus_total, gpus_per_node)
         if n is None:
             continue
-        rate = inst.price_usd_per_hour * n
+        rate = usd_h * n
         if best is None or rate < best[0]:
             best = (rate, inst, n)
+    if tbl is not None:
+        tbl.put(key, best)
     return best
+
+
+def _allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
+                    policy: tuple[object, ...] | None) -> tuple[tuple[CloudInstance, float], ...]:
+    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``),
+    memoised per GPU and ``policy`` (market.policy_key of ``req``)."""
+    tbl = memo.table(cat, "allowed_offers", 1024)
+    hit = tbl.get((gpu_id, policy)) if tbl is not None else MISS
+    if hit is MISS:
+        hit = tuple((inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id)
+                    if req is None or market.eligible(req, inst))
+        if tbl is not None:
+            tbl.put((gpu_id, policy), hit)
+    return hit  # type: ignore[no-any-return]
 
 
 # ---- on-prem -------------------------------------------------------------------------------------
@@ -240,6 +281,21 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, cape
     if capex is None:
         assert isinstance(build, Build), "a footprint needs its capex"
         capex = build.capex_usd
+    d = req.deployment
+    # Memoised (core.memo) on everything read below: the shape, the capex and the money fields.
+    tbl = memo.table(cat, "onprem_parts")
+    key = (fp, capex, d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month,
+           d.staff_usd_per_year, d.horizon_years)
+    hit = tbl.get(key) if tbl is not None else MISS
+    if hit is not MISS:
+        return hit  # type: ignore[no-any-return]
+    parts = _onprem_parts(req, cat, fp, capex)
+    if tbl is not None:
+        tbl.put(key, parts)
+    return parts
+
+
+def _onprem_parts(req: Requirements, cat: Catalog, fp: Footprint, capex: float) -> OnPremParts:
     d = req.deployment
     y = years(req)
     gpus = fp.gpus_per_node * fp.nodes
@@ -331,7 +387,7 @@ def rent_per_year(req: Requirements, rent: RentRef, gpu_hours_per_run: float, bu
 
 def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_run: float,
             cloud: list[CloudOption], rent: RentRef | None, gpu_priced: bool = True,
-            no_buy_reason: str = "no purchase price for this GPU in the catalog",
+            no_buy_reason: str = N_("no purchase price for this GPU in the catalog"),
             decided: str | None = None, decided_why: str = "") -> CostAnalysis:
     """Rent vs buy: owning ``build`` (which needs ``gpu_hours_per_run`` per run) against ``rent``,
     the cheapest cloud way to do the same work (possibly on another GPU type).
@@ -343,14 +399,16 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     y = years(req)
     mode = req.deployment.mode
     months = max(1, math.ceil(y * 12))
+    cash = market.cash(cat, req)  # money in the sentences: the user's currency
     if build is None or not gpu_priced:
         if rent is None:
-            return CostAnalysis(verdict="rent", verdict_reason="no priced hardware or cloud offer in the catalog")
+            return CostAnalysis(verdict="rent", verdict_reason=_("no priced hardware or cloud offer in the catalog"))
         rent_year = rent.usd_per_run * runs_per_year(req)
         return CostAnalysis(
             cloud=cloud, verdict="rent",
-            verdict_reason=(f"{no_buy_reason}; rent {rent.label} at "
-                            f"${rent.usd_per_run:,.{2 if rent.usd_per_run < 100 else 0}f} per run"),
+            verdict_reason=_("{why}; rent {label} at {usd} per run").format(
+                why=_(no_buy_reason), label=rent.label,
+                usd=cash(rent.usd_per_run, 2 if rent.usd_per_run < 100 else 0)),
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
             monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0)
@@ -370,8 +428,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         series = [MonthPoint(month=m, rent_usd=0.0, buy_usd=round(parts.capex + opex_year / 12 * m, 2))
                   for m in range(months + 1)]
         return CostAnalysis(cloud=cloud, onprem=tco, verdict="buy",
-                            verdict_reason="no cloud offer in the catalog can run this workload; buying is the only "
-                                           "option priced",
+                            verdict_reason=_("no cloud offer in the catalog can run this workload; buying is the "
+                                             "only option priced"),
                             monthly=series, buy_option=buy_label)
 
     rent_year = rent_per_year(req, rent, gpu_hours_per_run, busy)
@@ -391,7 +449,9 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     hybrid_own = 0
     units = build.nodes if build.nodes > 1 else build.gpus_per_node
     close = abs(buy_total - rent_total) <= 0.10 * min(buy_total, rent_total)
-    if units > 1 and close:
+    # Not when the ranking chose renting (its rented build is the answer; owning half of another build
+    # beside it is no coherent plan).
+    if units > 1 and close and decided != "rent":
         hybrid_own = max(1, units // 2)
         share = hybrid_own / units
         sub = build.model_copy(update={"nodes": hybrid_own} if build.nodes > 1 else {"gpus_per_node": hybrid_own})
@@ -402,51 +462,64 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     horizon_months = y * 12
     by_resale = buy_total < rent_total and (payback is None or payback > horizon_months)
     u = tco.utilization
-    be_txt = f"{breakeven:.0%}" if breakeven is not None and breakeven <= 1 else "above 100%, never reached"
+    be_txt = f"{breakeven:.0%}" if breakeven is not None and breakeven <= 1 else _("above 100%, never reached")
     verdict: Literal["rent", "buy", "hybrid"]
     if mode == "rent":
-        verdict, reason = "rent", (f"you asked to rent; over {y:g} years renting costs ${rent_total:,.0f} "
-                                   f"vs ${buy_total:,.0f} to own")
+        verdict, reason = "rent", _("you asked to rent; over {y:g} years renting costs {rent} vs {buy} "
+                                    "to own").format(y=y, rent=cash(rent_total), buy=cash(buy_total))
     elif mode == "buy":
         verdict = "buy"
-        reason = f"you asked to buy; owning costs ${buy_total:,.0f} over {y:g} years vs ${rent_total:,.0f} renting"
+        reason = _("you asked to buy; owning costs {buy} over {y:g} years vs {rent} renting").format(
+            buy=cash(buy_total), y=y, rent=cash(rent_total))
         if by_resale:
-            reason += f"; cheaper only through the ${parts.residual:,.0f} resale value at the end"
+            reason += _("; cheaper only through the {resale} resale value at the end").format(
+                resale=cash(parts.residual))
     elif hybrid_total is not None:
         verdict = "hybrid"
-        what = "nodes" if build.nodes > 1 else "GPUs"
-        reason = (f"owning and renting are within 10 % (${buy_total:,.0f} vs ${rent_total:,.0f} over {y:g} years): own "
-                  f"{hybrid_own} of {units} {what} for the base load and burst the rest to {rent.label} "
-                  f"(${hybrid_total:,.0f}), hedging cloud price drift against obsolescence")
+        hybrid_txt = (_("owning and renting are within 10 % ({buy} vs {rent} over {y:g} years): own "
+                        "{own} of {units} nodes for the base load and burst the rest to {label} ({hybrid}), "
+                        "hedging cloud price drift against obsolescence") if build.nodes > 1 else
+                      _("owning and renting are within 10 % ({buy} vs {rent} over {y:g} years): own "
+                        "{own} of {units} GPUs for the base load and burst the rest to {label} ({hybrid}), "
+                        "hedging cloud price drift against obsolescence"))
+        reason = hybrid_txt.format(buy=cash(buy_total), rent=cash(rent_total), y=y, own=hybrid_own, units=units,
+                                   label=rent.label, hybrid=cash(hybrid_total))
     elif decided == "buy" or (decided is None and buy_total < BUY_MARGIN * rent_total):
         verdict = "buy"
-        reason = (f"owned GPUs busy {u:.0%} of the time (break-even {be_txt}); over {y:g} years owning costs "
-                  f"${buy_total:,.0f} vs ${rent_total:,.0f} renting {rent.label}"
-                  + (f"; pays back in {payback:.0f} months" if payback and not by_resale else ""))
+        reason = (_("owned GPUs busy {u:.0%} of the time (break-even {be}); over {y:g} years owning costs {buy} "
+                    "vs {rent} renting {label}").format(u=u, be=be_txt, y=y, buy=cash(buy_total), rent=cash(rent_total),
+                                                               label=rent.label)
+                  + (_("; pays back in {months:.0f} months").format(months=payback)
+                     if payback and not by_resale else ""))
         if by_resale:
-            reason += (f"; it wins only through the ${parts.residual:,.0f} resale value at the end"
-                       + (f" (running costs pay it back after {payback:.0f} months, past the "
-                          f"{horizon_months:.0f}-month horizon)"
-                          if payback else " (running costs never pay it back)"))
+            reason += (_("; it wins only through the {resale} resale value at the end").format(
+                resale=cash(parts.residual))
+                       + (_(" (running costs pay it back after {months:.0f} months, past the {horizon:.0f}-month "
+                            "horizon)").format(months=payback, horizon=horizon_months)
+                          if payback else _(" (running costs never pay it back)")))
         if buy_total >= BUY_MARGIN * rent_total and decided_why:
-            reason += f"; {decided_why}"
+            reason += "; " + decided_why
     else:
         verdict = "rent"
         if buy_total < BUY_MARGIN * rent_total:  # only with ``decided``: the ranking weighed more than dollars
-            reason = (f"renting {rent.label} costs ${rent_total:,.0f} over {y:g} years; owning {buy_label} "
-                      f"would cost ${buy_total:,.0f}, but "
-                      + (decided_why or "the ranking's estimate put the two within the 10 % margin that buying needs"))
+            reason = (_("renting {label} costs {rent} over {y:g} years; owning {buy_label} would cost "
+                        "{buy}, but ").format(label=rent.label, rent=cash(rent_total), y=y, buy_label=buy_label,
+                                                    buy=cash(buy_total))
+                      + (decided_why or _("the ranking's estimate put the two within the 10 % margin that buying "
+                                          "needs")))
         elif buy_total < rent_total:
-            reason = (f"owning would save only {1 - buy_total / rent_total:.0%} (${buy_total:,.0f} vs "
-                      f"${rent_total:,.0f} renting {rent.label} over {y:g} years), less than the "
-                      f"{1 - BUY_MARGIN:.0%} that justifies tying up ${parts.capex:,.0f} of capex")
+            reason = _("owning would save only {save:.0%} ({buy} vs {rent} renting {label} over {y:g} "
+                       "years), less than the {margin:.0%} that justifies tying up {capex} of capex").format(
+                save=1 - buy_total / rent_total, buy=cash(buy_total), rent=cash(rent_total), label=rent.label, y=y,
+                margin=1 - BUY_MARGIN, capex=cash(parts.capex))
         else:
-            reason = (f"an owned {gpus}x {build.gpu_name} would be busy only {u:.0%} of the time (break-even "
-                      f"{be_txt}); renting {rent.label} costs ${rent_total:,.0f} over {y:g} years vs ${buy_total:,.0f} "
-                      "to own")
+            reason = _("an owned {gpus}x {gpu} would be busy only {u:.0%} of the time (break-even {be}); renting "
+                       "{label} costs {rent} over {y:g} years vs {buy} to own").format(
+                gpus=gpus, gpu=build.gpu_name, u=u, be=be_txt, label=rent.label, rent=cash(rent_total), y=y,
+                buy=cash(buy_total))
 
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus,
-                        p_equiv)
+                        p_equiv, cash=cash)
     series = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2),
                          buy_usd=round(parts.capex + opex_year / 12 * m, 2)) for m in range(months + 1)]
     return CostAnalysis(
@@ -462,29 +535,34 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
 
 def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float, busy: float,
                 breakeven: float | None, rent_total: float, buy_total: float, verdict: str, gpus: int,
-                p_equiv: float) -> list[str]:
-    """The inputs that would turn the verdict around, each with the value where it flips."""
+                p_equiv: float, cash: Callable[..., str] | None = None) -> list[str]:
+    """The inputs that would turn the verdict around, each with the value where it flips (money
+    formatted with ``cash``, ``market.cash``; USD without it)."""
+    cash = cash or market.usd_cash
     y = years(req)
     out: list[str] = []
     buying = buy_total < rent_total
     if breakeven is not None and breakeven <= 1 and gph > 0:
         runs = breakeven * gpus * HOURS_PER_YEAR / gph / 12
         now = busy / (gpus * HOURS_PER_YEAR)
-        side = "buying" if not buying else "renting"
-        cmp = "above" if not buying else "below"
-        out.append(f"utilisation {cmp} {breakeven:.0%} (now {now:.0%}), i.e. about {runs:,.1f} runs/month "
-                   f"instead of {req.schedule.runs_per_month:g}, would favour {side}")
+        flip = (_("utilisation above {be:.0%} (now {now:.0%}), i.e. about {runs:,.1f} runs/month instead of "
+                  "{runs_now:g}, would favour buying") if not buying else
+                _("utilisation below {be:.0%} (now {now:.0%}), i.e. about {runs:,.1f} runs/month instead of "
+                  "{runs_now:g}, would favour renting"))
+        out.append(flip.format(be=breakeven, now=now, runs=runs, runs_now=req.schedule.runs_per_month))
     elif breakeven is None or breakeven > 1:
-        out.append("no utilisation makes buying cheaper at this cloud price (break-even above 100 %)")
+        out.append(_("no utilisation makes buying cheaper at this cloud price (break-even above 100 %)"))
     # Cloud price at which the totals meet.
     if rent_total > 0:
         p_flip = p_equiv * buy_total / rent_total
-        side = "buying" if not buying else "renting"
+        side = _("buying") if not buying else _("renting")
         ratio = buy_total / rent_total
-        what = (f"above {ratio:.1f}x today's" if ratio >= 1.05 else f"more than {1 - ratio:.0%} below today's"
-                if ratio <= 0.95 else "about today's")
-        out.append(f"cloud prices {what} (${p_flip:,.2f} instead of ${p_equiv:,.2f} "
-                   f"for the work one owned GPU does in an hour) would favour {side}")
+        what = (_("above {ratio:.1f}x today's").format(ratio=ratio) if ratio >= 1.05
+                else _("more than {pct:.0%} below today's").format(pct=1 - ratio) if ratio <= 0.95
+                else _("about today's"))
+        out.append(_("cloud prices {what} ({flip} instead of {now} for the work one owned GPU does in an "
+                     "hour) would favour {side}").format(what=what, flip=cash(p_flip, 2), now=cash(p_equiv, 2),
+                                                         side=side))
     # Horizon.
     for h in (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10):
         if h == y:
@@ -494,7 +572,8 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         b = parts.capex - resid + h * parts.opex_per_year(busy)
         r = rent_total / y * h
         if (b < r) != buying and ((h > y) if not buying else (h < y)):
-            out.append(f"a horizon of {h:g} years (now {y:g}) would favour {'buying' if b < r else 'renting'}")
+            out.append(_("a horizon of {h:g} years (now {y:g}) would favour {side}").format(
+                h=h, y=y, side=_("buying") if b < r else _("renting")))
             break
     # Electricity (only matters when buying wins or is close).
     if buying and parts.power_per_gpu_hour > 0 and busy > 0:
@@ -503,12 +582,12 @@ def flip_inputs(req: Requirements, parts: OnPremParts, rent: RentRef, gph: float
         energy_cost_y = (parts.power_idle_per_year + parts.power_per_gpu_hour * busy) * y
         if energy_cost_y > 0:
             factor = 1 + gap / energy_cost_y
-            out.append(f"electricity at {factor:.1f}x today's price"
-                       f"{f' (${kwh_now * factor:.2f}/kWh)' if kwh_now else ''} "
-                       "would favour renting")
+            out.append((_("electricity at {factor:.1f}x today's price ({kwh}/kWh) would favour renting")
+                        if kwh_now else _("electricity at {factor:.1f}x today's price would favour renting")).format(
+                factor=factor, kwh=cash((kwh_now or 0.0) * factor, 2)))
     if rent.spot_usd_per_run is not None and verdict != "rent":
         spot_total = rent.spot_usd_per_run * runs_per_year(req) * y
         if spot_total < buy_total:
-            out.append(f"spot instances (${rent.spot_usd_per_run:,.0f}/run incl. restarts) would make renting cheaper, "
-                       "if the jobs checkpoint and can miss the deadline")
+            out.append(_("spot instances ({usd}/run incl. restarts) would make renting cheaper, if the jobs "
+                         "checkpoint and can miss the deadline").format(usd=cash(rent.spot_usd_per_run)))
     return out

@@ -34,6 +34,7 @@ from gpuwiz.core.arch import GATED_MLPS, block_params, fmt_params, largest_layer
 from gpuwiz.core.catalog import GPU, Catalog, did_you_mean
 from gpuwiz.core.compute import (
     EFF,
+    SHAPE_ANCHOR,
     ComputeConsts,
     EfficiencyParams,
     RelSpeed,
@@ -414,6 +415,9 @@ def _op_memo(ctx: Context) -> dict[tuple[object, ...], float]:
     return memo[key]  # type: ignore[no-any-return]
 
 
+OP_SHAPE = True  # carry the size / sequence curves to other generations by the operator model (RelSpeed.shape)
+
+
 def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape) -> RelSpeed:
     prec = ctx.req.training.precision
     fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
@@ -422,13 +426,19 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape
     rg = ref_g or g
     ref_prec = "bf16" if prec == "fp8" else prec
     o, r = st.overlap, ref_st.overlap
+    anchor = ctx.perf.get(SHAPE_ANCHOR)
+    ag = ctx.gpus.get(anchor.reference_gpu or "") if anchor is not None else None
+    shape = OP_SHAPE and ag is not None and arch_key(g.architecture) != SHAPE_ANCHOR
     return RelSpeed(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
                     # the reference's rates from its generation's entry alone: a per-GPU (overlay) entry on the
                     # reference GPU itself then still moves that GPU's estimate
                     ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
                     ref_stack=ref_st,
                     peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=s.cp, ep=s.ep,
-                    vp=s.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep))
+                    vp=s.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep),
+                    ref_peak=rg.peak_tflops(ref_prec) * 1e12,
+                    anchor_rates=_rates(ctx, ag, ref_prec, ref_st.attention, own=False) if shape and ag else None,
+                    anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0)
 
 
 def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[str]:

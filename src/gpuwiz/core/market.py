@@ -19,9 +19,11 @@ Pure and deterministic. The facts are catalog data (``cloud_instances`` country/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuwiz.core import memo
 from gpuwiz.core.catalog import (
     GPU,
     Catalog,
@@ -73,6 +75,13 @@ def check_offer(req: Requirements, inst: CloudInstance) -> OfferCheck:
     return OfferCheck(True, "ok")
 
 
+def policy_key(req: Requirements) -> tuple[object, ...]:
+    """Every requirement field ``check_offer`` reads (a memo key for per-offer results)."""
+    d = req.deployment
+    regions = getattr(d, "regions", None)
+    return (tuple(regions) if regions else None, d.data_sensitivity, d.country)
+
+
 def eligible(req: Requirements, inst: CloudInstance) -> bool:
     return check_offer(req, inst).ok
 
@@ -100,6 +109,17 @@ def _applies(rule: ExportRule, country: str, gpu: GPU) -> bool:
 
 def purchase_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     """The rule on shipping / buying this GPU for a site in ``country`` (None: no rule applies)."""
+    tbl = memo.table(cat, "purchase_rule", catalog_only=True)
+    key = (gpu.id, country)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is memo.MISS:
+        hit = _purchase_rule(cat, country, gpu)
+        if tbl is not None:
+            tbl.put(key, hit)
+    return hit  # type: ignore[no-any-return]
+
+
+def _purchase_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     for r in cat.export_rules:
         if r.kind == "hardware-purchase" and _applies(r, country, gpu):
             return r
@@ -128,6 +148,17 @@ def can_buy(cat: Catalog, country: str, gpu: GPU) -> bool:
 
 def remote_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     """The rule on using this GPU remotely (a cloud instance abroad) from ``country``."""
+    tbl = memo.table(cat, "remote_rule", catalog_only=True)
+    key = (gpu.id, country)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is memo.MISS:
+        hit = _remote_rule(cat, country, gpu)
+        if tbl is not None:
+            tbl.put(key, hit)
+    return hit  # type: ignore[no-any-return]
+
+
+def _remote_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     for r in cat.export_rules:
         if r.kind == "remote-access" and _applies(r, country, gpu):
             return r
@@ -186,6 +217,16 @@ def _fac(cat: Catalog, key: str, default: float) -> float:
 
 def economics(cat: Catalog, country: str) -> LocalEconomics:
     """Local economics for ``country`` (ISO alpha-2), in USD."""
+    tbl = memo.table(cat, "economics", catalog_only=True)
+    hit = tbl.get(country) if tbl is not None else memo.MISS
+    if hit is memo.MISS:
+        hit = _economics(cat, country)
+        if tbl is not None:
+            tbl.put(country, hit)
+    return hit  # type: ignore[no-any-return]
+
+
+def _economics(cat: Catalog, country: str) -> LocalEconomics:
     c = country.upper()
     row: CountryEconomics | None = cat.economics.get(c)
     if row is None:
@@ -291,6 +332,28 @@ def currency_info(cat: Catalog, req: Requirements) -> CurrencyInfo:
     if code == "USD" or fx is None:
         return CurrencyInfo(code="USD", usd_rate=1.0, observed=cat.as_of, source="")
     return CurrencyInfo(code=code, usd_rate=fx.usd_per_unit, observed=fx.observed, source=fx.source)
+
+
+def usd_cash(usd: float | None, decimals: int = 0) -> str:
+    """A USD amount as the engine's sentences write it: ``$1,234`` (``decimals`` after the point)."""
+    from gpuwiz.core.money import format_money
+
+    return format_money(usd, "USD", decimals)
+
+
+def cash(cat: Catalog, req: Requirements) -> Callable[..., str]:
+    """How the engine's sentences (verdict reasons, pitfalls, suggestions) write a USD amount: in
+    the user's currency (``currency_info``) -- ``¥46,260`` for a CNY user, ``$6,426`` for USD."""
+    from gpuwiz.core.money import format_money
+
+    cur = currency_info(cat, req)
+    if cur.code == "USD":
+        return usd_cash
+
+    def fmt(usd: float | None, decimals: int = 0) -> str:
+        return format_money(None if usd is None else usd / cur.usd_rate, cur.code, decimals)
+
+    return fmt
 
 
 STALE_MONTHS = 12  # a price older than this is flagged

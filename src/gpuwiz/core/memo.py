@@ -74,6 +74,13 @@ def candidates(req: Requirements, cat: Catalog, ctx: Context | None = None) -> C
     ``estimate.Context``: layouts, memory tables, GPU factors, host limits, stack choices -- all keyed
     on plan inputs) are replaced by the ones earlier contexts of this plan key filled, so the full
     estimates of the finalists do not rebuild them either."""
+    hit = entry(req, cat, ctx)
+    return hit[0] if hit is not None else None
+
+
+def entry(req: Requirements, cat: Catalog, ctx: Context | None = None) -> tuple[Candidates, Caches] | None:
+    """``candidates`` and the plan key's other tables (``Caches``: the context's lookup tables, and
+    the caller's own per-candidate tables under names of its choosing), or None when off."""
     if not enabled:
         return None
     key = (id(cat), plan_key(req))  # the entry holds the catalog, so its id is not reused meanwhile
@@ -91,7 +98,7 @@ def candidates(req: Requirements, cat: Catalog, ctx: Context | None = None) -> C
                 _plans.popitem(last=False)
         if ctx is not None:
             _share_tables(ctx, hit[2])
-        return hit[1]
+        return hit[1], hit[2]
 
 
 def _share_tables(ctx: Context, shared: Caches) -> None:
@@ -101,8 +108,60 @@ def _share_tables(ctx: Context, shared: Caches) -> None:
 
 
 def clear() -> None:
+    global _generation
     with _lock:
         _plans.clear()
+        _generation += 1  # every request-dependent table (``table``) starts empty at its next use
+
+
+# ---- bounded per-catalog tables of pure functions' results ------------------------------------
+# The pricing and sizing steps (cost.cheapest_rate, system.size_system, ...) are pure functions of
+# the catalog and a few requirement fields; their tables live on the catalog (``Catalog.derived``:
+# a new catalog starts empty ones), each bounded (oldest dropped first), emptied by
+# ``clear``, and bypassed while the memo is ``disabled`` (the differential test). A caller's key is
+# every argument the function reads.
+
+MISS: Any = object()  # what ``Lru.get`` returns for a key it does not hold
+_generation = 0
+
+
+class Lru:
+    """A bounded mapping: past ``maxsize`` entries the oldest one is dropped. Reads take no lock (a
+    dict read is atomic); writes do (the TUI runs the engine in a worker thread)."""
+
+    __slots__ = ("data", "gen", "lock", "maxsize")
+
+    def __init__(self, maxsize: int) -> None:
+        self.data: dict[Any, Any] = {}
+        self.maxsize = maxsize
+        self.gen = _generation
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        return self.data.get(key, MISS)
+
+    def put(self, key: Any, value: Any) -> None:
+        with self.lock:
+            self.data[key] = value
+            while len(self.data) > self.maxsize:
+                del self.data[next(iter(self.data))]
+
+
+def table(cat: Catalog, name: str, maxsize: int = 4096, catalog_only: bool = False) -> Lru | None:
+    """The bounded table ``name`` of this catalog, or None while the memo is off. ``catalog_only``:
+    its keys hold no requirement field (a GPU's chassis options, an export rule), so ``clear``
+    leaves it (like the catalog's other derived tables)."""
+    if not enabled:
+        return None
+    d = cat.derived
+    t = d.get(("memo", name))
+    if t is None:
+        t = d.setdefault(("memo", name), Lru(maxsize))
+    if not catalog_only and t.gen != _generation:
+        with t.lock:
+            t.data.clear()
+            t.gen = _generation
+    return t  # type: ignore[no-any-return]
 
 
 @contextmanager

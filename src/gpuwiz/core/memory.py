@@ -24,7 +24,7 @@ from gpuwiz.core.arch import count_params
 from gpuwiz.core.units import GIB
 
 if TYPE_CHECKING:
-    from gpuwiz.core.models import ResolvedModel
+    from gpuwiz.core.models import ResolvedModel, VisionArch
 
 CKPT_MODES = ("none", "selective", "full")
 
@@ -241,6 +241,217 @@ CHUNKED_LOSS_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 
 
 # --------------------------------------------------------------------------------------------------
+# Vision models as operators (issue 11): ResNet, ConvNeXt, ViT, diffusion UNet
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VisionUnit:
+    """One block of a vision model for ONE sample, in elements of the activation dtype.
+
+    ``saved``: the tensors autograd keeps for the backward pass, the block's input included and its output
+    not (the next block's input); ``boundary``: the block's input, all a checkpoint keeps; ``scores``: the
+    attention probabilities, kept only by an eager (non-fused) attention without recompute; ``idx``:
+    int64 elements (max-pool indices), 8 bytes whatever the precision; ``wide``: the part of ``saved`` that
+    mixed precision keeps in fp32 -- autocast runs group_norm and layer_norm in fp32 (PyTorch AMP op
+    reference, "CUDA Ops that can autocast to float32"), so a norm keeps an fp32 copy of its input and a
+    SiLU after a GroupNorm keeps the fp32 GroupNorm output; BatchNorm runs in 16 bits."""
+
+    saved: float
+    boundary: float
+    scores: float = 0.0
+    idx: float = 0.0
+    wide: float = 0.0
+
+
+def _down(side: int, stride: int) -> int:
+    return -(-side // stride)  # a padded convolution / pooling with this stride (ceil)
+
+
+def _resnet_units(a: VisionArch, side: int) -> list[VisionUnit]:
+    """torchvision ResNet v1.5 (stride on the 3x3 conv), counted from what each operator saves:
+
+    * stem: conv 7x7/2 keeps the image, BatchNorm its input (the conv output), ReLU (in place) its output,
+      which max-pool 3x3/2 reads; max-pool keeps int64 indices of its output;
+    * bottleneck (width w, out e·w): conv1 1x1 keeps the block input, BN1 the conv1 output, the in-place
+      ReLU1 output is conv2's input (w each at the input resolution); the same for conv2 / BN2 / ReLU2 at
+      the output resolution; BN3 keeps the conv3 output (e·w); the first block's projection shortcut adds
+      its conv output (kept by its BN); the residual sum, made in place and ReLU'd in place, is the output;
+    * head: global average pool keeps its input.
+    """
+    c = a.widths[0]
+    s1 = _down(side, 2)
+    s2 = _down(s1, 2)
+    img = 3.0 * side * side
+    units = [VisionUnit(saved=img + 2.0 * c * s1 * s1, boundary=img, idx=float(c * s2 * s2))]
+    c_in, sd = float(c), s2
+    for i, (n, w) in enumerate(zip(a.stages, a.widths, strict=True)):
+        for b in range(n):
+            st = 2 if (i > 0 and b == 0) else 1
+            so = _down(sd, st)
+            hin, hout = float(sd * sd), float(so * so)
+            out = float(a.expansion * w)
+            saved = c_in * hin + 2.0 * w * hin + 2.0 * w * hout + out * hout
+            if b == 0:
+                saved += out * hout  # projection shortcut: conv 1x1 output kept by its BatchNorm
+            units.append(VisionUnit(saved=saved, boundary=c_in * hin))
+            c_in, sd = out, so
+    units.append(VisionUnit(saved=c_in * sd * sd, boundary=c_in * sd * sd))
+    return units
+
+
+def _convnext_units(a: VisionArch, side: int) -> list[VisionUnit]:
+    """ConvNeXt (Liu et al. 2022; torchvision CNBlock), counted from what each operator saves:
+
+    * stem: conv 4x4/4 keeps the image, LayerNorm its input; the LayerNorm output is the first block's input;
+    * block (C channels): depthwise 7x7 keeps the block input, LayerNorm the depthwise output, fc1 the
+      LayerNorm output (C each), GELU the fc1 output and fc2 the GELU output (4C each), the layer-scale
+      multiply the fc2 output (C) = 12·C per pixel; the residual sum is the output;
+    * downsampling between stages: LayerNorm keeps its input, the 2x2/2 conv the LayerNorm output.
+    """
+    c0 = a.widths[0]
+    sd = _down(side, 4)
+    img = 3.0 * side * side
+    units = [VisionUnit(saved=img + float(c0 * sd * sd), boundary=img, wide=float(c0 * sd * sd))]
+    c_in = float(c0)
+    for i, (n, c) in enumerate(zip(a.stages, a.widths, strict=True)):
+        if i > 0:
+            hw = float(sd * sd)
+            units.append(VisionUnit(saved=2.0 * c_in * hw, boundary=c_in * hw, wide=c_in * hw))
+            sd = _down(sd, 2)
+        hw = float(sd * sd)
+        units.extend(VisionUnit(saved=12.0 * c * hw, boundary=c * hw, wide=c * hw) for _ in range(n))
+        c_in = float(c)
+    units.append(VisionUnit(saved=c_in * sd * sd, boundary=c_in * sd * sd))
+    return units
+
+
+def _vit_units(a: VisionArch, side: int) -> list[VisionUnit]:
+    """ViT: the patch-embedding conv keeps the image; tokens = (side / patch)² + class tokens; each block is
+    a pre-norm transformer layer (``layer_activation_parts``: GELU MLP, no dropout -- timm and torchvision
+    train ViTs with dropout 0 and stochastic depth, whose per-sample masks are negligible); the final norm
+    keeps its input."""
+    t = (side // a.patch) ** 2 + a.cls_tokens
+    h = float(a.hidden)
+    ls = LayerShape(hidden=a.hidden, heads=a.heads, ffn=a.ffn or 4 * a.hidden, gated=False, dropout=False)
+    per = sum(layer_activation_parts(t, ls, flash=True).values()) / 2.0
+    img = 3.0 * side * side
+    units = [VisionUnit(saved=img, boundary=img)]
+    units.extend(VisionUnit(saved=per, boundary=t * h, scores=float(a.heads) * t * t, wide=2.0 * t * h)
+                 for _ in range(a.layers))
+    units.append(VisionUnit(saved=t * h, boundary=t * h, wide=t * h))
+    return units
+
+
+def _unet_units(a: VisionArch, side: int) -> list[VisionUnit]:
+    """diffusers UNet2DConditionModel (SD 1.x / 2.x / SDXL) on the latent (side / latent_factor):
+
+    * ResnetBlock2D (C_in -> C_out): GroupNorm1 keeps the input, SiLU the GroupNorm output, conv1 the SiLU
+      output (C_in each); GroupNorm2 keeps conv1 output + time embedding, SiLU its output, conv2 the SiLU
+      output (C_out each): 3·(C_in + C_out) per pixel; up-path inputs are the concatenation with the skip;
+    * Transformer2DModel (C, depth d): GroupNorm input and output, the proj_out input (C each); per
+      BasicTransformerBlock a pre-norm self-attention + GEGLU (4C) layer (``layer_activation_parts``, no
+      dropout) plus the cross-attention: its norm input, q-projection input, q and the out-projection input
+      (C each per pixel) and k, v of the text tokens (2·T·C per sample); eager attention also keeps the
+      self (h·s²) and cross (h·s·T) probabilities;
+    * downsampler conv keeps its input; upsampler: nearest-neighbour resize keeps nothing, its conv keeps
+      the resized tensor; conv_in keeps the latent; the output GroupNorm / SiLU / conv keep 3·C0.
+    """
+    sd = _down(side, a.latent_factor)
+    depth = tuple(a.transformer_depth) + (0,) * (len(a.widths) - len(a.transformer_depth))
+    t_ctx = float(a.context_tokens)
+
+    def heads(c: int) -> int:
+        return a.heads or max(1, c // (a.head_dim or 64))
+
+    def resnet(c_in: float, c_out: float, s: int) -> VisionUnit:
+        hw = float(s * s)
+        return VisionUnit(saved=3.0 * (c_in + c_out) * hw, boundary=c_in * hw, wide=2.0 * (c_in + c_out) * hw)
+
+    def transformer(c: int, s: int, d: int) -> VisionUnit:
+        hw = s * s
+        ls = LayerShape(hidden=c, heads=heads(c), ffn=4 * c, gated=True, dropout=False)
+        block = sum(layer_activation_parts(hw, ls, flash=True).values()) / 2.0
+        cross = 4.0 * c * hw + 2.0 * t_ctx * c
+        scores = float(d * heads(c)) * hw * (hw + t_ctx)
+        return VisionUnit(saved=3.0 * c * hw + d * (block + cross), boundary=float(c * hw), scores=scores,
+                          wide=float(c * hw) * (1 + 3 * d))
+
+    lat = float(a.latent_channels)
+    units = [VisionUnit(saved=lat * sd * sd, boundary=lat * sd * sd)]
+    ch = float(a.widths[0])
+    skips = [ch]
+    sides: list[int] = []
+    last = len(a.widths) - 1
+    for i, c in enumerate(a.widths):
+        sides.append(sd)
+        for _ in range(a.layers_per_block):
+            units.append(resnet(ch, c, sd))
+            ch = float(c)
+            if depth[i]:
+                units.append(transformer(c, sd, depth[i]))
+            skips.append(ch)
+        if i < last:
+            units.append(VisionUnit(saved=ch * sd * sd, boundary=ch * sd * sd))
+            sd = _down(sd, 2)
+            skips.append(ch)
+    units.append(resnet(ch, ch, sd))
+    if a.mid_depth:
+        units.append(transformer(int(ch), sd, a.mid_depth))
+    units.append(resnet(ch, ch, sd))
+    for i in range(last, -1, -1):
+        c = a.widths[i]
+        for _ in range(a.layers_per_block + 1):
+            units.append(resnet(ch + skips.pop(), c, sd))
+            ch = float(c)
+            if depth[i]:
+                units.append(transformer(c, sd, depth[i]))
+        if i > 0:
+            up = sides[i - 1]
+            units.append(VisionUnit(saved=ch * up * up, boundary=ch * sd * sd))
+            sd = up
+    units.append(VisionUnit(saved=3.0 * ch * sd * sd + 2.0 * lat * sd * sd, boundary=ch * sd * sd,
+                            wide=2.0 * ch * sd * sd))
+    return units
+
+
+_VISION_UNITS = {"resnet": _resnet_units, "convnext": _convnext_units, "vit": _vit_units, "unet": _unet_units}
+
+
+def vision_activation_bytes(a: VisionArch, side: int, ckpt: str, flash: bool = True, elem_bytes: float = 2.0) -> float:
+    """Activation bytes of ONE sample of a vision model at image side ``side``, per operator.
+
+    ``elem_bytes``: 2 under mixed precision (autocast runs convolutions and GEMMs in 16 bits and their
+    outputs are what is kept; norms keep fp32 copies, ``VisionUnit.wide``; an eager softmax keeps its fp32
+    output and the 16-bit copy the next GEMM reads, 6 bytes per probability), 4 in fp32 / tf32 (the
+    probabilities 4 bytes). Checkpointing: ``none`` keeps every unit's ``saved``
+    (+ the attention probabilities without a fused kernel); ``selective`` recomputes the attention core
+    only (drops the probabilities, but for the one block being recomputed); ``full`` (each block
+    checkpointed, as diffusers' and timm's ``gradient_checkpointing`` do) keeps every block's input plus
+    the largest block recomputed at a time.
+    Channels-last (NHWC) changes the layout, not the count: the same bytes either way."""
+    units = _VISION_UNITS[a.kind](a, max(1, side))
+    keep_scores = ckpt == "none" and not flash
+    idx = sum(u.idx for u in units) * 8.0
+    amp = elem_bytes < 4.0
+    wide = 1.0 if amp else 0.0  # the fp32 share costs one more 16-bit element's worth
+    sb = 3.0 if amp else 1.0  # probabilities: fp32 softmax output + 16-bit copy = 3 x 2 bytes
+
+    def held(u: VisionUnit, scores: bool) -> float:
+        return u.saved + wide * u.wide + (sb * u.scores if scores else 0.0)
+
+    if ckpt == "full":
+        # checkpoint boundaries are block outputs, 16-bit under autocast
+        peak = max(held(u, not flash) - u.boundary for u in units)
+        return (sum(u.boundary for u in units) + peak) * elem_bytes + idx
+    total = sum(held(u, keep_scores) for u in units)
+    if ckpt == "selective" and not flash:
+        # the backward pass recomputes one block's attention core at a time: its probabilities, transiently
+        total += max(sb * u.scores for u in units)
+    return total * elem_bytes + idx
+
+
+# --------------------------------------------------------------------------------------------------
 # The per-requirement constants and the per-plan evaluation
 # --------------------------------------------------------------------------------------------------
 
@@ -273,6 +484,7 @@ class MemoryConsts:
     layer_expert: float = 0.0  # routed-expert parameters of one MoE layer (the ZeRO-3 gather under EP)
     fp8_weight_bytes: float = 0.0  # FP8 weight copies per local weight (recipe-dependent, 0 without FP8)
     fp8_amax_bytes: float = 0.0  # FP8 scaling history, whole model
+    companion_bytes: float = 0.0  # frozen companion modules on every GPU (diffusion text encoders + VAE)
 
 
 @dataclass(slots=True)
@@ -342,7 +554,7 @@ def states(
     if mc.fp8_weight_bytes and offload != "optimizer+params":
         local = dense + experts
         weights += mc.fp8_weight_bytes * (local / dp if zero >= 3 else local) + mc.fp8_amax_bytes / (tp * pp)
-    return weights, grads, opt, host * mc.params.host_buffer_factor
+    return weights + mc.companion_bytes, grads, opt, host * mc.params.host_buffer_factor
 
 
 def in_flight_layers(layers: int, pp: int, vp: int = 1, ga: int | None = None) -> float:
@@ -523,7 +735,7 @@ def memory_consts(
         frozen = 4.0 if precision in ("fp32", "tf32") else 2.0
     act_layer: dict[str, float] = {}
     act_sample: dict[str, float] = {}
-    work = head = lora_act = 0.0
+    work = head = lora_act = companion = 0.0
     p_expert = layer_expert = 0.0
     fp8_w = fp8_amax = 0.0
     if model.is_token_model:
@@ -537,6 +749,16 @@ def memory_consts(
         work = max(layer_activation_bytes(seq, h, a, f, model.mlp, flash, "none", shape=ls, moe=m)
                    for m, k in ((False, n_dense), (True, n_moe)) if k)
         head = head_activation_bytes(seq, h, model.vocab or 0, chunked=chunked_loss)
+        if precision in ("fp32", "tf32"):
+            # No autocast: every kept tensor is 4 bytes, not 2; the dropout masks stay 1 byte (bool), and
+            # the logits are fp32 already (their fp32 copy for the loss becomes the log-softmax output)
+            masks = 2.0 * seq * h if ls.dropout else 0.0
+            scores_mask = float(ls.heads) * seq * seq if ls.dropout and not flash else 0.0
+            for mode in CKPT_MODES:
+                m = 0.0 if mode == "full" else masks + (scores_mask if mode == "none" else 0.0)
+                act_layer[mode] = 2.0 * act_layer[mode] - m
+            work = 2.0 * work - masks - scores_mask
+            head = head + 2.0 * seq * (model.vocab or 0) + 4.0 * seq * h
         if lora:
             # PEFT adapter inputs (dropout copy) and rank-r intermediates: 2·(4·s·b·(r + h) + s·b·h) bytes
             # per layer (pacman100 in huggingface/transformers#25572)
@@ -554,6 +776,16 @@ def memory_consts(
             if fp8_recipe == "transformer-engine":
                 linears = 4 + (3 if ls.gated else 2) * (ls.top_k if n_moe else 1)
                 fp8_amax = float(n * linears * FP8_TENSORS_PER_LINEAR * FP8_AMAX_HISTORY * 4)
+    elif model.vision is not None:
+        # per operator from the layer list (catalog ``vision:``), at the requested image side
+        side = resolution or model.resolution or 224
+        eb = 4.0 if precision in ("fp32", "tf32") else 2.0
+        # diffusers' training scripts cast the frozen text encoder(s) and VAE to the 16-bit weight dtype
+        companion = model.vision.companion_params * eb
+        for mode in CKPT_MODES:
+            act_sample[mode] = vision_activation_bytes(model.vision, side, mode, flash, eb)
+            if lora and model.family == "cnn":
+                act_sample[mode] *= 2.0  # LoRA on a CNN roughly doubles activations (huggingface/peft#2196)
     else:
         ref = model.resolution or resolution or 1
         scale = ((resolution or ref) / ref) ** 2  # activations scale with pixels (H·W), §3.6
@@ -571,5 +803,5 @@ def memory_consts(
         frozen_bytes=frozen, w_bytes=w, g_bytes=g, o_bytes=o, largest_layer=largest_layer,
         act_layer=act_layer, act_work_full=work, act_head=head, act_lora_layer=lora_act,
         act_sample=act_sample, params=params, p_expert=p_expert, layer_expert=layer_expert,
-        fp8_weight_bytes=fp8_w, fp8_amax_bytes=fp8_amax,
+        fp8_weight_bytes=fp8_w, fp8_amax_bytes=fp8_amax, companion_bytes=companion,
     )

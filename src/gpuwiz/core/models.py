@@ -14,10 +14,11 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import Annotated, Any, ClassVar, Final, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from gpuwiz.core.money import MoneyUSD
 from gpuwiz.core.units import HumanFloat, HumanInt, SizeGB, SizeKB
+from gpuwiz.i18n import _
 
 CONFIG_VERSION: Final = 1
 
@@ -236,6 +237,65 @@ class Requirements(_Strict):
 # --------------------------------------------------------------------------------------------------
 
 
+class VisionArch(BaseModel):
+    """A vision model's layer list, as architecture data (catalog ``models:`` entries, key ``vision``).
+
+    Read by ``core.memory.vision_activation_bytes`` to count the activations autograd keeps, operator by
+    operator, at any image side. ``kind``:
+
+    * ``resnet``: torchvision ResNet v1.5 bottlenecks -- ``stages`` blocks per stage, ``widths`` the
+      bottleneck (3x3) width per stage, ``expansion`` x width out (4);
+    * ``convnext``: ConvNeXt blocks -- ``stages`` blocks per stage, ``widths`` channels per stage;
+    * ``vit``: patch embedding (``patch`` pixels) then ``layers`` pre-norm transformer blocks
+      (``hidden``, ``heads``, GELU MLP ``ffn``), ``cls_tokens`` extra tokens;
+    * ``unet``: diffusers UNet2DConditionModel -- ``widths`` channels per resolution level,
+      ``layers_per_block`` resnets per down level (one more per up level), ``transformer_depth``
+      transformer blocks after each resnet per level (0: none), ``mid_depth`` in the middle block,
+      cross-attention to ``context_tokens`` text tokens of width ``context_dim``; the latent is the image
+      side / ``latent_factor`` with ``latent_channels``; heads: ``heads`` fixed, else width / ``head_dim``;
+      ``companion_params``: the frozen text encoder(s) and VAE that stay on the GPU.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["resnet", "convnext", "vit", "unet"]
+    stages: list[int] = Field(default_factory=list)
+    widths: list[int] = Field(default_factory=list)
+    expansion: int = Field(4, ge=1, le=64)
+    patch: int = Field(16, ge=1, le=1024)
+    cls_tokens: int = Field(1, ge=0, le=1024)
+    layers: int = Field(0, ge=0, le=10_000)
+    hidden: int = Field(0, ge=0, le=1_000_000)
+    heads: int = Field(0, ge=0, le=100_000)
+    head_dim: int = Field(0, ge=0, le=65_536)
+    ffn: int = Field(0, ge=0, le=10_000_000)
+    latent_factor: int = Field(8, ge=1, le=64)
+    latent_channels: int = Field(4, ge=1, le=1024)
+    layers_per_block: int = Field(2, ge=1, le=64)
+    transformer_depth: list[int] = Field(default_factory=list)
+    mid_depth: int = Field(1, ge=0, le=1_000)
+    context_tokens: int = Field(77, ge=0, le=1_000_000)
+    context_dim: int = Field(768, ge=0, le=1_000_000)
+    # Frozen modules the training step runs and keeps on every GPU besides the trained network (a diffusion
+    # model's text encoders and VAE), parameters; held in 16 bits under mixed precision, 32 in fp32
+    companion_params: float = Field(0.0, ge=0, le=1e12)
+
+    @model_validator(mode="after")
+    def _complete(self) -> VisionArch:
+        """The fields its ``kind`` needs, consistent with each other (the memory model reads them as given)."""
+        if self.kind in ("resnet", "convnext"):
+            if not self.stages or len(self.stages) != len(self.widths):
+                raise ValueError(_("a {kind} needs stages and widths of the same length (one per stage)").format(
+                    kind=self.kind))
+        elif self.kind == "vit":
+            if not (self.layers and self.hidden and self.heads):
+                raise ValueError(_("a vit needs layers, hidden and heads"))
+        elif not self.widths or len(self.transformer_depth) > len(self.widths):
+            raise ValueError(_("a unet needs widths (one per level) and at most one transformer_depth per level"))
+        if any(v < 1 for v in (*self.stages, *self.widths)) or any(d < 0 for d in self.transformer_depth):
+            raise ValueError(_("stages and widths must be >= 1, transformer_depth >= 0"))
+        return self
+
+
 class ResolvedModel(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -260,6 +320,7 @@ class ResolvedModel(BaseModel):
     train_gflops_per_sample: float | None = None
     act_gib_per_sample: float | None = None
     resolution: int | None = None
+    vision: VisionArch | None = None  # layer list of a vision model (per-operator activation memory)
     source: str | None = None
     # Layout details used by the exact parameter count (core.arch); defaults = Llama-style decoder
     tied_embeddings: bool = False
@@ -427,7 +488,8 @@ def _dump_plan(cls: type[Result]) -> tuple[tuple[str, _Conv], ...]:
     plan = _PLANS.get(cls)
     if plan is None:
         hints = typing.get_type_hints(cls)
-        plan = _PLANS[cls] = tuple((name, _converter(hints[name])) for name in cls._names)
+        skip: frozenset[str] = getattr(cls, "_dump_exclude", frozenset())  # pydantic's Field(exclude=True)
+        plan = _PLANS[cls] = tuple((name, _converter(hints[name])) for name in cls._names if name not in skip)
     return plan
 
 
@@ -645,6 +707,10 @@ class Build(Result):
     power_w: int = 0  # sustained, per node
     heat_kw: float = 0.0  # whole build
     site: str = ""
+    # where it lives, as a fact (desk | office | server-room | colo | cloud); ``site`` is the sentence
+    # shown (translated). Not in the JSON: the sentence says it there.
+    site_kind: str = ""
+    _dump_exclude = frozenset({"site_kind"})
     software: list[str] = field(default_factory=list)
     bom: list[BomLine] = field(default_factory=list)
     capex_usd: float = 0.0

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
-from gpuwiz.core.system import DIMM_TOLERANCE
+from gpuwiz.core.system import DIMM_TOLERANCE, packed_open_air, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.i18n import _
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Context:
     est: Estimate | None = None
     cost: CostAnalysis | None = None
     found: bool = True
+    buy_build: Build | None = None  # the build to own the verdict prices (beside a rented pick: another one)
 
     @property
     def buying(self) -> bool:
@@ -59,11 +61,17 @@ class Context:
             return self.build.nodes
         return self.est.plan.nodes if self.est else 1
 
+    def cash(self, usd: float | None, decimals: int = 0) -> str:
+        """A USD amount as the messages show it: in the user's currency (``market.cash``)."""
+        return market.cash(self.cat, self.req)(usd, decimals)
+
     def on_site(self, *kinds: str) -> bool:
         """Is the build going to live at one of these sites (user's choice, else inferred)?"""
         site = self.req.deployment.site
         if site != "any":
             return site in kinds
+        if self.build is not None and self.build.site_kind:
+            return self.build.site_kind in kinds
         placed = (self.build.site if self.build else "").split(" ")[0].lower()
         inferred = {"desk": "desk", "office": "office", "server": "server-room", "colocation": "colo"}.get(placed, "")
         return inferred in kinds
@@ -116,15 +124,21 @@ def _vram_headroom(c: Context) -> tuple[Severity, str] | None:  # P01
         return None
     m = c.est.memory
     free = 1.0 - m.per_gpu_gib / m.capacity_gib if m.capacity_gib else 0.0
-    # The plan already keeps deployment.headroom free; warn only when it bites: within 5 % of the
-    # plan's limit (a longer sequence or a bigger micro-batch tips it over), or under 15 % free.
-    if m.per_gpu_gib <= 0.95 * m.usable_gib and free >= 0.15:
+    # The plan already keeps deployment.headroom free (its micro-batch fills the card up to that limit);
+    # warn only when it bites: under 15 % free, or within 5 % of the plan's limit with the slow (P90)
+    # end of the memory estimate above the card -- then the plan may not fit and the user plans a
+    # smaller micro-batch. Near the limit with the P90 inside the card, the warning changes nothing.
+    near = m.per_gpu_gib > 0.95 * m.usable_gib and m.p90_exceeds_capacity
+    if free >= 0.15 and not near:
         return None
     sev: Severity = "high" if free < 0.10 else "medium"
-    return sev, (f"Estimated {m.per_gpu_gib:.1f} GiB per GPU on a {m.capacity_gib:.0f} GiB card leaves {free:.0%} "
-                 "free. "
-                 "CUDA context (0.3-1 GB per process), allocator fragmentation and activation spikes often take 20 %+; "
-                 "if you estimate 40 GB, get the 80 GB card, or plan activation checkpointing / a smaller micro-batch.")
+    p90 = (" " + _("The high end of the memory estimate (P90 {p90:.1f} GiB) is above the card.").format(
+        p90=m.per_gpu_gib_range.high) if m.p90_exceeds_capacity and m.per_gpu_gib_range is not None else "")
+    return sev, (_("Estimated {gib:.1f} GiB per GPU on a {cap:.0f} GiB card leaves {free:.0%} free.").format(
+        gib=m.per_gpu_gib, cap=m.capacity_gib, free=free) + p90 + " "
+        + _("CUDA context (0.3-1 GB per process), allocator fragmentation and activation spikes often take "
+            "20 %+; if you estimate 40 GB, get the 80 GB card, or plan activation checkpointing / a smaller "
+            "micro-batch."))
 
 
 @rule("does-not-fit", "block",
@@ -134,10 +148,10 @@ def _does_not_fit(c: Context) -> str | None:  # P02
         return None
     m = c.est.memory
     why = "; ".join(c.est.problems[:2])
-    return (f"Needs {m.per_gpu_gib:.1f} GiB per GPU but {c.est.plan.gpus} x {c.est.gpu_name} give {m.usable_gib:.1f} "
-            "GiB usable each"
-            + (f" ({why})" if why else "")
-            + ". Add GPUs, shard with ZeRO-3/FSDP, offload, or fine-tune with LoRA/QLoRA.")
+    head = _("Needs {gib:.1f} GiB per GPU but {n} x {gpu} give {usable:.1f} GiB usable each").format(
+        gib=m.per_gpu_gib, n=c.est.plan.gpus, gpu=c.est.gpu_name, usable=m.usable_gib)
+    return (head + (_(" ({why})").format(why=why) if why else "")
+            + _(". Add GPUs, shard with ZeRO-3/FSDP, offload, or fine-tune with LoRA/QLoRA."))
 
 
 @rule("legacy-gpu", "high", "ml-engineering; Dettmers GPU guide (via ukcamo) [weak]")
@@ -150,9 +164,9 @@ def _legacy(c: Context) -> str | None:  # P03
     small = g.memory_gib < 12 and params_b >= 1
     if not (old or small):
         return None
-    what = (f"{g.architecture.title()} has no tensor cores" if old
-            else f"{g.memory_gib:g} GiB is too little for a {params_b:.1f}B model")
-    return f"{g.name}: {what}; modern training on it is impractical."
+    what = (_("{arch} has no tensor cores").format(arch=g.architecture.title()) if old
+            else _("{gib:g} GiB is too little for a {b:.1f}B model").format(gib=g.memory_gib, b=params_b))
+    return _("{gpu}: {what}; modern training on it is impractical.").format(gpu=g.name, what=what)
 
 
 @rule("underprovisioned", "high", "tco_and_pitfalls §B18; the estimate's wall-clock time vs schedule")
@@ -162,12 +176,13 @@ def _under(c: Context) -> str | None:  # seeds: under-provisioning
     h = c.est.time.wall_hours
     dl = c.req.schedule.deadline_days
     if dl and h > dl * 24:
-        return (f"One run takes {h:,.0f} h ({h / 24:,.1f} days) on {c.est.plan.gpus} x {c.est.gpu_name}, "
-                f"past the {dl:g}-day deadline; add GPUs or relax the deadline.")
+        return _("One run takes {h:,.0f} h ({days:,.1f} days) on {n} x {gpu}, past the {dl:g}-day deadline; add "
+                 "GPUs or relax the deadline.").format(h=h, days=h / 24, n=c.est.plan.gpus, gpu=c.est.gpu_name, dl=dl)
     monthly = h * c.req.schedule.runs_per_month
     if monthly > HOURS_PER_MONTH:
-        return (f"{c.req.schedule.runs_per_month:g} runs/month x {h:,.0f} h = {monthly:,.0f} h, more than the "
-                f"{HOURS_PER_MONTH:.0f} h in a month: this build cannot keep up; add GPUs or rent bursts.")
+        return _("{runs:g} runs/month x {h:,.0f} h = {monthly:,.0f} h, more than the {month:.0f} h in a month: "
+                 "this build cannot keep up; add GPUs or rent bursts.").format(
+            runs=c.req.schedule.runs_per_month, h=h, monthly=monthly, month=HOURS_PER_MONTH)
     return None
 
 
@@ -178,8 +193,8 @@ def _deadline_tight(c: Context) -> str | None:
     h, dl = c.est.time.wall_hours, c.req.schedule.deadline_days * 24
     if h <= 0.8 * dl or h > dl:
         return None
-    return (f"A run takes {h:,.0f} h of a {dl:,.0f} h deadline ({h / dl:.0%}): no slack for failures, restarts or "
-            "a slower-than-estimated pipeline; plan ~20 % margin.")
+    return _("A run takes {h:,.0f} h of a {dl:,.0f} h deadline ({share:.0%}): no slack for failures, restarts or "
+             "a slower-than-estimated pipeline; plan ~20 % margin.").format(h=h, dl=dl, share=h / dl)
 
 
 @rule("overprovisioned", "high",
@@ -195,17 +210,18 @@ def _over(c: Context) -> tuple[Severity, str] | None:  # P04
         return None
     gpus = c.nodes * c.gpus_per_node
     need = u * gpus * HOURS_PER_YEAR
-    rent = (f" Renting at ${c.cost.rent_usd_per_gpu_hour:.2f}/GPU-h is cheaper." if c.cost.rent_usd_per_gpu_hour
-            else " Renting is cheaper.")
-    be_txt = (f"below the {be:.0%} break-even" if be is not None and be <= 1
-              else "and no utilisation breaks even at this cloud price")
-    many = "s" if gpus != 1 else ""
+    rent = (_(" Renting at {rate}/GPU-h is cheaper.").format(rate=c.cash(c.cost.rent_usd_per_gpu_hour, 2))
+            if c.cost.rent_usd_per_gpu_hour else _(" Renting is cheaper."))
+    be_txt = (_("below the {be:.0%} break-even").format(be=be) if be is not None and be <= 1
+              else _("and no utilisation breaks even at this cloud price"))
     # High only when the owned build would sit idle most of the time (under half the break-even, or
     # under 30 % busy); near the break-even it is a judgement call, not a mistake.
     sev: Severity = "high" if (u < 0.3 or (be is not None and u < 0.5 * be)) else "medium"
-    return sev, (f"You need ~{need:,.0f} GPU-h/yr; {gpus} owned GPU{many} offer{'' if many else 's'} "
-                 f"{gpus * HOURS_PER_YEAR:,.0f}. "
-            f"At {u:.0%} utilisation ({be_txt}) the hardware would sit idle {1 - u:.0%} of the year.{rent}")
+    offer = (_("You need ~{need:,.0f} GPU-h/yr; {n} owned GPUs offer {have:,.0f}. ") if gpus != 1
+             else _("You need ~{need:,.0f} GPU-h/yr; {n} owned GPU offers {have:,.0f}. "))
+    return sev, (offer.format(need=need, n=gpus, have=gpus * HOURS_PER_YEAR)
+                 + _("At {u:.0%} utilisation ({be}) the hardware would sit idle {idle:.0%} of the year.").format(
+                     u=u, be=be_txt, idle=1 - u) + rent)
 
 
 @rule("short-horizon", "high", "tco_and_pitfalls §C3 (payback)")
@@ -219,10 +235,10 @@ def _short_horizon(c: Context) -> str | None:  # P05
     if pb is None and c.cost.verdict != "buy" and c.req.deployment.mode != "buy":
         return None
     if pb is None:
-        return (f"Buying never pays back: renting is cheaper every month of the {months:.0f}-month horizon. "
-                "Rent or lease instead of buying.")
-    return (f"Payback takes {pb:.0f} months, longer than the {months:.0f}-month horizon: "
-            "rent or lease instead of buying.")
+        return _("Buying never pays back: renting is cheaper every month of the {months:.0f}-month horizon. "
+                 "Rent or lease instead of buying.").format(months=months)
+    return _("Payback takes {pb:.0f} months, longer than the {months:.0f}-month horizon: rent or lease instead of "
+             "buying.").format(pb=pb, months=months)
 
 
 @rule("reserved-vs-buy", "info",
@@ -231,7 +247,10 @@ def _reserved(c: Context) -> str | None:  # P06
     if not c.cost or not c.cost.onprem or not c.cost.cloud or not c.build:
         return None
     tco = c.cost.onprem
-    gpus = c.build.nodes * c.build.gpus_per_node
+    own = c.buy_build or c.build
+    if own.gpu != c.build.gpu:
+        return None  # a GPU-hour of another GPU is other work: the verdict compares the two builds
+    gpus = own.nodes * own.gpus_per_node
     y = c.req.deployment.horizon_years
     full_hours = gpus * HOURS_PER_YEAR * y
     owned_full = (tco.capex_usd - tco.residual_value_usd + y * (tco.space_usd_per_year + tco.maintenance_usd_per_year
@@ -243,9 +262,9 @@ def _reserved(c: Context) -> str | None:  # P06
     res_rate = best.usd_per_hour * (1 - r1) / (best.gpus_per_instance * best.instances)
     if owned_full >= res_rate:
         return None
-    return (f"A 24/7 reservation ({best.provider} {best.instance}, ~${res_rate:.2f}/GPU-h) costs more than owning at "
-            f"full utilisation (~${owned_full:.2f}/GPU-h): if you would reserve anyway and can host it, buying is "
-            "cheaper.")
+    return _("A 24/7 reservation ({provider} {instance}, ~{res}/GPU-h) costs more than owning at full "
+             "utilisation (~{own}/GPU-h): if you would reserve anyway and can host it, buying is cheaper.").format(
+        provider=best.provider, instance=best.instance, res=c.cash(res_rate, 2), own=c.cash(owned_full, 2))
 
 
 # ---- used and consumer hardware ------------------------------------------------------------------
@@ -257,10 +276,10 @@ def _mining(c: Context) -> str | None:  # P07
     g = c.gpu
     if not (g and c.req.deployment.used_hardware and g.mining_era):
         return None
-    return (f"A used {g.name} from the 2017-2022 mining era is likely ex-mining (the Ethereum Merge of 2022-09-15 "
-            "dumped ~20 M cards). Check fans, PCB/memory discoloration, an unmodified BIOS (not flashed or spoofed), "
-            "run a VRAM burn-in for hours watching memory-junction temperature and Xid errors, and whether the "
-            "warranty survives mining use and transfers.")
+    return _("A used {gpu} from the 2017-2022 mining era is likely ex-mining (the Ethereum Merge of 2022-09-15 "
+             "dumped ~20 M cards). Check fans, PCB/memory discoloration, an unmodified BIOS (not flashed or spoofed), "
+             "run a VRAM burn-in for hours watching memory-junction temperature and Xid errors, and whether the "
+             "warranty survives mining use and transfers.").format(gpu=g.name)
 
 
 @rule("gddr6x-thermals", "medium", "svethardware.cz 2021 (3090 FE 110 C); reviews4000 2020 [weak]; Micron GDDR6X 95 C")
@@ -269,8 +288,9 @@ def _gddr6x(c: Context) -> str | None:  # P08
         return None
     if not (c.req.deployment.used_hardware or c.gpus_per_node >= 3):
         return None
-    return (f"{c.gpu.name} GDDR6X is rated to ~95 C; mining and dense builds ({c.gpus_per_node} per box) have seen "  # type: ignore[union-attr]
-            "104-110 C. Monitor memory-junction temperature and re-pad cards that run above 100 C.")
+    return _("{gpu} GDDR6X is rated to ~95 C; mining and dense builds ({n} per box) have seen 104-110 C. Monitor "
+             "memory-junction temperature and re-pad cards that run above 100 C.").format(
+        gpu=c.gpu.name, n=c.gpus_per_node)  # type: ignore[union-attr]
 
 
 @rule("consumer-no-p2p", "medium",
@@ -282,19 +302,25 @@ def _p2p(c: Context) -> tuple[Severity, str] | None:  # P09
     plan = c.est.plan if c.est else None
     heavy = bool(plan and (plan.tp > 1 or plan.pp > 1 or plan.zero_stage >= 3))
     sev: Severity = "high" if heavy else "medium"
-    what = f" and the plan uses {plan.framework} (TP={plan.tp}, ZeRO-{plan.zero_stage})" if heavy and plan else ""
-    return sev, (f"{c.gpus_per_node} x {g.name}: no NVLink and no supported peer-to-peer{what}; all-reduce goes "
-                 "through host memory and NCCL can hang (set NCCL_P2P_DISABLE=1). Prefer data-parallel with small "
-                 "gradients, or workstation / data-centre GPUs.")
+    what = (_(" and the plan uses {fw} (TP={tp}, ZeRO-{zero})").format(fw=plan.framework, tp=plan.tp,
+                                                                        zero=plan.zero_stage)
+            if heavy and plan else "")
+    return sev, _("{n} x {gpu}: no NVLink and no supported peer-to-peer{what}; all-reduce goes through host memory "
+                  "and NCCL can hang (set NCCL_P2P_DISABLE=1). Prefer data-parallel with small gradients, or "
+                  "workstation / data-centre GPUs.").format(n=c.gpus_per_node, gpu=g.name, what=what)
 
 
 @rule("consumer-density", "high", "Puget Systems ML hardware recommendations (via sipoch) [weak]")
 def _density(c: Context) -> str | None:  # P10
     g = c.gpu
-    if not c.owns_hardware or not g or g.segment != "consumer" or c.gpus_per_node <= 2 or g.slot_width < 3:
+    if not c.owns_hardware or not g or g.cooling != "open-air" or c.gpus_per_node <= 2:
         return None
-    return (f"{c.gpus_per_node} x {g.name} ({g.slot_width}-slot open-air coolers) recirculate each other's heat; "
-            "more than 2 in one box needs blower or liquid-cooled cards, or a GPU server chassis.")
+    ch = next((x for x in c.cat.platforms.chassis if c.build and x.name == c.build.chassis), None)
+    if ch is not None and not packed_open_air(ch, g, c.gpus_per_node):
+        return None  # a chassis with a gap between the cards (90 mm pitch GPU server), built for them
+    return _("{n} x {gpu} ({slots}-slot open-air coolers) recirculate each other's heat; more than 2 in one box "
+             "needs blower or liquid-cooled cards, or a GPU server chassis.").format(
+        n=c.gpus_per_node, gpu=g.name, slots=g.slot_width)
 
 
 @rule("geforce-eula", "medium", "NVIDIA GeForce driver licence §2.1.3 'No Datacenter Deployment'; Lambda forum 2018")
@@ -302,8 +328,8 @@ def _eula(c: Context) -> str | None:  # P11
     g = c.gpu
     if not g or g.datacenter_licence_ok or not c.buying or not c.on_site("colo", "server-room"):
         return None
-    return (f"The GeForce driver licence forbids data-centre deployment; {g.name} cards in a colocation or server room "
-            "carry legal exposure. Use data-centre or workstation SKUs there.")
+    return _("The GeForce driver licence forbids data-centre deployment; {gpu} cards in a colocation or server "
+             "room carry legal exposure. Use data-centre or workstation SKUs there.").format(gpu=g.name)
 
 
 @rule("power-connector", "info", "Tom's Hardware 2025-06 (5090 at the 600 W limit); CableMod / PCI-SIG 2022")
@@ -311,9 +337,9 @@ def _connector(c: Context) -> str | None:  # P12
     g = c.gpu
     if not g or g.segment != "consumer" or g.tdp_w < 400:
         return None
-    return (f"{g.name} ({g.tdp_w:.0f} W) runs its 12VHPWR/12V-2x6 connector near the 600 W limit: seat it fully, no "
-            "bend within 35 mm of the plug, use a native ATX 3.x cable, and consider a ~80 % power limit (~95 % of the "
-            "speed).")
+    return _("{gpu} ({w:.0f} W) runs its 12VHPWR/12V-2x6 connector near the 600 W limit: seat it fully, no bend "
+             "within 35 mm of the plug, use a native ATX 3.x cable, and consider a ~80 % power limit (~95 % of the "
+             "speed).").format(gpu=g.name, w=g.tdp_w)
 
 
 # ---- platform ------------------------------------------------------------------------------------
@@ -324,9 +350,9 @@ def _lanes(c: Context) -> str | None:  # P13
     b = c.build
     if not c.owns_hardware or not b or not b.pcie_lanes or b.pcie_lanes >= b.pcie_lanes_needed:
         return None
-    return (f"{b.pcie_lanes_needed} PCIe lanes needed ({b.gpus_per_node} GPUs + NVMe + NIC) but {b.cpu} gives "
-            f"{b.pcie_lanes}: GPUs will run at x4/x8 or behind the chipset. Use Threadripper PRO / Xeon W / EPYC (up "
-            "to 128 lanes).")
+    return _("{need} PCIe lanes needed ({n} GPUs + NVMe + NIC) but {cpu} gives {have}: GPUs will run at x4/x8 or "
+             "behind the chipset. Use Threadripper PRO / Xeon W / EPYC (up to 128 lanes).").format(
+        need=b.pcie_lanes_needed, n=b.gpus_per_node, cpu=b.cpu, have=b.pcie_lanes)
 
 
 @rule("wall-circuit", "block", "NEC 80 % continuous-load rule; Puget Systems 2020 (4x3090 at 1,717 W at the wall)")
@@ -338,12 +364,12 @@ def _circuit(c: Context) -> tuple[Severity, str] | None:  # P14
     if b.power_w <= circuit:
         return None
     if c.req.deployment.site in ("desk", "office"):
-        return "block", (f"Sustained draw of ~{b.power_w:,} W exceeds the {circuit:,.0f} W continuous limit of a 15 "
-                         "A/120 V office circuit. Add a dedicated 20 A/240 V circuit or power-limit the GPUs (~95 % "
-                         "speed at ~80 % power).")
-    if c.on_site("office", "desk") or b.site.startswith("office"):
-        return "medium", (f"~{b.power_w:,} W sustained is more than one 15 A/120 V circuit carries ({circuit:,.0f} W): "
-                          "it needs a dedicated 20 A/240 V circuit.")
+        return "block", _("Sustained draw of ~{w:,} W exceeds the {circuit:,.0f} W continuous limit of a 15 A/120 V "
+                          "office circuit. Add a dedicated 20 A/240 V circuit or power-limit the GPUs (~95 % speed at "
+                          "~80 % power).").format(w=b.power_w, circuit=circuit)
+    if c.on_site("office", "desk") or b.site_kind == "office" or b.site.startswith("office"):
+        return "medium", _("~{w:,} W sustained is more than one 15 A/120 V circuit carries ({circuit:,.0f} W): it "
+                           "needs a dedicated 20 A/240 V circuit.").format(w=b.power_w, circuit=circuit)
     return None
 
 
@@ -354,8 +380,8 @@ def _psu(c: Context) -> str | None:  # P15
     b = c.build
     if not c.owns_hardware or not b or b.psu_w is None or not b.psu_needed_w or b.psu_w >= b.psu_needed_w:
         return None
-    return (f"The PSU ({b.psu_w:,} W) is too small for ~{b.max_power_w:,} W peak with transient margin "
-            f"= {b.psu_needed_w:,} W (4x3090 at 300 W peaked at 1,717 W at the wall).")
+    return _("The PSU ({psu:,} W) is too small for ~{peak:,} W peak with transient margin = {need:,} W (4x3090 at "
+             "300 W peaked at 1,717 W at the wall).").format(psu=b.psu_w, peak=b.max_power_w, need=b.psu_needed_w)
 
 
 @rule("office-heat-noise", "medium",
@@ -369,9 +395,10 @@ def _heat(c: Context) -> str | None:  # P16
     rack = bool(ch and ch.rack_units)
     if kw <= 1.5 and not rack:
         return None
-    return (f"This build dumps ~{kw:.1f} kW of heat (about {kw / 1.5:.1f} space heaters)"
-            + (" and is a rack server built for data-centre airflow and noise" if rack else "")
-            + ": plan cooling (a server room or colocation), not an open office.")
+    return (_("This build dumps ~{kw:.1f} kW of heat (about {heaters:.1f} space heaters)").format(
+        kw=kw, heaters=kw / 1.5)
+            + (_(" and is a rack server built for data-centre airflow and noise") if rack else "")
+            + _(": plan cooling (a server room or colocation), not an open office."))
 
 
 @rule("rack-density", "medium", "Uptime Institute survey 2023 (few racks > 20 kW); AFCOM 2024 (avg ~12 kW per rack)")
@@ -382,8 +409,9 @@ def _rack(c: Context) -> str | None:  # P17
     kw = b.max_power_w / 1000.0  # racks are provisioned for the node's maximum draw
     if kw <= 10 or not (c.on_site("colo", "server-room") or b.nodes > 1):
         return None
-    return (f"~{kw:.1f} kW per node exceeds a typical colocation cabinet (~12 kW average; most operators have nothing "
-            f"above 20 kW): budget for high-density space or {max(1, int(20 // kw))} node(s) per rack.")
+    return _("~{kw:.1f} kW per node exceeds a typical colocation cabinet (~12 kW average; most operators have "
+             "nothing above 20 kW): budget for high-density space or {n} node(s) per rack.").format(
+        kw=kw, n=max(1, int(20 // kw)))
 
 
 @rule("cpu-dataloader", "medium",
@@ -392,9 +420,9 @@ def _cpu(c: Context) -> str | None:  # P18
     b = c.build
     if not c.owns_hardware or not b or not b.cpu_cores or b.cpu_cores >= b.cpu_cores_needed:
         return None
-    return (f"Need >= {b.cpu_cores_needed} CPU cores to feed {b.gpus_per_node} GPUs but {b.cpu} has {b.cpu_cores}; "
-            "JPEG decode and augmentation can starve the GPUs (an A100 trains ~5,300 img/s, a CPU pipeline decodes "
-            "~850).")
+    return _("Need >= {need} CPU cores to feed {n} GPUs but {cpu} has {have}; JPEG decode and augmentation can "
+             "starve the GPUs (an A100 trains ~5,300 img/s, a CPU pipeline decodes ~850).").format(
+        need=b.cpu_cores_needed, n=b.gpus_per_node, cpu=b.cpu, have=b.cpu_cores)
 
 
 @rule("host-ram", "high", "ml-engineering compute/cpu-memory; DGX-1 (2x), AWS p4d (3.6x), p5 (3.2x) reference systems")
@@ -408,11 +436,14 @@ def _ram(c: Context) -> tuple[Severity, str] | None:  # P19
     if ratio >= want * DIMM_TOLERANCE:  # the sizing rule's own fill tolerance (system.pick_memory)
         return None
     if ratio < 1.0:
-        return "high", (f"{b.ram_gb} GB host RAM for {b.vram_gb:,.0f} GB of VRAM ({ratio:.1f}x): below the 1x floor "
-                        "for data loaders, checkpoint assembly" + (" and CPU offload" if offload else "") + ".")
-    return "info", (f"{b.ram_gb} GB host RAM is {ratio:.1f}x the {b.vram_gb:,.0f} GB of VRAM; reference systems ship "
-                    "2-3.6x"
-                    + (" and CPU offload wants ~3x" if offload else "") + ".")
+        return "high", ((_("{ram} GB host RAM for {vram:,.0f} GB of VRAM ({ratio:.1f}x): below the 1x floor for data "
+                           "loaders, checkpoint assembly and CPU offload.") if offload else
+                         _("{ram} GB host RAM for {vram:,.0f} GB of VRAM ({ratio:.1f}x): below the 1x floor for data "
+                           "loaders, checkpoint assembly.")).format(ram=b.ram_gb, vram=b.vram_gb, ratio=ratio))
+    return "info", ((_("{ram} GB host RAM is {ratio:.1f}x the {vram:,.0f} GB of VRAM; reference systems ship 2-3.6x "
+                       "and CPU offload wants ~3x.") if offload else
+                     _("{ram} GB host RAM is {ratio:.1f}x the {vram:,.0f} GB of VRAM; reference systems ship "
+                       "2-3.6x.")).format(ram=b.ram_gb, vram=b.vram_gb, ratio=ratio))
 
 
 @rule("storage-io", "medium",
@@ -423,12 +454,12 @@ def _io(c: Context) -> tuple[Severity, str] | None:  # P20
         return None
     kb = c.req.data.sample_kb
     if b.read_gbps and b.read_gbps_needed > b.read_gbps:
-        return "medium", (f"The data pipeline needs ~{b.read_gbps_needed:.1f} GB/s per node; local storage gives "
-                          f"~{b.read_gbps:.1f} GB/s. Pack samples into shards, use a RAID-0 NVMe cache, avoid "
-                          "streaming from object storage.")
+        return "medium", _("The data pipeline needs ~{need:.1f} GB/s per node; local storage gives ~{have:.1f} GB/s. "
+                           "Pack samples into shards, use a RAID-0 NVMe cache, avoid streaming from object "
+                           "storage.").format(need=b.read_gbps_needed, have=b.read_gbps)
     if kb is not None and kb < 64:
-        return "info", (f"Samples average {kb:g} KB: small files read ~2.7x slower and can exhaust inodes; pack them "
-                        "into WebDataset/TFRecord-style shards.")
+        return "info", _("Samples average {kb:g} KB: small files read ~2.7x slower and can exhaust inodes; pack them "
+                         "into WebDataset/TFRecord-style shards.").format(kb=kb)
     return None
 
 
@@ -440,9 +471,12 @@ def _mnet(c: Context) -> str | None:  # P21
         return None
     if b.rdma and b.network_gbps_per_gpu >= 100:
         return None
-    return (f"{b.nodes} nodes with {b.network_gbps_per_gpu:g} Gb/s per GPU{' without RDMA' if not b.rdma else ''}: "
-            "multi-node training is communication-bound below ~100 Gb/s per GPU with RDMA (IB/RoCE + GPUDirect); on "
-            "100GbE TCP expect scaling efficiency to collapse; H100 nodes normally use 8 x 400 Gb/s.")
+    head = (_("{nodes} nodes with {gbps:g} Gb/s per GPU: ") if b.rdma
+            else _("{nodes} nodes with {gbps:g} Gb/s per GPU without RDMA: "))
+    return (head.format(nodes=b.nodes, gbps=b.network_gbps_per_gpu)
+            + _("multi-node training is communication-bound below ~100 Gb/s per GPU with RDMA (IB/RoCE + "
+                "GPUDirect); on 100GbE TCP expect scaling efficiency to collapse; H100 nodes normally use 8 x 400 "
+                "Gb/s."))
 
 
 @rule("checkpoint-storage", "medium", "ml-engineering training/fault-tolerance (BLOOM 2.3 TB checkpoints, 18 TB/day)")
@@ -452,11 +486,13 @@ def _ckpt(c: Context) -> tuple[Severity, str] | None:  # P26
         return None
     need_tb = b.checkpoint_gb * 3 / 1000
     if b.nodes == 1 and b.storage_tb and need_tb > b.storage_tb:
-        return "medium", (f"Each full checkpoint is ~{b.checkpoint_gb:,.0f} GB; keeping 2 plus one being written needs "
-                          f"{need_tb:,.1f} TB but local storage is {b.storage_tb:g} TB.")
+        return "medium", _("Each full checkpoint is ~{gb:,.0f} GB; keeping 2 plus one being written needs {need:,.1f} "
+                           "TB but local storage is {have:g} TB.").format(
+            gb=b.checkpoint_gb, need=need_tb, have=b.storage_tb)
     if b.checkpoint_gb >= 100 and c.buying:
-        return "info", (f"Each full checkpoint is ~{b.checkpoint_gb:,.0f} GB: keep the 2 latest locally (the last may "
-                        "be corrupt), copy every few hours off-site, and checkpoint at least every 1-3 h.")
+        return "info", _("Each full checkpoint is ~{gb:,.0f} GB: keep the 2 latest locally (the last may be "
+                         "corrupt), copy every few hours off-site, and checkpoint at least every 1-3 h.").format(
+            gb=b.checkpoint_gb)
     return None
 
 
@@ -471,11 +507,12 @@ def _cuda(c: Context) -> tuple[Severity, str] | None:  # P22
         return None
     arch = g.architecture.lower()
     if arch == "blackwell":
-        return "medium", (f"{g.name} (Blackwell) needs CUDA >= 12.8, PyTorch >= 2.7 (cu128 wheels) and driver R570+; "
-                          "older containers fail with 'no kernel image is available for execution'. Pin your images.")
+        return "medium", _("{gpu} (Blackwell) needs CUDA >= 12.8, PyTorch >= 2.7 (cu128 wheels) and driver R570+; "
+                           "older containers fail with 'no kernel image is available for execution'. Pin your "
+                           "images.").format(gpu=g.name)
     if arch == "hopper":
-        return "info", (f"{g.name} (Hopper, sm_90) needs CUDA >= 11.8 and PyTorch >= 2.0; images built for older CUDA "
-                        "warn 'sm_90 is not compatible' and fall back or fail.")
+        return "info", _("{gpu} (Hopper, sm_90) needs CUDA >= 11.8 and PyTorch >= 2.0; images built for older CUDA "
+                         "warn 'sm_90 is not compatible' and fall back or fail.").format(gpu=g.name)
     return None
 
 
@@ -485,14 +522,14 @@ def _rocm(c: Context) -> tuple[Severity, str] | None:  # P23
     if not g or g.vendor == "nvidia":
         return None
     if g.vendor == "intel":
-        return "medium", (f"{g.name} uses the Gaudi software stack, not CUDA: check that your training code and "
-                          "kernels (FlashAttention, bitsandbytes) have Gaudi ports before buying.")
+        return "medium", _("{gpu} uses the Gaudi software stack, not CUDA: check that your training code and kernels "
+                           "(FlashAttention, bitsandbytes) have Gaudi ports before buying.").format(gpu=g.name)
     if g.segment == "consumer":
-        return "high", (f"{g.name}: PyTorch ROCm wheels are Linux-only and consumer Radeon support is partial "
-                        "(overrides, missing libraries, no bitsandbytes on some versions). Budget porting time or "
-                        "choose NVIDIA.")
-    return "info", (f"{g.name} runs PyTorch on ROCm (Linux): most training code works, but check custom CUDA kernels "
-                    "and libraries (FlashAttention, bitsandbytes, DeepSpeed ops) for ROCm builds.")
+        return "high", _("{gpu}: PyTorch ROCm wheels are Linux-only and consumer Radeon support is partial "
+                         "(overrides, missing libraries, no bitsandbytes on some versions). Budget porting time or "
+                         "choose NVIDIA.").format(gpu=g.name)
+    return "info", _("{gpu} runs PyTorch on ROCm (Linux): most training code works, but check custom CUDA kernels "
+                     "and libraries (FlashAttention, bitsandbytes, DeepSpeed ops) for ROCm builds.").format(gpu=g.name)
 
 
 @rule("precision-unsupported", "medium", "NVIDIA architecture whitepapers (bf16 from Ampere, fp8 from Hopper/Ada)")
@@ -501,9 +538,9 @@ def _precision(c: Context) -> str | None:
     p = c.req.training.precision
     if not g or p in ("fp32",) or g.supports(p):
         return None
-    fb = "bf16/fp16" if p == "fp8" else "fp16 (with loss scaling) or fp32"
-    return (f"{g.name} has no native {p} tensor-core support; training falls back to {fb}, "
-            f"slower than estimated for {p}.")
+    fb = "bf16/fp16" if p == "fp8" else _("fp16 (with loss scaling) or fp32")
+    return _("{gpu} has no native {p} tensor-core support; training falls back to {fb}, slower than estimated for "
+             "{p}.").format(gpu=g.name, p=p, fb=fb)
 
 
 # ---- rent / buy / cloud --------------------------------------------------------------------------
@@ -513,8 +550,8 @@ def _precision(c: Context) -> str | None:
 def _start_cloud(c: Context) -> str | None:  # seeds: start in the cloud when the workload is uncertain
     if not c.buying or c.req.calibration is not None:
         return None
-    return ("The estimate is a model, not a measurement: rent the same GPU for a day first, measure tokens/s (or "
-            "samples/s) and peak memory, put them in the config's calibration section, then buy.")
+    return _("The estimate is a model, not a measurement: rent the same GPU for a day first, measure tokens/s (or "
+             "samples/s) and peak memory, put them in the config's calibration section, then buy.")
 
 
 @rule("spot-checkpointing", "high",
@@ -532,11 +569,13 @@ def _spot(c: Context) -> tuple[Severity, str] | None:  # P27
         return None
     multi = opt.instances > 1
     sev: Severity = "high" if multi else "medium"
-    return sev, (f"Spot on {opt.provider} {opt.instance} would cut a run from ${opt.cost_per_run_usd:,.0f} to "
-                 f"${opt.cost_per_run_spot_usd:,.0f}, but instances are reclaimed with 30 s-2 min notice: checkpoint "
-                 "every 10-30 min and make jobs resumable"
-                 + (f"; {opt.instances} synchronous instances on spot stop whenever any one is "
-                    "reclaimed" if multi else "") + ".")
+    msg = (_("Spot on {provider} {instance} would cut a run from {od} to {spot}, but instances are "
+             "reclaimed with 30 s-2 min notice: checkpoint every 10-30 min and make jobs resumable; {n} synchronous "
+             "instances on spot stop whenever any one is reclaimed.") if multi else
+           _("Spot on {provider} {instance} would cut a run from {od} to {spot}, but instances are "
+             "reclaimed with 30 s-2 min notice: checkpoint every 10-30 min and make jobs resumable."))
+    return sev, msg.format(provider=opt.provider, instance=opt.instance, od=c.cash(opt.cost_per_run_usd),
+                           spot=c.cash(opt.cost_per_run_spot_usd), n=opt.instances)
 
 
 @rule("data-residency", "high",
@@ -554,10 +593,12 @@ def _residency(c: Context) -> tuple[Severity, str] | None:  # P28
     abroad = sorted(x for x in countries if x != country)
     sev: Severity = ("block" if (sens == "regulated" and country == "CN" and abroad)
                      else ("high" if sens == "regulated" else "medium"))
-    where = f" (offers found in {', '.join(abroad)})" if abroad else ""
-    return sev, (f"{sens.title()} data in the cloud{where}: moving it needs a legal transfer path (GDPR / PIPL; in CN "
-                 "a CAC assessment above 1 M people). Use an in-country region with a data-processing agreement, or "
-                 "train on-prem.")
+    where = _(" (offers found in {countries})").format(countries=", ".join(abroad)) if abroad else ""
+    head = (_("Regulated data in the cloud{where}: ") if sens == "regulated"
+            else _("Confidential data in the cloud{where}: "))
+    return sev, (head.format(where=where)
+                 + _("moving it needs a legal transfer path (GDPR / PIPL; in CN a CAC assessment above 1 M people). "
+                     "Use an in-country region with a data-processing agreement, or train on-prem."))
 
 
 @rule("export-control", "block",
@@ -570,12 +611,15 @@ def _export(c: Context) -> tuple[Severity, str] | str | None:  # P25
     # Buying (shipping the GPU to the user) and renting it abroad are different rules (catalog export_rules).
     remote = market.remote_rule(c.cat, country, g)
     if not c.buying and remote is not None and not market.remote_blocked(c.cat, country, g):
-        return "info", (f"Renting {g.name} outside {country} falls under the remote-access rule, not the export "
-                        f"licence for buying one: {remote.summary} ({remote.source}, {remote.observed})")
+        return "info", _("Renting {gpu} outside {country} falls under the remote-access rule, not the export licence "
+                         "for buying one: {summary} ({source}, {observed})").format(
+            gpu=g.name, country=country, summary=_(remote.summary), source=remote.source, observed=remote.observed)
     alts = [x.name for x in c.cat.gpus
             if not x.export_restricted and x.vendor == "nvidia" and x.release_year >= 2022][:4]
-    alt = f" In-market options: {', '.join(alts)}, or an in-country cloud." if alts else " Use an in-country cloud."
-    return (f"{g.name} needs a US export licence for {country}; grey-market units carry no warranty or support.{alt}")
+    alt = (_(" In-market options: {gpus}, or an in-country cloud.").format(gpus=", ".join(alts)) if alts
+           else _(" Use an in-country cloud."))
+    return _("{gpu} needs a US export licence for {country}; grey-market units carry no warranty or "
+             "support.").format(gpu=g.name, country=country) + alt
 
 
 @rule("stale-price", "medium", "catalog cloud_instances `observed` dates")
@@ -588,10 +632,32 @@ def _stale_price(c: Context) -> str | None:
     age = market.offer_age_months(c.cat, o.observed)
     if age <= market.STALE_MONTHS:
         return None
-    return (f"The rent price used ({o.provider} {o.instance}) was observed {o.observed}, {age} months before this "
-            f"catalog ({c.cat.as_of}); cloud prices move: check the current "
-            "price or refresh it with `gpuwiz catalog import skypilot vms.csv -o prices.yaml` and "
-            "--catalog prices.yaml.")
+    return _("The rent price used ({provider} {instance}) was observed {observed}, {age} months before this catalog "
+             "({as_of}); cloud prices move: check the current price or refresh it with `gpuwiz catalog import "
+             "skypilot vms.csv -o prices.yaml` and --catalog prices.yaml.").format(
+        provider=o.provider, instance=o.instance, observed=o.observed, age=age, as_of=c.cat.as_of)
+
+
+@rule("stale-purchase-price", "medium", "catalog gpus `price_new_observed` / `price_used_observed` dates")
+def _stale_purchase_price(c: Context) -> str | None:
+    """The buy side's GPU price (new, or used when the build is priced used) older than 12 months."""
+    b, g = c.build, c.gpu
+    if not c.buying or not b or b.rented or g is None:
+        return None
+    used = b.tier.endswith("-used")
+    observed = g.price_used_observed if used else g.price_new_observed
+    if not observed:
+        return None
+    age = market.offer_age_months(c.cat, observed)
+    if age <= market.STALE_MONTHS:
+        return None
+    msg = (_("The used price of {gpu} in the build to own was observed {observed}, {age} months before this "
+             "catalog ({as_of}); used GPU prices move: check a current listing or set price_used_usd for it in "
+             "an overlay (--catalog).") if used else
+           _("The purchase price of {gpu} in the build to own was observed {observed}, {age} months before this "
+             "catalog ({as_of}); GPU prices move: ask for a current quote or set price_new_usd for it in an "
+             "overlay (--catalog)."))
+    return msg.format(gpu=g.name, observed=observed, age=age, as_of=c.cat.as_of)
 
 
 @rule("obsolescence", "info",
@@ -604,9 +670,9 @@ def _obsolete(c: Context) -> tuple[Severity, str] | None:  # P29
     if y <= 3 and age < 3:
         return None
     sev: Severity = "medium" if (y > 3 and c.req.training.method == "pretrain") or age >= 4 else "info"
-    return sev, (f"A {y:g}-year horizon on {c.gpu.name} (released {c.gpu.release_year}): NVIDIA now ships a "
-                 "data-centre generation roughly yearly (B200 ~2.2-2.4x H200); resale value falls ~28 %/year. Plan a "
-                 "3-year economic life.")
+    return sev, _("A {y:g}-year horizon on {gpu} (released {year}): NVIDIA now ships a data-centre generation "
+                  "roughly yearly (B200 ~2.2-2.4x H200); resale value falls ~28 %/year. Plan a 3-year economic "
+                  "life.").format(y=y, gpu=c.gpu.name, year=c.gpu.release_year)
 
 
 @rule("reliability-spares", "info",
@@ -618,8 +684,9 @@ def _spares(c: Context) -> str | None:  # P30
         return None
     gpus = c.build.nodes * c.build.gpus_per_node
     per_year = gpus * HOURS_PER_YEAR / 86_000
-    return (f"{gpus} GPUs running all year see ~{per_year:.1f} GPU faults/year (Llama 3: one per ~86k GPU-h) plus "
-            "early-life failures: keep spares or an RMA SLA, and check that warranties transfer on used parts.")
+    return _("{n} GPUs running all year see ~{per_year:.1f} GPU faults/year (Llama 3: one per ~86k GPU-h) plus "
+             "early-life failures: keep spares or an RMA SLA, and check that warranties transfer on used "
+             "parts.").format(n=gpus, per_year=per_year)
 
 
 @rule("failures-per-run", "medium", "Meta Llama 3 paper (419 interruptions in 54 days on 16k H100s)")
@@ -630,8 +697,8 @@ def _failures(c: Context) -> str | None:
     expected = gph / 86_000
     if expected < 1:
         return None
-    return (f"A run is {gph:,.0f} GPU-hours: expect ~{expected:.0f} hardware interruption(s) per run. Automate "
-            "checkpoint-restart and budget ~5-10 % lost time (goodput).")
+    return _("A run is {gph:,.0f} GPU-hours: expect ~{n:.0f} hardware interruption(s) per run. Automate "
+             "checkpoint-restart and budget ~5-10 % lost time (goodput).").format(gph=gph, n=expected)
 
 
 @rule("energy-efficiency", "info", "Epoch AI (power ~5 % of an H100 node's yearly cost); EIA electricity prices")
@@ -647,10 +714,12 @@ def _energy(c: Context) -> str | None:  # seeds: energy efficiency
         return None
     g = c.gpu
     prec = c.req.training.precision
-    ppw = f" {g.name} gives {g.peak_tflops(prec) / g.tdp_w * 1000:.0f} GFLOPS/W at {prec}." if g else ""
-    return (f"Power is {share:.0%} of the yearly cost (${t.power_usd_per_year:,.0f}/yr).{ppw} A more efficient GPU, a "
-            "power limit (~95 % speed at ~80 % power) or cheaper electricity matter here; try --objective "
-            "perf-per-watt.")
+    ppw = (_(" {gpu} gives {gfw:.0f} GFLOPS/W at {prec}.").format(
+        gpu=g.name, gfw=g.peak_tflops(prec) / g.tdp_w * 1000, prec=prec) if g else "")
+    return (_("Power is {share:.0%} of the yearly cost ({usd}/yr).").format(share=share,
+                                                                            usd=c.cash(t.power_usd_per_year))
+            + ppw + _(" A more efficient GPU, a power limit (~95 % speed at ~80 % power) or cheaper electricity "
+                      "matter here; try --objective perf-per-watt."))
 
 
 @rule("passive-cooling-in-tower", "block",
@@ -663,9 +732,9 @@ def _passive_tower(c: Context) -> str | None:
     tower = b.chassis_kind in ("desktop", "workstation") or (b.chassis_kind is None and c.req.deployment.site == "desk")
     if not tower:
         return None
-    return (f"{g.name} is passively cooled: it relies on a server's front-to-back airflow and overheats and throttles "
-            "in a tower. Put it in a GPU server chassis (server room / colo) or pick an actively cooled card "
-            "(RTX PRO / RTX 6000 class, GeForce).")
+    return _("{gpu} is passively cooled: it relies on a server's front-to-back airflow and overheats and throttles "
+             "in a tower. Put it in a GPU server chassis (server room / colo) or pick an actively cooled card (RTX "
+             "PRO / RTX 6000 class, GeForce).").format(gpu=g.name)
 
 
 @rule("marketplace-host", "medium",
@@ -675,17 +744,22 @@ def _marketplace(c: Context) -> tuple[Severity, str] | None:
     if not c.renting or not c.cost or not c.cost.rent_offer:
         return None
     o = c.cost.rent_offer
-    if o.tier not in ("marketplace-community", "marketplace-secure"):  # the offer's tier (catalog data)
+    # The offer's tier (catalog data). The verified data-centre tier is what this warning advises:
+    # on it, the warning would change nothing.
+    if o.tier != "marketplace-community":
         return None
     sens = c.req.deployment.data_sensitivity
     sev: Severity = ("high" if sens in ("confidential", "regulated") and o.tier == "marketplace-community"
                      else "medium")
     n = o.instances * o.gpus_per_instance
-    return sev, (f"{o.provider} {o.instance} ({n} GPU{'s' if n > 1 else ''}) runs on a marketplace host operated "
-                 "by a third party: your data, weights and "
-                 "credentials sit on a machine you do not control. Use its verified data-centre tier, encrypt data at "
-                 "rest, keep secrets out of the image"
-                 + (", or a hyperscaler for confidential data" if sev == "high" else "") + ".")
+    head = (_("{provider} {instance} ({n} GPUs) runs on a marketplace host operated by a third party: ") if n > 1
+            else _("{provider} {instance} ({n} GPU) runs on a marketplace host operated by a third party: "))
+    tail = (_("your data, weights and credentials sit on a machine you do not control. Use its verified data-centre "
+              "tier, encrypt data at rest, keep secrets out of the image, or a hyperscaler for confidential data.")
+            if sev == "high" else
+            _("your data, weights and credentials sit on a machine you do not control. Use its verified data-centre "
+              "tier, encrypt data at rest, keep secrets out of the image."))
+    return sev, head.format(provider=o.provider, instance=o.instance, n=n) + tail
 
 
 @rule("data-staging", "medium",
@@ -694,13 +768,16 @@ def _staging(c: Context) -> str | None:
     if not c.renting or not c.cost or not c.cost.rent_offer or not c.build:
         return None
     o = c.cost.rent_offer
-    data_gb = c.build.storage_needed_tb * 1000
+    # The dataset the overhead hours stage (system.workload_from, the one home of the dataset size),
+    # not the storage the run needs (that adds checkpoints, which are written, not staged).
+    data_gb = workload_from(c.req, c.cat, c.est).dataset_gb
     if o.overhead_hours < 1.0 and data_gb < 1000:
         return None
-    return (f"Each rented run first stages ~{data_gb:,.0f} GB and pulls the image (~{o.overhead_hours:,.1f} h paid at "
-            f"${o.usd_per_hour:,.2f}/h on {o.provider} {o.instance}); keep the dataset in object storage in the same "
-            f"region, and budget egress (${o.egress_usd:,.0f} per run for the weights; more if you pull "
-            "checkpoints out).")
+    return _("Each rented run first stages ~{gb:,.0f} GB and pulls the image (~{h:,.1f} h paid at {rate}/h on "
+             "{provider} {instance}); keep the dataset in object storage in the same region, and budget egress "
+             "({egress} per run for the weights; more if you pull checkpoints out).").format(
+        gb=data_gb, h=o.overhead_hours, rate=c.cash(o.usd_per_hour, 2), provider=o.provider, instance=o.instance,
+        egress=c.cash(o.egress_usd))
 
 
 @rule("hgx-lead-time", "info",
@@ -709,8 +786,9 @@ def _hgx_lead(c: Context) -> str | None:
     b = c.build
     if not c.buying or not b or b.rented or b.chassis_kind != "hgx":
         return None
-    return (f"{b.nodes} x {b.chassis}: HGX baseboard systems ship in roughly 8-20 weeks; order early, ask for the "
-            "delivery date in the quote, and rent the first runs if the schedule cannot wait.")
+    return _("{nodes} x {chassis}: HGX baseboard systems ship in roughly 8-20 weeks; order early, ask for the "
+             "delivery date in the quote, and rent the first runs if the schedule cannot wait.").format(
+        nodes=b.nodes, chassis=b.chassis)
 
 
 @rule("host-ram-offload", "high",
@@ -724,17 +802,20 @@ def _offload_ram(c: Context) -> str | None:
         have = b.instance.ram_gib * GB_PER_GIB if b.instance and b.instance.ram_gib else None
         if have is not None and have >= need_gb:
             return None
-        where = f"the instance has {have:,.0f} GB" if have else "the provider does not publish the instance's RAM"
-        return (f"CPU offload needs ~{need_gb:,.0f} GB of host RAM per node; {where}: confirm it before renting, "
-                "or pick a shape that fits without offload.")
+        where = (_("the instance has {gb:,.0f} GB").format(gb=have) if have
+                 else _("the provider does not publish the instance's RAM"))
+        return _("CPU offload needs ~{need:,.0f} GB of host RAM per node; {where}: confirm it before renting, or pick "
+                 "a shape that fits without offload.").format(need=need_gb, where=where)
     if b.ram_gb >= need_gb:
         return None
-    return f"CPU offload needs ~{need_gb:,.0f} GB of host RAM per node but the build has {b.ram_gb:,} GB: add memory."
+    return _("CPU offload needs ~{need:,.0f} GB of host RAM per node but the build has {have:,} GB: add "
+             "memory.").format(need=need_gb, have=b.ram_gb)
 
 
 def check_nothing_fits(req: Requirements, cat: Catalog, suggestions: list[str]) -> list[Pitfall]:
     """The single blocking pitfall when no candidate fits."""
-    msg = "No GPU in the catalog fits this workload within the limits" + (f"; {suggestions[0]}" if suggestions else ".")
+    msg = (_("No GPU in the catalog fits this workload within the limits; {hint}").format(hint=suggestions[0])
+           if suggestions else _("No GPU in the catalog fits this workload within the limits."))
     return [Pitfall(id="does-not-fit", severity="block", message=msg,
                     source="ZeRO (Rajbhandari et al. 2019, 16 B/param); ml-engineering training/performance")]
 

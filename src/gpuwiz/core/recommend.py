@@ -51,7 +51,7 @@ from gpuwiz.core.models import (
     Requirements,
 )
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
-from gpuwiz.i18n import _
+from gpuwiz.i18n import N_, _
 
 # What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
 # divisor, a log/sqrt domain error) or a result that fails its own model's validation (ValueError).
@@ -82,20 +82,21 @@ SHAPES_PER_TYPE = 3  # ... and the best shapes (gpn x nodes) of each GPU type by
 SHAPE_REACH = 1.5  # ... the 2nd and 3rd only when their rough horizon cost is within this of the best
 N_ALTERNATIVES = 4
 
-DROP_FIT = "does not fit in GPU memory"
-DROP_DEADLINE = "misses the deadline"
-DROP_BUDGET = "over budget"
-DROP_MARKET = "not sold new in this country"
-DROP_EXPORT = "export-restricted for your country"
-DROP_CUDA = "not CUDA (deployment.require_cuda)"
-DROP_SITE = "does not suit the site"
-DROP_PRICE = "no price (buy) or cloud offer (rent)"
-DROP_CONSUMER_MULTI = "consumer card in a multi-node build"
-DROP_CAPACITY = "cannot do the runs per month when owned"
-DROP_TRAINING = "not a training part (VDI / inference board)"
-DROP_ERROR = "estimator error"
-DROP_NO_P2P = "rented multi-GPU without peer-to-peer while one GPU suffices"
-DROP_BATCH = "more data-parallel replicas than the global batch has samples"
+# Drop reasons are the keys of Recommendation.dropped (English in the JSON); the views translate them.
+DROP_FIT = N_("does not fit in GPU memory")
+DROP_DEADLINE = N_("misses the deadline")
+DROP_BUDGET = N_("over budget")
+DROP_MARKET = N_("not sold new in this country")
+DROP_EXPORT = N_("export-restricted for your country")
+DROP_CUDA = N_("not CUDA (deployment.require_cuda)")
+DROP_SITE = N_("does not suit the site")
+DROP_PRICE = N_("no price (buy) or cloud offer (rent)")
+DROP_CONSUMER_MULTI = N_("consumer card in a multi-node build")
+DROP_CAPACITY = N_("cannot do the runs per month when owned")
+DROP_TRAINING = N_("not a training part (VDI / inference board)")
+DROP_ERROR = N_("estimator error")
+DROP_NO_P2P = N_("rented multi-GPU without peer-to-peer while one GPU suffices")
+DROP_BATCH = N_("more data-parallel replicas than the global batch has samples")
 
 
 # ---- estimator adapter ---------------------------------------------------------------------------
@@ -113,6 +114,9 @@ class Quick:
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
 
 
+QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
+
+
 class _Scanner:
     """Runs the estimator's fast path (``prepare`` / ``quick``) or, if absent, the full estimate."""
 
@@ -126,7 +130,13 @@ class _Scanner:
         if self.fast:
             self.ctx = prep(req, cat)  # type: ignore[misc]
         # per-candidate plans shared with earlier calls of the same plan key (core.memo); None: off
-        self.memo = memo.candidates(req, cat, self.ctx) if self.fast else None
+        hit = memo.entry(req, cat, self.ctx) if self.fast else None
+        self.memo = hit[0] if hit is not None else None
+        # ... and the Quick each plan gives at a run time (same plan, same wall hours: same Quick)
+        self.quotes: dict[tuple[str, int, int, float], Quick] | None = (
+            hit[1].setdefault("recommend.quotes", {}) if hit is not None else None)
+        if self.quotes is not None and len(self.quotes) > QUOTES_MAX:
+            self.quotes.clear()
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
@@ -138,25 +148,35 @@ class _Scanner:
                     self.memo[key] = r
             else:
                 r = self.mod.requote(self.ctx, r)
-            detail = _get(r, "detail")
-            blocked = bool(detail is not None and getattr(detail, "problems", None))
-            choice = getattr(detail, "choice", None)
-            dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
-            fits = bool(_get(r, "fits", "feasible")) and not blocked
-            return Quick(
-                fits=fits,
-                wall_hours=float(_get(r, "wall_hours") or math.inf),
-                gpu_hours=float(_get(r, "gpu_hours") or math.inf),
-                per_gpu_gib=float(_get(r, "per_gpu_gib") or 0.0),
-                host_ram_gib=float(_get(r, "host_ram_gib") or 0.0),
-                problems=tuple(_get(r, "problems") or ()) or ((str(_get(r, "reason")),) if _get(r, "reason") else ()),
-                replicas=max(1, dp),
-                wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
-            )
+            if self.quotes is not None:
+                qkey = (*key, r.wall_hours)
+                got = self.quotes.get(qkey)
+                if got is None:
+                    got = self.quotes[qkey] = self._quote(r)
+                return got
+            return self._quote(r)
         e = self.full(gpu, count, gpn)
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
                      per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib,
                      replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
+
+    def _quote(self, r: Any) -> Quick:
+        """The recommender's view of one fast-path result (an ``estimate.QuickResult``)."""
+        detail = r.detail
+        blocked = bool(detail is not None and getattr(detail, "problems", None))
+        choice = getattr(detail, "choice", None)
+        dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
+        fits = bool(r.fits) and not blocked
+        return Quick(
+            fits=fits,
+            wall_hours=float(r.wall_hours or math.inf),
+            gpu_hours=float(r.gpu_hours or math.inf),
+            per_gpu_gib=float(r.per_gpu_gib or 0.0),
+            host_ram_gib=float(r.host_ram_gib or 0.0),
+            problems=(str(r.reason),) if r.reason else (),
+            replicas=max(1, dp),
+            wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
+        )
 
     def global_batch(self) -> int | None:
         """Samples per optimizer step as the config states them (training.global_batch), or None:
@@ -169,15 +189,6 @@ class _Scanner:
         if self.fast and hasattr(self.mod, "estimate_from"):
             return self.mod.estimate_from(self.ctx, gpu, count, gpn)
         return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)
-
-
-def _get(obj: Any, *names: str) -> Any:
-    for n in names:
-        if isinstance(obj, dict) and n in obj:
-            return obj[n]
-        if hasattr(obj, n):
-            return getattr(obj, n)
-    return None
 
 
 # ---- candidates ----------------------------------------------------------------------------------
@@ -311,15 +322,17 @@ def turnaround_note(req: Requirements) -> str | None:
     if req.schedule.deadline_days:
         return None
     h = _deadline_hours(req)
-    what = "a fine-tune should come back within 7 days" if req.training.method != "pretrain" else \
-        "a pretraining run should finish before the next one starts"
-    return f"no deadline given: assumed {h / 24:,.0f} days per run ({what}); set schedule.deadline_days to change it"
+    what = _("a fine-tune should come back within 7 days") if req.training.method != "pretrain" else \
+        _("a pretraining run should finish before the next one starts")
+    return _("no deadline given: assumed {days:,.0f} days per run ({what}); set schedule.deadline_days to change "
+             "it").format(days=h / 24, what=what)
 
 
 def recommend(req: Requirements, catalog: Catalog, objective: str | None = None) -> Recommendation:
     obj = objective or req.deployment.objective
     if obj not in ("cheapest", "fastest", "perf-per-watt"):
-        raise GpuwizError(f"objective: unknown objective {obj!r} (cheapest, fastest, perf-per-watt)")
+        raise GpuwizError("objective: " + _("unknown objective {obj!r} (cheapest, fastest, perf-per-watt)").format(
+            obj=obj))
     if not req.data.tokens and not req.data.samples:
         raise GpuwizError("data: " + _("no data size given (set data.tokens or data.samples): a recommendation "
                                        "needs the time per run"), fields=("data.tokens", "data.samples"),
@@ -328,7 +341,8 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
         from gpuwiz.core.catalog import did_you_mean
 
         gid = req.hardware.gpu
-        raise GpuwizError(f"hardware.gpu: unknown GPU id {gid!r}{did_you_mean(gid, [g.id for g in catalog.gpus])}",
+        raise GpuwizError("hardware.gpu: " + _("unknown GPU id {gid!r}").format(gid=gid)
+                          + did_you_mean(gid, [g.id for g in catalog.gpus]),
                           fields=("hardware.gpu",), reason=_("not a GPU in the catalog"))
     rec = _Recommender(req, catalog, obj).run()
     if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
@@ -354,6 +368,10 @@ class _Recommender:
         self.rpy = costmod.runs_per_year(req)
         self.not_training = {e.id for e in cat.platforms.training_excluded}
         self.buyable_cache: dict[tuple[str, int], bool] = {}
+        self.sold_cache: dict[str, bool] = {}  # market.can_buy per GPU id (the country is fixed)
+        # (id(inst), id(w)) -> (overhead hours, egress $, $/h, reserved $/h, spot $/h)
+        self.overhead_cache: dict[tuple[int, int], tuple[float, float, float, float | None, float | None]] = {}
+        self.storage_cache: dict[int, tuple[sysmod.Workload, float]] = {}  # id(w) -> (w, storage_per_hour)
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
 
@@ -500,7 +518,7 @@ class _Recommender:
             best = 0.0
             for ch in sysmod.chassis_options(self.cat, gpu, gpn, self.d.site):
                 for cpu in self.cat.platforms.cpus:
-                    if cpu.segment == ch.cpu_segment:
+                    if sysmod.cpu_fits_chassis(cpu, ch):
                         best = max(best, cpu.max_memory_gb * min(ch.sockets, cpu.max_sockets))
             # No catalog chassis: a generic dual-socket server (12 TB = 2 x EPYC 9004 maximum).
             self.ram_cap[key] = best if best > 0 else 12_288.0
@@ -514,34 +532,45 @@ class _Recommender:
     def price_rough(self, c: Cand, w: sysmod.Workload) -> Cand:
         """The candidate with its rent price (exact: the offer's rate) and a rough buy price (capex
         from the GPU share of a server), scored."""
-        st_h = self.storage_per_hour(w)
+        st = self.storage_cache.get(id(w))
+        if st is None or st[0] is not w:
+            st = self.storage_cache[id(w)] = (w, self.storage_per_hour(w))
+        st_h = st[1]
         rent: dict[str, Any] = {}
         # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
         hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
-            over_h, egress = self.overhead(inst, w)
+            okey = (id(inst), id(w))  # both held while this call runs (the catalog; st above)
+            got = self.overhead_cache.get(okey)
+            if got is None:  # the offer's figures, read once per call (USD properties of the catalog row)
+                got = self.overhead_cache[okey] = (*self.overhead(inst, w), inst.price_usd_per_hour,
+                                                   inst.reserved_1y_usd_per_hour, inst.spot_usd_per_hour)
+            over_h, egress, usd_h, res_h, spot_h = got
             rent_run = rate * (c.q.wall_hours + over_h) + egress + st_h * max(c.q.wall_hours, 1.0)
             times = f" x{n}" if n > 1 else ""
             r1 = self.cat.fac("reserved_1y_discount")
-            res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
+            res_rate = (res_h or usd_h * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
             reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
                              + st_h * max(c.q.wall_hours, 1.0) * self.rpy)
             rent = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress,
-                rent_label=f"{c.count}x {c.gpu.name} on {inst.provider} ({inst.instance_type}{times})",
-                rent_gpu_hour=inst.price_usd_per_hour / inst.gpu_count, tier=inst.tier,
+                rent_label=_("{n}x {gpu} on {provider} ({instance})").format(
+                    n=c.count, gpu=c.gpu.name, provider=inst.provider, instance=inst.instance_type + times),
+                rent_gpu_hour=usd_h / inst.gpu_count, tier=inst.tier,
                 idle=inst.gpu_count * n - c.count,  # GPUs paid for but unused (smallest offer >= count)
-                spot_run=(inst.spot_usd_per_hour * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
-                          if inst.spot_usd_per_hour else None),
+                spot_run=(spot_h * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
+                          if spot_h else None),
                 reserved_year=reserved_year, rent_total=min(rent_run * self.rpy, reserved_year) * self.y)
         c = c.but(**rent)
         used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
         unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        sold_here = market.can_buy(self.cat, self.d.country, c.gpu)  # no export rule, and sold there
+        sold_here = self.sold_cache.get(c.gpu.id)
+        if sold_here is None:  # no export rule, and sold there
+            sold_here = self.sold_cache[c.gpu.id] = market.can_buy(self.cat, self.d.country, c.gpu)
         # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
         if unit and (pinned or (sold_here and self._buyable(c))):  # a pinned build is priced as asked
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
@@ -633,6 +662,13 @@ class _Recommender:
         c = c.but(exact=True)
         if c.capex is None:
             return c
+        # Size with the candidate's own CPU offload (the fast path's pinned host RAM): the workload
+        # before any estimate has none, so an offload build was ranked with the RAM of a build without
+        # it, and the answer's price (sized from the full estimate) came out dearer than the price it
+        # was ranked on -- a pick dominated on its own Pareto front.
+        if c.q.host_ram_gib > w.host_ram_gib:
+            w = dataclasses.replace(w, host_ram_gib=c.q.host_ram_gib,
+                                    offload=w.offload if w.offload != "none" else "optimizer")
         build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
         budget = self.d.budget_usd
         # The lean tier saves the platform extras (a few $k at most), used GPUs their price gap:
@@ -887,20 +923,24 @@ class _Recommender:
                 label=win.rent_label, usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year,
                 spot_usd_per_run=win.spot_run)
             if buy is not None:
-                _, bw = self._workload(scan, buy)
+                _unused, bw = self._workload(scan, buy)
                 buy_build = self._sized(buy, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
                                            **self._decided(win, buy))
             else:
                 buy_build = None
-                why = "no build you could buy fits" + (" the budget" if self.d.budget_usd else "") + \
-                    (f", the {self.d.site} site" if self.d.site not in ("any", "cloud") else "") + " and the schedule"
+                site = self.d.site not in ("any", "cloud")
+                why = (_("no build you could buy fits the budget, the {site} site and the schedule") if
+                       self.d.budget_usd and site else
+                       _("no build you could buy fits the budget and the schedule") if self.d.budget_usd else
+                       _("no build you could buy fits the {site} site and the schedule") if site else
+                       _("no build you could buy fits the schedule")).format(site=self.d.site)
                 analysis = costmod.analyse(self.req, self.cat, None, gph, cloud, rent_ref, gpu_priced=False,
                                            no_buy_reason=why)
         else:
             ref = self._best_rent(win, ranked)
             if ref is not None and ref is not win:
-                _, offer_w = self._workload(scan, ref)
+                _unused, offer_w = self._workload(scan, ref)
                 extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
                                               storage_tb=build.storage_needed_tb, host_ram_gib=ref.q.host_ram_gib)
                 cloud = cloud + extra[:1]
@@ -926,14 +966,15 @@ class _Recommender:
             label = ((f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o
                      else win.rent_label)
             if o and _reserved_wins(o):
-                label += ", 1-year reservation"
+                label += _(", 1-year reservation")
             if o and o.note:
                 label += f" ({o.note})"
             build = sysmod.rented_build(build, inst.vcpus if inst else None,
                                         (inst.ram_gb / GB_PER_GIB) if inst and inst.ram_gb else None,
                                         inst.local_nvme_tb if inst else None, f"cloud: {label}")
         alts = self.alternatives(win, ranked)
-        ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis)
+        ctx = pitmod.Context(req=self.req, cat=self.cat, gpu=win.gpu, build=build, est=est, cost=analysis,
+                             buy_build=buy_build if analysis.onprem is not None else None)
         pits = pitmod.check(ctx)
         per_run: float | None
         if analysis.verdict == "rent" and cloud:
@@ -952,14 +993,17 @@ class _Recommender:
         binding = None
         assumptions = [n for n in [turnaround_note(self.req)] if n]
         if self.obj != "fastest" and self.tight(win):
-            binding = BindingConstraint(kind="deadline", message=(
-                f"nothing ends by {SLACK_FRAC:.0%} of the {self.deadline_h / 24:,.1f}-day "
-                f"{'deadline' if self.req.schedule.deadline_days else 'assumed turnaround'}: this run takes "
-                f"{win.q.wall_hours / 24:,.1f} days ({win.q.wall_hours / self.deadline_h:.0%}), no slack for restarts"))
+            tight = (_("nothing ends by {slack:.0%} of the {days:,.1f}-day deadline: this run takes {run:,.1f} days "
+                       "({share:.0%}), no slack for restarts") if self.req.schedule.deadline_days else
+                     _("nothing ends by {slack:.0%} of the {days:,.1f}-day assumed turnaround: this run takes "
+                       "{run:,.1f} days ({share:.0%}), no slack for restarts"))
+            binding = BindingConstraint(kind="deadline", message=tight.format(
+                slack=SLACK_FRAC, days=self.deadline_h / 24, run=win.q.wall_hours / 24,
+                share=win.q.wall_hours / self.deadline_h))
         elif self.obj == "fastest" and win.q.wall_hours > self.deadline_h:
-            binding = BindingConstraint(kind="deadline", message=(
-                f"even the fastest build within budget takes {win.q.wall_hours / 24:,.1f} days, past the "
-                f"{self.deadline_h / 24:,.1f}-day deadline"))
+            binding = BindingConstraint(kind="deadline", message=_(
+                "even the fastest build within budget takes {run:,.1f} days, past the {days:,.1f}-day "
+                "deadline").format(run=win.q.wall_hours / 24, days=self.deadline_h / 24))
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
             found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est,
@@ -981,7 +1025,7 @@ class _Recommender:
         """The time / cost front over every exact-priced candidate (several shapes of one GPU may be
         on it): no point is both slower and dearer per run than another. The pick carries the price
         the answer quotes."""
-        pts: list[ParetoPoint] = []
+        pts: list[tuple[float, float, Cand, bool]] = []  # models only for the points on the front
         for c in priced:
             # Only exact prices: a rent price is exact once priced, a bought build once sized.
             if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
@@ -989,13 +1033,13 @@ class _Recommender:
             run = win_run if c is win and win_run is not None else self.per_run(c)
             rented = win_rented if c is win else c.mode == "rent"
             if math.isfinite(run):
-                pts.append(ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=round(c.q.wall_hours, 3),
-                                       cost_per_run_usd=round(run, 2), rented=rented))
-        pts.sort(key=lambda p: (p.wall_hours, p.cost_per_run_usd))
+                pts.append((round(c.q.wall_hours, 3), round(run, 2), c, rented))
+        pts.sort(key=lambda p: (p[0], p[1]))
         front: list[ParetoPoint] = []
-        for p in pts:
-            if not front or p.cost_per_run_usd < front[-1].cost_per_run_usd:
-                front.append(p)
+        for wall, run, c, rented in pts:
+            if not front or run < front[-1].cost_per_run_usd:
+                front.append(ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=wall,
+                                         cost_per_run_usd=run, rented=rented))
         return front
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
@@ -1014,19 +1058,32 @@ class _Recommender:
     def _decided(self, win: Cand, other: Cand) -> _Decided:
         """The ranking's rent-or-buy choice for cost.analyse (cheapest objective, mode either), and why
         it may differ from the plain dollar comparison there (``other`` is the other side's build)."""
+        if self.obj == "fastest" and self.d.mode == "either" and win.mode in ("rent", "buy") \
+                and other.q.wall_hours > win.q.wall_hours * CLEARLY_FASTER:
+            # Fastest within budget: the verdict prices the pick, not a slower build on the other side
+            # (240 rented H200 in 53 min were called "hybrid" beside an owned 4x RTX 5090 taking days).
+            msg = (_("the objective is fastest: the rented {n}-GPU build takes {t:,.1f} h a run, the {m}-GPU build "
+                     "to own {u:,.1f} h") if win.mode == "rent" else
+                   _("the objective is fastest: the owned {n}-GPU build takes {t:,.1f} h a run, the rented "
+                     "{m}-GPU build {u:,.1f} h"))
+            return {"decided": win.mode, "decided_why": msg.format(n=win.count, t=win.q.wall_hours, m=other.count,
+                                                                   u=other.q.wall_hours)}
         if self.obj != "cheapest" or self.d.mode != "either" or win.mode not in ("rent", "buy"):
             return {}
         why = ""
         if self.tight(other) and not self.tight(win):
-            why = (f"the {other.count}-GPU build to own ends too late ({other.q.wall_hours / 24:,.1f} days a run: "
-                   f"after {SLACK_FRAC:.0%} of the deadline, or its P90 misses it)")
+            why = _("the {n}-GPU build to own ends too late ({days:,.1f} days a run: after {slack:.0%} of the "
+                    "deadline, or its P90 misses it)").format(n=other.count, days=other.q.wall_hours / 24,
+                                                              slack=SLACK_FRAC)
         elif win.mode == "rent" and self._stack(other) > 1.0:
-            why = (f"{other.gpu.name}'s non-CUDA software stack is counted {NON_CUDA_HANDICAP:.0%} dearer "
-                   "(kernel porting, less mature distributed training)")
+            why = _("{gpu}'s non-CUDA software stack is counted {pct:.0%} dearer (kernel porting, less mature "
+                    "distributed training)").format(gpu=other.gpu.name, pct=NON_CUDA_HANDICAP)
         elif win.count < other.count:
-            how = "rented" if win.mode == "rent" else "owned"
-            why = (f"the {how} {win.count}-GPU build is simpler than the {other.count}-GPU alternative and within "
-                   f"{SIMPLICITY_TOLERANCE:.0%} of the cheapest")
+            simpler = (_("the rented {n}-GPU build is simpler than the {other}-GPU alternative and within {pct:.0%} "
+                         "of the cheapest") if win.mode == "rent" else
+                       _("the owned {n}-GPU build is simpler than the {other}-GPU alternative and within {pct:.0%} "
+                         "of the cheapest"))
+            why = simpler.format(n=win.count, other=other.count, pct=SIMPLICITY_TOLERANCE)
         return {"decided": win.mode, "decided_why": why}
 
     def _best_rent(self, win: Cand, ranked: list[Cand]) -> Cand | None:
@@ -1050,29 +1107,31 @@ class _Recommender:
 
     def reason(self, c: Cand, win: Cand, win_run: float) -> str:
         t = c.q.wall_hours / win.q.wall_hours if win.q.wall_hours > 0 else 1.0
-        speed = (f"{t:.1f}x slower" if t >= 1.05 else f"{1 / t:.1f}x faster" if t <= 0.95 else "about as fast")
+        speed = (_("{x:.1f}x slower").format(x=t) if t >= 1.05 else _("{x:.1f}x faster").format(x=1 / t) if t <= 0.95
+                 else _("about as fast"))
         p = self.per_run(c)
         if win_run > 0:
             r = p / win_run
             if r <= 0.97:
-                money = f"{1 - r:.0%} cheaper per run"
+                money = _("{pct:.0%} cheaper per run").format(pct=1 - r)
             elif r < 1.03:
-                money = "about the same cost per run"
+                money = _("about the same cost per run")
             elif r < 1.95:
-                money = f"{r - 1:.0%} dearer per run"
+                money = _("{pct:.0%} dearer per run").format(pct=r - 1)
             else:
-                money = f"{r:.1f}x the cost per run"
+                money = _("{x:.1f}x the cost per run").format(x=r)
         else:
-            money = "cost unknown"
-        how = "rented" if c.mode == "rent" else "owned"
+            money = _("cost unknown")
+        how = _("rented") if c.mode == "rent" else _("owned")
         if c.mode == "rent" and c.idle > 0:
-            how = f"rented: smallest offer has {c.count + c.idle} GPUs, {c.idle} idle"
+            how = _("rented: smallest offer has {n} GPUs, {idle} idle").format(n=c.count + c.idle, idle=c.idle)
         tail = ""
         if self.obj == "perf-per-watt":
-            tail = f", {c.energy_kwh:,.0f} kWh per run"
+            tail = _(", {kwh:,.0f} kWh per run").format(kwh=c.energy_kwh)
         if self.obj == "cheapest" and c.score > win.score and p < win_run:
-            tail += ", but dearer over the horizon"
-        return f"{speed}, {money} ({how}, {c.count}x{tail})"
+            tail += _(", but dearer over the horizon")
+        return _("{speed}, {money} ({how}, {n}x{tail})").format(speed=speed, money=money, how=how, n=c.count,
+                                                                  tail=tail)
 
     # -- nothing fits --
     def nothing(self, scan: _Scanner, priced: Priced) -> Recommendation:
@@ -1091,6 +1150,7 @@ class _Recommender:
         build's price), then the deadline, the site, memory, and policy (export / CUDA / VDI)."""
         d = priced.counts()
         if d.get(DROP_BUDGET) and self.d.budget_usd is not None:
+            cash = market.cash(self.cat, self.req)  # money in the user's currency
             costs: list[float] = []
             for c in priced.over_budget:
                 ways = [c.capex if self.d.mode != "rent" else None,
@@ -1098,21 +1158,26 @@ class _Recommender:
                 known = [x for x in ways if x is not None]
                 if known:
                     costs.append(min(known))
-            cheapest = f": the cheapest build that fits costs ${min(costs):,.0f}" if costs else ""
-            return BindingConstraint(kind="budget", message=f"budget ${self.d.budget_usd:,.0f}{cheapest}")
+            cheapest = _(": the cheapest build that fits costs {usd}").format(usd=cash(min(costs))) if costs else ""
+            return BindingConstraint(kind="budget", message=_("budget {usd}").format(usd=cash(self.d.budget_usd))
+                                     + cheapest)
         if d.get(DROP_DEADLINE) or d.get(DROP_CAPACITY):
-            what = "deadline" if self.req.schedule.deadline_days else "assumed turnaround"
+            within = (_("no build that fits finishes a run within the {days:,.1f}-day deadline")
+                      if self.req.schedule.deadline_days else
+                      _("no build that fits finishes a run within the {days:,.1f}-day assumed turnaround"))
             return BindingConstraint(kind="deadline", message=(
-                f"no build that fits finishes a run within the {self.deadline_h / 24:,.1f}-day {what}"
-                + (f" (fastest: {priced.fastest_miss / 24:,.1f} days)" if math.isfinite(priced.fastest_miss) else "")))
+                within.format(days=self.deadline_h / 24)
+                + (_(" (fastest: {days:,.1f} days)").format(days=priced.fastest_miss / 24)
+                   if math.isfinite(priced.fastest_miss) else "")))
         if d.get(DROP_SITE):
-            return BindingConstraint(kind="site", message=f"no build that fits suits the {self.d.site} site")
+            return BindingConstraint(kind="site", message=_("no build that fits suits the {site} site").format(
+                site=self.d.site))
         if d.get(DROP_FIT):
             return BindingConstraint(kind="memory",
-                                     message="the model does not fit in the memory of any GPU count tried")
-        return BindingConstraint(kind="policy", message="every GPU is excluded: "
-                                 + ", ".join(k for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE)
-                                             if d.get(k)))
+                                     message=_("the model does not fit in the memory of any GPU count tried"))
+        return BindingConstraint(kind="policy", message=_("every GPU is excluded: ")
+                                 + _(", ").join(_(k) for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE)
+                                                if d.get(k)))
 
     def suggestions(self, scan: _Scanner, priced: Priced) -> list[str]:
         """Changes that would make it work -- only sane ones: never LoRA for a pretraining run, never
@@ -1137,11 +1202,13 @@ class _Recommender:
                     break
                 if q.fits and math.isfinite(q.wall_hours) and q.wall_hours <= horizon_h:
                     if q.wall_hours > self.deadline_h:
-                        out.append(f"{nodes} node(s) of {gpn}x {g.name} would fit but take {q.wall_hours / 24:,.1f} "
-                                   f"days: a deadline of {math.ceil(q.wall_hours / 24)} days, or more nodes")
+                        out.append(_("{nodes} node(s) of {gpn}x {gpu} would fit but take {days:,.1f} days: a "
+                                     "deadline of {need} days, or more nodes").format(
+                            nodes=nodes, gpn=gpn, gpu=g.name, days=q.wall_hours / 24,
+                            need=math.ceil(q.wall_hours / 24)))
                     else:
-                        out.append(f"{nodes} node(s) of {gpn}x {g.name} ({nodes * gpn} GPUs) would fit and finish in "
-                                   f"{q.wall_hours:,.1f} h")
+                        out.append(_("{nodes} node(s) of {gpn}x {gpu} ({n} GPUs) would fit and finish in {h:,.1f} "
+                                     "h").format(nodes=nodes, gpn=gpn, gpu=g.name, n=nodes * gpn, h=q.wall_hours))
                     break
             if out:
                 break
@@ -1153,19 +1220,21 @@ class _Recommender:
             variants.append(("QLoRA", {"method": "qlora"}))
         par = req.training.parallel
         if not par or (par.offload or "none") == "none":
-            variants.append(("CPU offload of the optimizer", {"parallel": {"zero_stage": 3, "offload": "optimizer"}}))
+            variants.append((_("CPU offload of the optimizer"),
+                             {"parallel": {"zero_stage": 3, "offload": "optimizer"}}))
         for label, upd in variants:
             hit = self._smallest_fit(req, upd, gpus)
             if hit and hit[2] <= horizon_h:
                 g, n, h = hit
-                out.append(f"{label} would fit on {n}x {g.id} ({h:,.1f} h per run)")
+                out.append(_("{what} would fit on {n}x {gpu} ({h:,.1f} h per run)").format(what=label, n=n, gpu=g.id,
+                                                                                          h=h))
         dropped = priced.counts()
         if dropped.get(DROP_BUDGET) and self.d.budget_usd:
-            out.append(f"{dropped[DROP_BUDGET]} fitting build(s) exceed the ${self.d.budget_usd:,.0f} budget: "
-                       "raise it or rent")
+            out.append(_("{n} fitting build(s) exceed the {usd} budget: raise it or rent").format(
+                n=dropped[DROP_BUDGET], usd=market.cash(self.cat, self.req)(self.d.budget_usd)))
         if dropped.get(DROP_EXPORT):
-            out.append(f"{dropped[DROP_EXPORT]} GPU type(s) are export-restricted for {self.d.country}: use "
-                       "in-market GPUs or an in-country cloud")
+            out.append(_("{n} GPU type(s) are export-restricted for {country}: use in-market GPUs or an in-country "
+                         "cloud").format(n=dropped[DROP_EXPORT], country=self.d.country))
         return out
 
     def _smallest_fit(self, req: Requirements, upd: dict[str, Any], gpus: list[GPU]) -> tuple[GPU, int, float] | None:

@@ -124,7 +124,7 @@ def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
                         else _("; the policy allows none of the catalog's offers (add your own with --catalog).")))
     for f in st.export:
         lines.append(_("- Export rule ({kind}, {effect}): {summary} [{source}, {observed}]").format(
-            kind=f.kind, effect=f.effect, summary=f.summary, source=f.source, observed=f.observed))
+            kind=f.kind, effect=f.effect, summary=_(f.summary), source=f.source, observed=f.observed))
     if len(lines) == 1 and st.data_sensitivity in ("internal", "public") and not st.export:
         return []
     return ["", f"{h2}" + _("Where it may run") if md else _("Where it may run:"), *lines]
@@ -339,7 +339,7 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         out += [h1 + _("gpuwiz: no build meets the requirements for {model}").format(model=model_name), ""]
         if rec.dropped:
             out.append(_("Considered {n} candidate builds; dropped: ").format(n=rec.candidates_considered)
-                       + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + ".")
+                       + ", ".join(f"{n} {_(why)}" for why, n in rec.dropped.items()) + ".")
         if rec.binding_constraint:
             out += ["", _("Binding constraint ({kind}): {message}.").format(kind=rec.binding_constraint.kind,
                                                                            message=rec.binding_constraint.message)]
@@ -461,5 +461,5 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     if rec.pitfalls:
         out += ["", f"{h2}" + _("Warnings") if md else _("Warnings:"), *_pitfall_lines(rec, md)]
     if rec.dropped:
-        out += ["", _("Dropped candidates: ") + ", ".join(f"{n} {why}" for why, n in rec.dropped.items()) + "."]
+        out += ["", _("Dropped candidates: ") + ", ".join(f"{n} {_(why)}" for why, n in rec.dropped.items()) + "."]
     return "\n".join(out) + "\n"

@@ -109,9 +109,13 @@ def microbatch_time(w: WorkShape, r: GpuRates, st: StackEntry, *, tokens: float,
     if w.experts > 1:
         local = max(1.0, w.experts / max(1, ep))
         m_e = t * w.top_k * max(1, ep) / w.experts
-        g_mlp = local * (_gemm(m_e, n_up * f / tp, h, r) + _gemm(m_e, h, f / tp, r)) + _gemm(t, w.experts, h, r)
+        # the local experts run as one grouped GEMM (Megatron-Core --moe-grouped-gemm, torchtitan grouped_mm):
+        # one fixed cost per projection, not one per expert
+        g_down = _gemm(local * m_e, h, f / tp, r)
+        g_mlp = _gemm(local * m_e, n_up * f / tp, h, r) + g_down + _gemm(t, w.experts, h, r)
     else:
-        g_mlp = _gemm(t, n_up * f / tp, h, r) + _gemm(t, h, f / tp, r)
+        g_down = _gemm(t, h, f / tp, r)
+        g_mlp = _gemm(t, n_up * f / tp, h, r) + g_down
     g_fwd = g_dense + g_mlp
     # ---- attention (per layer)
     sc_flops = 4.0 * t * w.seq * h / tp  # QK^T and PV, non-causal
@@ -141,9 +145,12 @@ def microbatch_time(w: WorkShape, r: GpuRates, st: StackEntry, *, tokens: float,
     # ---- forward, backward, recompute
     fwd = g_fwd + a_fwd + mem_fwd_s
     bwd = g_fwd * bwd_g + a_bwd + (mem_fwd + cast) * BWD_BYTES / r.hbm_bytes + deq / r.hbm_bytes
-    rec = fwd if ckpt == "full" else (a_fwd + sm_bytes / r.hbm_bytes if ckpt == "selective" else 0.0)
+    # full recompute re-runs the block forward; with early stop (stacks ``recompute_early_stop``) without the
+    # MLP down projection, the last GEMM, whose output the backward does not need
+    g_rec = g_fwd - (g_down if st.recompute_early_stop else 0.0)
+    rec = (fwd - g_fwd + g_rec) if ckpt == "full" else (a_fwd + sm_bytes / r.hbm_bytes if ckpt == "selective" else 0.0)
     per_layer = fwd + bwd + rec
-    gemm_s = layers * g_fwd * (1 + bwd_g + (1 if ckpt == "full" else 0))
+    gemm_s = layers * (g_fwd * (1 + bwd_g) + (g_rec if ckpt == "full" else 0.0))
     attn_s = layers * (a_fwd + a_bwd + (a_fwd if ckpt != "none" else 0.0))
     gpu = layers * per_layer
     n_kernels = layers * kernels * (3 + (1 if ckpt == "full" else 0))

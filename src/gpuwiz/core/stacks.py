@@ -52,6 +52,12 @@ class StackEntry(BaseModel):
     fused_loss: bool = False  # fused or chunked cross-entropy (logits never fully materialised in fp32)
     compile: bool = False  # torch.compile / CUDA graphs: fewer launches, elementwise chains fused
     fp8: Fp8Recipe = "none"
+    # Full activation checkpointing through PyTorch's non-reentrant checkpoint stops the recompute as soon
+    # as every tensor the block's backward needs exists again (torch.utils.checkpoint docs,
+    # set_checkpoint_early_stop: on by default): the block's last GEMM (the MLP down projection, whose
+    # output backward does not need) is not re-run. Reentrant checkpointing (Megatron, DeepSpeed, the
+    # transformers default) re-runs the whole block forward.
+    recompute_early_stop: bool = False
     overlap: Overlap = Overlap()
     source: str
     as_of: str

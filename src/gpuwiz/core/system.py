@@ -28,9 +28,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuwiz.core import memo
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
 from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
+from gpuwiz.i18n import _
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82
@@ -45,6 +47,7 @@ KEEP_LOCAL_CKPTS = 3  # the 2 latest (the last may be corrupt) + the one being w
 BULK_CKPT_HISTORY = 10  # checkpoints archived on the bulk tier
 FREE_SPACE = 1.25  # keep 20 % free
 
+TEXT_SEQ_DEFAULT = 512  # tokens per text sample when neither the config nor the preset says (BERT-class)
 MODALITY = {"cnn": "image", "vit": "image", "diffusion": "image", "speech": "audio"}
 
 
@@ -97,6 +100,11 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
         dataset_gb = float(req.data.dataset_gb)
     elif req.data.tokens:
         dataset_gb = req.data.tokens * 4 / 1e9  # raw text ~4 bytes per token (~4 chars/token)
+    elif req.data.samples and modality == "text" and not sample_kb:
+        # A text sample is a sequence of tokens (~4 bytes of raw text each), not a 110 KB image: 20M
+        # BERT sequences are ~40 GB, not 2.2 TB to stage and store.
+        seq = req.model.seq_len or (preset.seq_len if preset is not None else None) or TEXT_SEQ_DEFAULT
+        dataset_gb = req.data.samples * seq * 4 / 1e9
     elif req.data.samples:
         dataset_gb = req.data.samples * (sample_kb or 110.0) / 1e6
     else:
@@ -190,13 +198,36 @@ def chassis_fits(ch: Chassis, gpu: GPU, gpus_per_node: int, site: str, slot_stri
         return False
     if site == "desk" and ch.kind not in TOWER_KINDS:
         return False
+    if slot_strict and packed_open_air(ch, gpu, gpus_per_node):
+        return False
     return not (slot_strict and form == "pcie" and ch.max_slot_width < gpu.slot_width)
+
+
+def packed_open_air(ch: Chassis, gpu: GPU, gpus_per_node: int) -> bool:
+    """The one cooling rule for open-air cards: three or more open-air coolers slot to slot (no gap:
+    the chassis' widest card is this card's width) recirculate each other's heat (Puget Systems); a
+    GPU chassis with a gap between the cards (90 mm pitch) cools them. Such a box takes blower or
+    liquid-cooled variants of the card instead."""
+    return (gpu.cooling == "open-air" and gpus_per_node > 2 and ch.gpu_form == "pcie"
+            and ch.max_slot_width <= gpu.slot_width)
 
 
 def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bool = False) -> list[Chassis]:
     """Chassis that take the GPUs, best first: the smallest kind of box (for up to 2 GPUs; past that
     any kind that takes them), then price. Lean chassis only on the lean tier. When no chassis takes
     cards this wide, the boxes that take narrower (2-slot blower) variants of an open-air card."""
+    tbl = memo.table(cat, "chassis_options", catalog_only=True)
+    key = (gpu.id, gpus_per_node, site, lean)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is not memo.MISS:
+        return list(hit)
+    out = _chassis_options(cat, gpu, gpus_per_node, site, lean)
+    if tbl is not None:
+        tbl.put(key, tuple(out))
+    return out
+
+
+def _chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bool) -> list[Chassis]:
     pool = [c for c in cat.platforms.chassis if lean or not c.lean]
     fits = [c for c in pool if chassis_fits(c, gpu, gpus_per_node, site)]
     if not fits and gpu.cooling == "open-air":  # 2-slot blower variants exist (RTX 3090 / 4090 "turbo")
@@ -209,13 +240,20 @@ def pick_chassis(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bo
     return options[0] if options else None
 
 
+def cpu_fits_chassis(cpu: CPU, chassis: Chassis | None) -> bool:
+    """The one rule for which CPUs a chassis' board takes: its segment, and its socket's vendor when
+    the board has one (a WRX90 board takes Threadripper PRO, not a Xeon W)."""
+    if chassis is None:
+        return cpu.segment == "server"
+    return cpu.segment == chassis.cpu_segment and chassis.cpu_vendor in (None, cpu.vendor)
+
+
 def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
-    """Cheapest CPU (x sockets) of the chassis' segment with enough cores and lanes."""
-    seg = chassis.cpu_segment if chassis else "server"
+    """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes."""
     sockets_max = chassis.sockets if chassis else 2
     best: tuple[float, CPU, int] | None = None
     for cpu in cat.platforms.cpus:
-        if cpu.segment != seg:
+        if not cpu_fits_chassis(cpu, chassis):
             continue
         for sockets in range(1, min(sockets_max, cpu.max_sockets) + 1):
             # Dual-socket EPYC/Xeon: some lanes go to the socket link; usable lanes ~ 1.25x one socket.
@@ -225,7 +263,7 @@ def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> t
                 if best is None or cost < best[0]:
                     best = (cost, cpu, sockets)
     if best is None:  # nothing meets both: take the part with the most lanes, then cores
-        cands = [c for c in cat.platforms.cpus if c.segment == seg] or list(cat.platforms.cpus)
+        cands = [c for c in cat.platforms.cpus if cpu_fits_chassis(c, chassis)] or list(cat.platforms.cpus)
         if not cands:
             return None, 1
         cpu = max(cands, key=lambda c: (c.pcie_lanes, c.cores))
@@ -357,26 +395,27 @@ def driver_stack(cat: Catalog, gpu: GPU) -> list[str]:
     """Driver, CUDA and PyTorch wheel that work together (the catalog's ``platforms.software``)."""
     if gpu.vendor == "amd":
         target = f" ({gpu.rocm_gfx_target})" if gpu.rocm_gfx_target else ""
-        return [f"ROCm 6.x{target}", "PyTorch ROCm wheel (Linux only)"]
+        return [f"ROCm 6.x{target}", _("PyTorch ROCm wheel (Linux only)")]
     if gpu.vendor == "intel":
-        return ["Intel Gaudi software (SynapseAI)", "PyTorch with the Gaudi bridge"]
+        return [_("Intel Gaudi software (SynapseAI)"), _("PyTorch with the Gaudi bridge")]
     if gpu.vendor == "huawei":  # Ascend: CANN toolkit, torch_npu adapter, MindSpeed (Megatron-style) training
-        return ["Ascend NPU driver + firmware", "CANN 8.x", "PyTorch + torch_npu", "MindSpeed for large-model training"]
+        return [_("Ascend NPU driver + firmware"), "CANN 8.x", "PyTorch + torch_npu",
+                _("MindSpeed for large-model training")]
     stacks = {s.id: s for s in cat.platforms.software}
     s = stacks.get(gpu.architecture.lower())
     if s is None:
-        return ["NVIDIA driver (see NVIDIA's CUDA compatibility table)", f"CUDA >= {gpu.min_cuda or '12.0'}",
+        return [_("NVIDIA driver (see NVIDIA's CUDA compatibility table)"), f"CUDA >= {gpu.min_cuda or '12.0'}",
                 "PyTorch 2.x"]
-    return [f"NVIDIA driver {s.driver}", f"CUDA {s.cuda}", s.torch]
+    return [_("NVIDIA driver {version}").format(version=_(s.driver)), f"CUDA {s.cuda}", _(s.torch)]  # catalog text
 
 
 def framework_line(w: Workload) -> str:
     """The training framework the estimate's plan uses, as one line."""
     fw = w.framework or "PyTorch DDP"
     if w.offload != "none" and "DeepSpeed" not in fw:
-        fw = f"DeepSpeed ZeRO-{max(w.zero_stage, 2)} with CPU offload ({w.offload})"
+        fw = _("DeepSpeed ZeRO-{zero} with CPU offload ({what})").format(zero=max(w.zero_stage, 2), what=w.offload)
     if (w.tp > 1 or w.pp > 1) and "Megatron" not in fw:
-        fw = f"{fw} (Megatron-style TP={w.tp}, PP={w.pp})"
+        fw = _("{fw} (Megatron-style TP={tp}, PP={pp})").format(fw=fw, tp=w.tp, pp=w.pp)
     if w.method in ("lora", "qlora"):
         fw += " + PEFT" + (" + bitsandbytes" if w.method == "qlora" else "")
     return fw
@@ -388,19 +427,20 @@ def software_stack(cat: Catalog, gpu: GPU, nodes: int, w: Workload) -> list[str]
     # Collectives and monitoring per vendor: NCCL + DCGM (NVIDIA), RCCL + AMD SMI/ROCm
     # validation suite (AMD ROCm docs), HCCL + hl-smi (Intel Gaudi software docs).
     collectives, monitor = {
-        "nvidia": ("NCCL with GPUDirect RDMA", "DCGM monitoring + health checks"),
-        "amd": ("RCCL with GPUDirect-style RDMA (ROCm)", "AMD SMI / ROCm Validation Suite health checks"),
-        "intel": ("HCCL over the Gaudi on-chip RoCE ports", "hl-smi / Gaudi health checks"),
-        "huawei": ("HCCL (Huawei Collective Communication Library) over RoCE", "npu-smi health checks"),
+        "nvidia": (_("NCCL with GPUDirect RDMA"), _("DCGM monitoring + health checks")),
+        "amd": (_("RCCL with GPUDirect-style RDMA (ROCm)"), _("AMD SMI / ROCm Validation Suite health checks")),
+        "intel": (_("HCCL over the Gaudi on-chip RoCE ports"), _("hl-smi / Gaudi health checks")),
+        "huawei": (_("HCCL (Huawei Collective Communication Library) over RoCE"), _("npu-smi health checks")),
     }[gpu.vendor]
     if nodes > 1:
-        operator = "the NVIDIA GPU operator" if gpu.vendor == "nvidia" else "the vendor's device plugin"
-        out += ["Slurm for training jobs", f"Kubernetes with {operator} for services", collectives, monitor]
-        out.append("Enroot/Pyxis or Docker containers")
+        operator = _("the NVIDIA GPU operator") if gpu.vendor == "nvidia" else _("the vendor's device plugin")
+        out += [_("Slurm for training jobs"), _("Kubernetes with {operator} for services").format(operator=operator),
+                collectives, monitor]
+        out.append(_("Enroot/Pyxis or Docker containers"))
     else:
         out.append("Docker + NVIDIA Container Toolkit" if gpu.vendor == "nvidia" else "Docker")
         if gpu.vendor == "nvidia":
-            out.append("nvidia-smi / DCGM exporter for monitoring")
+            out.append(_("nvidia-smi / DCGM exporter for monitoring"))
     out.append(framework_line(w))
     return out
 
@@ -423,12 +463,13 @@ def fabric_ports(endpoints: int, radix: int) -> tuple[int, int, str]:
     One switch when it has room; two tiers (leaves with half their ports up, spines) up to
     radix^2 / 2 endpoints; three tiers beyond (NVIDIA DGX SuperPOD reference architecture)."""
     if endpoints <= radix:
-        return endpoints, 1, "one switch"
+        return endpoints, 1, _("one switch")
     if endpoints <= radix * radix // 2:
         leaves = math.ceil(endpoints / (radix // 2))
         spines = math.ceil(leaves * (radix // 2) / radix)
-        return 3 * endpoints, leaves + spines, f"2-tier fat tree ({leaves} leaf + {spines} spine switches)"
-    return 5 * endpoints, math.ceil(5 * endpoints / radix), "3-tier fat tree"
+        return 3 * endpoints, leaves + spines, _("2-tier fat tree ({leaves} leaf + {spines} spine switches)").format(
+            leaves=leaves, spines=spines)
+    return 5 * endpoints, math.ceil(5 * endpoints / radix), _("3-tier fat tree")
 
 
 def _nas_or_pfs(cat: Catalog, nodes: int, need_tb: float, need_gbps: float) -> tuple[StorageTier | None, int]:
@@ -449,9 +490,23 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
                 w: Workload, lean: bool = False, used: bool | None = None) -> Build:
     """The build to own. ``lean``: the small-budget tier (a lean chassis if one takes the GPUs, no
     bulk HDD, no ingest NIC, host RAM at its floor). ``used``: price used GPUs (default: the
-    deployment's ``used_hardware``)."""
+    deployment's ``used_hardware``). Memoised (core.memo) on everything it reads: the builds of a
+    search's shortlist are the same for every edit that leaves the workload and the site alone."""
     site = req.deployment.site
     used = req.deployment.used_hardware if used is None else used
+    tbl = memo.table(cat, "size_system", 512)  # a search sizes ~10-60 builds
+    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site)
+    hit = tbl.get(key) if tbl is not None else memo.MISS
+    if hit is not memo.MISS:
+        return hit  # type: ignore[no-any-return]
+    build = _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site)
+    if tbl is not None:
+        tbl.put(key, build)
+    return build
+
+
+def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload, lean: bool, used: bool,
+                 site: str) -> Build:
     if gpu.price_new_usd is None and gpu.price_used_usd:
         used = True  # no longer sold new: the used market is the only way to buy it
     options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
@@ -479,7 +534,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     fast_tb_target = max(min_fast_tb, fast_need_gb / 1000 if nodes == 1 else min(fast_need_gb / 1000, 30.0))
 
     # Network: the compute fabric (rails) and a separate storage / front-end network for clusters.
-    net, _, target_gbps = pick_network(cat, gpu, nodes)
+    net, _net_need, target_gbps = pick_network(cat, gpu, nodes)
     nics = 0
     per_gpu_gbps = 0.0
     net_lines: list[BomLine] = []
@@ -487,36 +542,39 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         nics = gpus_per_node if hgx else max(1, gpus_per_node // 2)
         per_gpu_gbps = net.gbps * nics / gpus_per_node
         ports, switches, topo = fabric_ports(nics * nodes, net.switch_radix)
-        rails = f"{nics} rails" if nics > 1 else "1 rail"
+        rails = _("{n} rails").format(n=nics) if nics > 1 else _("1 rail")
         net_lines.append(BomLine(item=f"{net.name} NIC", qty=nics * nodes, unit_usd=net.nic_price_usd,
                                  total_usd=net.nic_price_usd * nics * nodes,
-                                 note="compute fabric, one per GPU" if hgx else "compute fabric"))
+                                 note=_("compute fabric, one per GPU") if hgx else _("compute fabric")))
         if net.switch_port_usd:
-            net_lines.append(BomLine(item=f"{net.name} switch ports + cables", qty=ports, unit_usd=net.switch_port_usd,
+            net_lines.append(BomLine(item=_("{name} switch ports + cables").format(name=net.name), qty=ports,
+                                     unit_usd=net.switch_port_usd,
                                      total_usd=net.switch_port_usd * ports,
-                                     note=f"{topo}, {rails}, non-blocking "
-                                          f"({switches} x {net.switch_radix}-port switches)"))
+                                     note=_("{topo}, {rails}, non-blocking ({n} x {radix}-port switches)").format(
+                                         topo=topo, rails=rails, n=switches, radix=net.switch_radix)))
         fe = [n for n in cat.network if n.kind == "ethernet" and n.gbps >= FRONTEND_GBPS]
         fe_net = min(fe, key=lambda n: (n.gbps, n.nic_price_usd)) if fe else None
         fe_txt = ""
         if fe_net:
-            fe_ports, _, _ = fabric_ports(nodes + 2, fe_net.switch_radix)  # + storage and login nodes
+            fe_ports, _fe_a, _fe_b = fabric_ports(nodes + 2, fe_net.switch_radix)  # + storage and login nodes
             net_lines.append(BomLine(item=f"{fe_net.name} NIC", qty=nodes, unit_usd=fe_net.nic_price_usd,
-                                     total_usd=fe_net.nic_price_usd * nodes, note="storage / front-end network"))
-            net_lines.append(BomLine(item=f"{fe_net.name} switch ports + cables", qty=fe_ports,
+                                     total_usd=fe_net.nic_price_usd * nodes, note=_("storage / front-end network")))
+            net_lines.append(BomLine(item=_("{name} switch ports + cables").format(name=fe_net.name), qty=fe_ports,
                                      unit_usd=fe_net.switch_port_usd,
-                                     total_usd=fe_net.switch_port_usd * fe_ports, note="storage / front-end network"))
-            fe_txt = f"; separate {fe_net.name} storage / front-end network"
-        network = (f"{nics}x {net.name} per node ({net.gbps:g} Gb/s each, {per_gpu_gbps:g} Gb/s per GPU"
-                   f"{', RDMA / GPUDirect' if net.rdma else ''}), {topo}, {rails}{fe_txt}")
+                                     total_usd=fe_net.switch_port_usd * fe_ports,
+                                     note=_("storage / front-end network")))
+            fe_txt = _("; separate {name} storage / front-end network").format(name=fe_net.name)
+        network = ((_("{n}x {name} per node ({gbps:g} Gb/s each, {per_gpu:g} Gb/s per GPU, RDMA / GPUDirect)")
+                    if net.rdma else _("{n}x {name} per node ({gbps:g} Gb/s each, {per_gpu:g} Gb/s per GPU)")).format(
+            n=nics, name=net.name, gbps=net.gbps, per_gpu=per_gpu_gbps) + f", {topo}, {rails}{fe_txt}")
     elif nodes > 1:
-        network = f"InfiniBand / RoCE RDMA, >= {target_gbps:g} Gb/s per GPU (not in catalog)"
+        network = _("InfiniBand / RoCE RDMA, >= {gbps:g} Gb/s per GPU (not in catalog)").format(gbps=target_gbps)
     elif net and not lean:
-        network = f"{net.name} ({net.gbps:g} Gb/s) for data ingest"
+        network = _("{name} ({gbps:g} Gb/s) for data ingest").format(name=net.name, gbps=net.gbps)
         net_lines.append(BomLine(item=f"{net.name} NIC", qty=1, unit_usd=net.nic_price_usd,
-                                 total_usd=net.nic_price_usd, note="data ingest"))
+                                 total_usd=net.nic_price_usd, note=_("data ingest")))
     else:
-        network = "on-board 1-2.5 GbE"
+        network = _("on-board 1-2.5 GbE")
 
     # CPU and lanes: a box whose CPUs cannot feed the GPUs is the wrong box -- step up.
     datacenter = hgx or nodes > 1 or (chassis is not None and chassis.cpu_segment == "server"
@@ -541,12 +599,14 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     storage: list[str] = []
     if nvme:
         raid = " RAID-0" if n_nvme > 1 else ""
-        storage.append(f"{n_nvme}x {nvme.name} ({fast_tb:g} TB NVMe{raid}, ~{fast_read:.0f} GB/s read)")
+        storage.append(_("{n}x {name} ({tb:g} TB NVMe{raid}, ~{gbps:.0f} GB/s read)").format(
+            n=n_nvme, name=nvme.name, tb=fast_tb, raid=raid, gbps=fast_read))
         bom.append(BomLine(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
                            total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
-                           note="data + last checkpoints" + (" (RAID-0 cache)" if n_nvme > 1 else "")))
+                           note=_("data + last checkpoints (RAID-0 cache)") if n_nvme > 1
+                           else _("data + last checkpoints")))
     else:
-        storage.append(f"{fast_tb:g} TB NVMe (data + last checkpoints)")
+        storage.append(_("{tb:g} TB NVMe (data + last checkpoints)").format(tb=fast_tb))
 
     bulk_tb = 0.0
     if nodes == 1 and not lean:
@@ -557,25 +617,26 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
             t = fit[0] if fit else hdd[-1]
             n = max(2, math.ceil(bulk_need_gb / 1000 / (t.capacity_tb or 1.0)))  # >= 2: a mirrored pair
             bulk_tb = n * (t.capacity_tb or 1.0)
-            storage.append(f"{n}x {t.name} ({bulk_tb:g} TB HDD bulk: raw data, checkpoint history)")
+            storage.append(_("{n}x {name} ({tb:g} TB HDD bulk: raw data, checkpoint history)").format(
+                n=n, name=t.name, tb=bulk_tb))
             bom.append(BomLine(item=t.name, qty=n, unit_usd=t.price_usd, total_usd=(t.price_usd or 0) * n,
-                               note="bulk: raw data + checkpoint history"))
+                               note=_("bulk: raw data + checkpoint history")))
     elif nodes > 1:
         shared_tb = max(bulk_need_gb / 1000, 10.0)
         shared_gbps = max(read_need * nodes, ckpt_gb / CKPT_WRITE_S)
         tier, units = _nas_or_pfs(cat, nodes, shared_tb, shared_gbps)
         if tier is not None:
-            what = "NAS (NFS)" if tier.kind == "nas" else "parallel file system (Lustre / GPFS / WEKA class)"
-            storage.append(f"{tier.name} ({units} unit(s), ~{units * tier.read_gbps:.0f} GB/s, "
-                           f">= {shared_tb:.0f} TB shared)")
+            what = "NAS (NFS)" if tier.kind == "nas" else _("parallel file system (Lustre / GPFS / WEKA class)")
+            storage.append(_("{name} ({units} unit(s), ~{gbps:.0f} GB/s, >= {tb:.0f} TB shared)").format(
+                name=tier.name, units=units, gbps=units * tier.read_gbps, tb=shared_tb))
             bom.append(BomLine(item=tier.name, qty=units, unit_usd=tier.price_usd,
                                total_usd=(tier.price_usd or 0) * units,
-                               note=f"shared {what}: {shared_tb:,.0f} TB, {shared_gbps:,.1f} GB/s needed "
-                                    "(data + checkpoint writes)"))
+                               note=_("shared {what}: {tb:,.0f} TB, {gbps:,.1f} GB/s needed (data + checkpoint "
+                                      "writes)").format(what=what, tb=shared_tb, gbps=shared_gbps)))
         else:
-            storage.append(f"shared storage, >= {shared_tb:.0f} TB (not in catalog)")
+            storage.append(_("shared storage, >= {tb:.0f} TB (not in catalog)").format(tb=shared_tb))
     each = f"~{ckpt_gb:,.0f} GB" if ckpt_gb >= 1 else "< 1 GB"
-    storage.append(f"off-site copy of checkpoints ({each} each) in object storage")
+    storage.append(_("off-site copy of checkpoints ({each} each) in object storage").format(each=each))
     bom += net_lines
 
     cpu_lanes_have = 0
@@ -583,8 +644,8 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         cpu_lanes_have = cpu_lanes(cpu, sockets)
         bom.append(BomLine(item=cpu.name, qty=sockets * nodes, unit_usd=cpu.price_usd,
                            total_usd=cpu.price_usd * sockets * nodes,
-                           note=f"{cpu.cores * sockets} cores/node (need {cores}), "
-                                f"{cpu_lanes_have} lanes (need {lanes})"))
+                           note=_("{cores} cores/node (need {need}), {lanes} lanes (need {need_lanes})").format(
+                               cores=cpu.cores * sockets, need=cores, lanes=cpu_lanes_have, need_lanes=lanes)))
 
     # RAM.
     floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
@@ -593,8 +654,9 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     if dimm:
         bom.append(BomLine(item=dimm.name, qty=n_dimm * nodes, unit_usd=dimm.price_usd,
                            total_usd=dimm.price_usd * n_dimm * nodes,
-                           note=f"{ram_gb} GB/node = {ram_gb / max(vram_gb, 1):.1f}x VRAM"
-                           + (f"; runs at {min(dimm.mts, cpu.memory_mts)} MT/s on this CPU" if cpu else "")))
+                           note=_("{gb} GB/node = {x:.1f}x VRAM").format(gb=ram_gb, x=ram_gb / max(vram_gb, 1))
+                           + (_("; runs at {mts} MT/s on this CPU").format(mts=min(dimm.mts, cpu.memory_mts))
+                              if cpu else "")))
 
     # Power and heat.
     cpu_w = (cpu.tdp_w if cpu else 250.0) * sockets
@@ -610,6 +672,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     psu_need = psu_needed_w(gpu, max_w, hgx)
     heat_kw = sustained * nodes / 1000.0
     where = place(site, sustained, nodes, chassis, cat.fac("office_circuit_w"))
+    where_kind = place_kind(site, sustained, nodes, chassis, cat.fac("office_circuit_w"))
 
     # Chassis / board / PSUs. A chassis whose PSU is too small gets the extra PSU capacity in the BOM.
     gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.price_new_usd)
@@ -617,21 +680,25 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     psu_w: int
     if chassis:
         chassis_usd = chassis.price_usd
-        chassis_note = (f"{chassis.kind}, {chassis.psu_w:g} W PSU"
-                        + (f", {chassis.rack_units}U" if chassis.rack_units else ", tower"))
+        chassis_note = (_("{kind}, {w:g} W PSU").format(kind=chassis.kind, w=chassis.psu_w)
+                        + (f", {chassis.rack_units}U" if chassis.rack_units else _(", tower")))
         if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
-            chassis_note += f"; needs {chassis.max_slot_width}-slot (blower) variants of the card"
+            chassis_note += _("; needs {n}-slot (blower) variants of the card").format(n=chassis.max_slot_width)
+        elif packed_open_air(chassis, gpu, gpus_per_node):
+            chassis_note += "; " + _("needs blower or liquid-cooled variants of the card (open-air coolers "
+                                     "slot to slot recirculate each other's heat)")
         bom.insert(0, BomLine(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
                               note=chassis_note))
         psu_w = int(chassis.psu_w)
         if chassis.psu_w < psu_need:
             extra = _round_psu(psu_need - chassis.psu_w)
             unit = extra * cat.fac("psu_usd_per_w")
-            how = ("a second ATX PSU (add2psu adapter), one per GPU pair" if chassis.kind in TOWER_KINDS
-                   else "higher-rated PSU modules")
+            how = (_("a second ATX PSU (add2psu adapter), one per GPU pair") if chassis.kind in TOWER_KINDS
+                   else _("higher-rated PSU modules"))
             bom.insert(1, BomLine(item=f"PSU capacity +{extra:,} W", qty=nodes, unit_usd=round(unit, 2),
                                   total_usd=round(unit * nodes, 2),
-                                  note=f"{how}: {psu_need:,.0f} W needed for {max_w:,.0f} W peak"))
+                                  note=_("{how}: {need:,.0f} W needed for {peak:,.0f} W peak").format(
+                                      how=how, need=psu_need, peak=max_w)))
             psu_w = int(chassis.psu_w) + extra
     else:
         # No catalog chassis takes these GPUs: price the platform as a share of the GPU cost
@@ -640,12 +707,13 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         chassis_usd = (gpu_unit or 0.0) * gpus_per_node * share / (1 - share)
         bom.insert(0, BomLine(item=f"{gpus_per_node}-GPU server platform (generic)", qty=nodes,
                               unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
-                              note="no catalog chassis fits; priced as a share of GPU cost (Epoch)"))
+                              note=_("no catalog chassis fits; priced as a share of GPU cost (Epoch)")))
         psu_w = _round_psu(psu_need)
-    board = f" ({gpus_per_node // gpu.sold_as_board} board(s) of {gpu.sold_as_board})" if gpu.sold_as_board > 1 else ""
-    bom.insert(0, BomLine(item=gpu.name + (" (used)" if used and gpu.price_used_usd else ""),
+    board = (_(" ({n} board(s) of {per})").format(n=gpus_per_node // gpu.sold_as_board, per=gpu.sold_as_board)
+             if gpu.sold_as_board > 1 else "")
+    bom.insert(0, BomLine(item=gpu.name + (_(" (used)") if used and gpu.price_used_usd else ""),
                           qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
-                          note=("price unknown" if gpu_unit is None else "") + board))
+                          note=(_("price unknown") if gpu_unit is None else "") + board))
     capex = sum(b.total_usd or 0.0 for b in bom)
 
     return Build(
@@ -664,6 +732,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
         power_w=round(sustained),
         heat_kw=round(heat_kw, 2),
         site=where,
+        site_kind=where_kind,
         software=software_stack(cat, gpu, nodes, w),
         bom=bom,
         capex_usd=round(capex, 2),
@@ -697,27 +766,43 @@ def rented_build(build: Build, vcpus: int | None, ram_gib: float | None, local_n
     """The same plan as a rented instance: no chassis, PSU or BOM; the instance's host resources."""
     return build.model_copy(update={
         "rented": True, "chassis": None, "chassis_kind": None, "psu_w": None, "psu_needed_w": None, "bom": [],
-        "capex_usd": 0.0, "site": site,
-        "cpu": f"{vcpus} vCPUs per instance" if vcpus else "instance vCPUs (not published)",
+        "capex_usd": 0.0, "site": site, "site_kind": "cloud",
+        "cpu": _("{n} vCPUs per instance").format(n=vcpus) if vcpus else _("instance vCPUs (not published)"),
         "cpu_count": 0, "cpu_cores": 0, "pcie_lanes": 0, "ram_gb": round(ram_gib * GB_PER_GIB) if ram_gib else 0,
         "instance": RentedInstance(vcpus=vcpus, ram_gib=ram_gib, local_nvme_tb=local_nvme_tb),
     })
 
 
-def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit_w: float) -> str:
-    """Where the build can live, from its draw and form factor."""
+def place_kind(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit_w: float) -> str:
+    """Where the build can live (cloud | colo | server-room | desk | office), from its draw and form
+    factor: the fact ``place`` says in words."""
     node_kw = sustained_w / 1000.0
     rack = bool(chassis and chassis.rack_units) or (chassis is None and node_kw > 3)
     if site == "cloud":
         return "cloud"
     if nodes > 1 or node_kw > 6:
-        return f"colocation / data centre ({node_kw * nodes:.1f} kW IT load, {node_kw:.1f} kW per node, 208-415 V)"
+        return "colo"
     if rack or node_kw > 3.5:
-        return f"server room or colocation ({node_kw:.1f} kW, 208-240 V circuit, rack cooling)"
-    if sustained_w <= circuit_w:
-        return f"desk or office ({sustained_w:,.0f} W fits one 15 A/120 V circuit of {circuit_w:,.0f} W)"
-    return (f"office / server closet with a dedicated 20 A/240 V circuit ({sustained_w:,.0f} W, "
-            f"{node_kw:.1f} kW of heat)")
+        return "server-room"
+    return "desk" if sustained_w <= circuit_w else "office"
+
+
+def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit_w: float) -> str:
+    """Where the build can live, in words (``place_kind`` is the fact)."""
+    node_kw = sustained_w / 1000.0
+    kind = place_kind(site, sustained_w, nodes, chassis, circuit_w)
+    if kind == "cloud":
+        return "cloud"
+    if kind == "colo":
+        return _("colocation / data centre ({kw:.1f} kW IT load, {node_kw:.1f} kW per node, 208-415 V)").format(
+            kw=node_kw * nodes, node_kw=node_kw)
+    if kind == "server-room":
+        return _("server room or colocation ({kw:.1f} kW, 208-240 V circuit, rack cooling)").format(kw=node_kw)
+    if kind == "desk":
+        return _("desk or office ({w:,.0f} W fits one 15 A/120 V circuit of {circuit:,.0f} W)").format(
+            w=sustained_w, circuit=circuit_w)
+    return _("office / server closet with a dedicated 20 A/240 V circuit ({w:,.0f} W, {kw:.1f} kW of "
+             "heat)").format(w=sustained_w, kw=node_kw)
 
 
 def platform_capex(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload,

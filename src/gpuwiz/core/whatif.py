@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from gpuwiz.core.models import SEVERITY_ORDER, Pitfall, Range, Recommendation, Requirements
+from gpuwiz.core.models import SEVERITY_ORDER, CurrencyInfo, Pitfall, Range, Recommendation, Requirements
+from gpuwiz.i18n import _
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16", "fp8", "fp16", "tf32", "fp32")
@@ -43,6 +44,34 @@ def fmt_usd(v: float | None) -> str:
     if a >= 100:
         return f"{sign}${a:,.0f}"
     return f"{sign}${a:.2f}"
+
+
+def fmt_money(v: float | None, cur: CurrencyInfo | None = None) -> str:
+    """``v`` USD shown in the user's currency (``Recommendation.currency``), as compact as
+    ``fmt_usd``: ``¥578``, ``¥83.3k``, ``€1.20M``; plain ``fmt_usd`` for USD or no currency."""
+    if cur is None or cur.code == "USD" or cur.usd_rate <= 0:
+        return fmt_usd(v)
+    if v is None or not math.isfinite(v):
+        return "—"
+    from gpuwiz.core.money import DISPLAY
+
+    sym = DISPLAY.get(cur.code.upper())
+    text = fmt_usd(v / cur.usd_rate).replace("$", "", 1)
+    sign, num = ("-", text[1:]) if text.startswith("-") else ("", text)
+    return f"{sign}{sym}{num}" if sym else f"{sign}{num} {cur.code.upper()}"
+
+
+def currency_symbol(cur: CurrencyInfo | None) -> str:
+    """``$``, ``¥``, ``€`` (the ISO code for a currency without a symbol) for column headings."""
+    from gpuwiz.core.money import DISPLAY
+
+    code = "USD" if cur is None else cur.code.upper()
+    return DISPLAY.get(code, code)
+
+
+def money_fmt(cur: CurrencyInfo | None) -> Callable[[float | None], str]:
+    """``fmt_money`` bound to one currency (for ``fmt_span`` and the delta table)."""
+    return lambda v: fmt_money(v, cur)
 
 
 def fmt_hours(h: float | None) -> str:
@@ -118,6 +147,7 @@ class KeyNumbers:
     capex_usd: float | None = None
     verdict: str | None = None
     worst_pitfall: Pitfall | None = None
+    currency: CurrencyInfo | None = None  # what the money is shown in (the engine's numbers stay USD)
 
     @property
     def gpu_label(self) -> str:
@@ -175,6 +205,7 @@ def key_numbers(rec: Recommendation | None, req: Requirements | None = None) -> 
         capex_usd=_capex(rec.buy_build or build),
         verdict=rec.cost.verdict if rec.cost else None,
         worst_pitfall=worst_pitfall(rec.pitfalls),
+        currency=rec.currency,
     )
 
 
@@ -216,21 +247,23 @@ def _text_delta(key: str, label: str, a: str | None, b: str | None) -> Delta:
     before, after = a or "—", b or "—"
     if before == after:
         return Delta(key, label, before, after, "", "same")
-    return Delta(key, label, before, after, f"was {before}", "changed")
+    return Delta(key, label, before, after, _("was {before}").format(before=before), "changed")
 
 
 def diff(base: KeyNumbers, now: KeyNumbers) -> list[Delta]:
-    """How each key number moved from ``base`` to ``now`` (labels in display order)."""
+    """How each key number moved from ``base`` to ``now`` (labels in display order); money in
+    ``now``'s currency (both sides are USD underneath)."""
+    money = money_fmt(now.currency)
     build = _text_delta("gpu", "Build", base.gpu_label, now.gpu_label)
     if build.change and base.found and now.found and base.gpu == now.gpu:
-        build = Delta("gpu", "Build", build.before, build.after, f"was ×{base.count}", "changed")
+        build = Delta("gpu", "Build", build.before, build.after, _("was ×{n}").format(n=base.count), "changed")
     out = [
         build,
         _num_delta("mem", "Memory/GPU", base.mem_per_gpu_gib, now.mem_per_gpu_gib, fmt_gib),
         _num_delta("time", "Time/run", base.wall_hours, now.wall_hours, fmt_hours),
-        _num_delta("cost", "Cost/run", base.cost_per_run_usd, now.cost_per_run_usd, fmt_usd),
-        _num_delta("year", "Cost/year", base.cost_per_year_usd, now.cost_per_year_usd, fmt_usd),
-        _num_delta("capex", "Capex (buy)", base.capex_usd, now.capex_usd, fmt_usd),
+        _num_delta("cost", "Cost/run", base.cost_per_run_usd, now.cost_per_run_usd, money),
+        _num_delta("year", "Cost/year", base.cost_per_year_usd, now.cost_per_year_usd, money),
+        _num_delta("capex", "Capex (buy)", base.capex_usd, now.capex_usd, money),
         _text_delta("verdict", "Verdict", base.verdict, now.verdict),
     ]
     wp_a = base.worst_pitfall.severity + ": " + base.worst_pitfall.id if base.worst_pitfall else None

@@ -21,6 +21,11 @@ from typing import Any
 import yaml
 
 from gpuwiz.core.errors import GpuwizError, format_problem, printable
+from gpuwiz.i18n import N_, _
+
+# what callers name the file they read (translated where the message is built)
+WHATS = (N_("file"), N_("config"), N_("YAML file"), N_("YAML"), N_("JSON"), N_("draft"), N_("lock file"),
+         N_("log file"), N_("cache entry"))
 
 MAX_FILE_BYTES = 2_000_000  # configs are a few KB and the catalog ~200 KB; 2 MB is generous
 MAX_NODES = 200_000  # bound on constructed values, counts alias re-use (billion laughs)
@@ -90,19 +95,22 @@ def dotted(path: Path_t) -> str:
     return out
 
 
-def _describe_kind(mode: int) -> str | None:
-    """What a non-regular file is, for the one-line refusal (None for a regular file)."""
+def _describe_kind(mode: int, reading: bool = True) -> str | None:
+    """What a non-regular file is, for the one-line refusal (None for a regular file); with
+    ``reading`` it adds that gpuwiz reads regular files only."""
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
-        return "is a directory, not a file"
+        return _("is a directory, not a file")
     if stat.S_ISFIFO(mode):
-        return "is a named pipe (FIFO), not a regular file; gpuwiz reads regular files only"
-    if stat.S_ISSOCK(mode):
-        return "is a socket, not a regular file; gpuwiz reads regular files only"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "is a device, not a regular file; gpuwiz reads regular files only"
-    return "is not a regular file; gpuwiz reads regular files only"
+        what = _("is a named pipe (FIFO), not a regular file")
+    elif stat.S_ISSOCK(mode):
+        what = _("is a socket, not a regular file")
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        what = _("is a device, not a regular file")
+    else:
+        what = _("is not a regular file")
+    return what + _("; gpuwiz reads regular files only") if reading else what
 
 
 def open_regular(path: str | os.PathLike[str], *, what: str, follow_symlinks: bool = True) -> int:
@@ -121,19 +129,20 @@ def open_regular(path: str | os.PathLike[str], *, what: str, follow_symlinks: bo
     except FileNotFoundError:
         parent = os.path.dirname(os.fspath(path)) or "."
         if not os.path.isdir(parent):
-            raise GpuwizError(f"{name}: no such file (folder {printable(parent)} does not exist)") from None
-        raise GpuwizError(f"{name}: no such file") from None
+            raise GpuwizError(f"{name}: " + _("no such file (folder {folder} does not exist)").format(
+                folder=printable(parent))) from None
+        raise GpuwizError(f"{name}: " + _("no such file")) from None
     except IsADirectoryError:
-        raise GpuwizError(f"{name}: is a directory, not a {what}") from None
+        raise GpuwizError(f"{name}: " + _("is a directory, not a {what}").format(what=_(what))) from None
     except NotADirectoryError:
-        raise GpuwizError(f"{name}: no such file (a part of the path is a file, not a folder)") from None
+        raise GpuwizError(f"{name}: " + _("no such file (a part of the path is a file, not a folder)")) from None
     except PermissionError:
-        raise GpuwizError(f"{name}: permission denied (cannot read the {what})") from None
+        raise GpuwizError(f"{name}: " + _("permission denied (cannot read the {what})").format(what=_(what))) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise GpuwizError(f"{name}: is a symbolic link; gpuwiz does not follow it here") from None
+            raise GpuwizError(f"{name}: " + _("is a symbolic link; gpuwiz does not follow it here")) from None
         if exc.errno == errno.ENAMETOOLONG:
-            raise GpuwizError(f"{printable(name[:60])}...: file name too long") from None
+            raise GpuwizError(f"{printable(name[:60])}...: " + _("file name too long")) from None
         if exc.errno == errno.ENXIO:  # a socket (or a device without a driver) cannot be opened
             try:
                 kind = _describe_kind(os.stat(path).st_mode)
@@ -141,15 +150,15 @@ def open_regular(path: str | os.PathLike[str], *, what: str, follow_symlinks: bo
                 kind = None
             if kind:
                 raise GpuwizError(f"{name}: {kind}") from None
-        raise GpuwizError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        raise GpuwizError(f"{name}: " + _("cannot read: {why}").format(why=exc.strerror or exc)) from None
     except ValueError:  # an embedded NUL in the name
-        raise GpuwizError(f"{name}: not a valid file name (contains a NUL character)") from None
+        raise GpuwizError(f"{name}: " + _("not a valid file name (contains a NUL character)")) from None
     try:
         st = os.fstat(fd)
         kind = _describe_kind(st.st_mode)
         if kind is not None:
             if stat.S_ISDIR(st.st_mode):
-                kind = f"is a directory, not a {what}"
+                kind = _("is a directory, not a {what}").format(what=_(what))
             raise GpuwizError(f"{name}: {kind}")
         os.set_blocking(fd, True)
     except BaseException:
@@ -160,10 +169,10 @@ def open_regular(path: str | os.PathLike[str], *, what: str, follow_symlinks: bo
 
 def _read_error(exc: OSError, name: str, what: str) -> GpuwizError:
     if isinstance(exc, PermissionError):
-        return GpuwizError(f"{name}: permission denied (cannot read the {what})")
+        return GpuwizError(f"{name}: " + _("permission denied (cannot read the {what})").format(what=_(what)))
     if isinstance(exc, IsADirectoryError):
-        return GpuwizError(f"{name}: is a directory, not a {what}")
-    return GpuwizError(f"{name}: cannot read: {exc.strerror or exc}")
+        return GpuwizError(f"{name}: " + _("is a directory, not a {what}").format(what=_(what)))
+    return GpuwizError(f"{name}: " + _("cannot read: {why}").format(why=exc.strerror or exc))
 
 
 def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES,
@@ -179,8 +188,8 @@ def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_B
     try:
         st = os.fstat(fd)
         if st.st_size > max_bytes:
-            raise GpuwizError(
-                f"{name}: file is {st.st_size / 1e6:.1f} MB; gpuwiz reads {what}s up to {_mb(max_bytes)} MB")
+            raise GpuwizError(f"{name}: " + _("file is {mb:.1f} MB; gpuwiz reads {what}s up to {max} MB").format(
+                mb=st.st_size / 1e6, what=_(what), max=_mb(max_bytes)))
         chunks: list[bytes] = []
         total = 0
         while total <= max_bytes:
@@ -190,8 +199,8 @@ def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_B
             chunks.append(chunk)
             total += len(chunk)
         if total > max_bytes:  # it grew while we read it
-            raise GpuwizError(f"{name}: file is over {_mb(max_bytes)} MB; gpuwiz reads {what}s up to "
-                              f"{_mb(max_bytes)} MB")
+            raise GpuwizError(f"{name}: " + _("file is over {max} MB; gpuwiz reads {what}s up to {max} MB").format(
+                what=_(what), max=_mb(max_bytes)))
         return b"".join(chunks)
     except OSError as exc:
         raise _read_error(exc, name, what) from None
@@ -209,7 +218,8 @@ def iter_file_chunks(path: str | os.PathLike[str], *, max_bytes: int, chunk_byte
     try:
         size = os.fstat(fd).st_size
         if size > max_bytes:
-            raise GpuwizError(f"{name}: file is {size / 1e6:.0f} MB; gpuwiz reads {what}s up to {_mb(max_bytes)} MB")
+            raise GpuwizError(f"{name}: " + _("file is {mb:.0f} MB; gpuwiz reads {what}s up to {max} MB").format(
+                mb=size / 1e6, what=_(what), max=_mb(max_bytes)))
         total = 0
         while True:
             try:
@@ -220,8 +230,8 @@ def iter_file_chunks(path: str | os.PathLike[str], *, max_bytes: int, chunk_byte
                 return
             total += len(chunk)
             if total > max_bytes:
-                raise GpuwizError(f"{name}: file is over {_mb(max_bytes)} MB; gpuwiz reads {what}s up to "
-                                  f"{_mb(max_bytes)} MB")
+                raise GpuwizError(f"{name}: " + _("file is over {max} MB; gpuwiz reads {what}s up to {max} "
+                                                  "MB").format(what=_(what), max=_mb(max_bytes)))
             yield chunk
     finally:
         os.close(fd)
@@ -239,15 +249,17 @@ def decode_utf8(data: bytes, name: str, *, what: str = "YAML") -> str:
     """Strict UTF-8 (a BOM is accepted); NUL bytes mean a binary file. One-line errors."""
     for bom, enc in _OTHER_BOMS:  # PowerShell's `>` writes UTF-16: say so, not "binary"
         if data.startswith(bom):
-            raise GpuwizError(f"{printable(name)}: is {enc} text; gpuwiz reads UTF-8 (save the file as UTF-8)")
+            raise GpuwizError(f"{printable(name)}: " + _("is {enc} text; gpuwiz reads UTF-8 (save the file as "
+                                                         "UTF-8)").format(enc=enc))
     if b"\x00" in data:
-        raise GpuwizError(f"{printable(name)}: looks like a binary file, not {what}")
+        raise GpuwizError(f"{printable(name)}: " + _("looks like a binary file, not {what}").format(what=_(what)))
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise GpuwizError(format_problem(
-            name, line, None, f"not UTF-8 text (bad byte 0x{data[exc.start]:02x}; save the file as UTF-8)")) from None
+            name, line, None, _("not UTF-8 text (bad byte 0x{byte:02x}; save the file as UTF-8)").format(
+                byte=data[exc.start]))) from None
 
 
 def read_text(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES, what: str = "YAML file") -> str:
@@ -319,14 +331,16 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
         what = exc.problem or exc.context or "invalid YAML"
         cmark = exc.context_mark
         if exc.problem and exc.context and cmark is not None and (line is None or cmark.line + 1 != line):
-            what += f" ({exc.context} that starts on line {cmark.line + 1})"
-        raise GpuwizError(format_problem(name, line, None, f"invalid YAML: {what}")) from None
+            what += _(" ({context} that starts on line {line})").format(context=exc.context, line=cmark.line + 1)
+        raise GpuwizError(format_problem(name, line, None, _("invalid YAML: {what}").format(what=what))) from None
     except yaml.reader.ReaderError as exc:  # a control character or bad code point in the text
         line = text.count("\n", 0, max(exc.position, 0)) + 1
-        what = f"unacceptable character #x{exc.character:04x}" if isinstance(exc.character, int) else str(exc.reason)
-        raise GpuwizError(format_problem(name, line, None, f"invalid YAML: {what} ({exc.reason})")) from None
+        what = (_("unacceptable character #x{code:04x}").format(code=exc.character) if isinstance(exc.character, int)
+                else str(exc.reason))
+        raise GpuwizError(format_problem(name, line, None, _("invalid YAML: {what}").format(
+            what=f"{what} ({exc.reason})"))) from None
     except yaml.YAMLError as exc:
-        raise GpuwizError(format_problem(name, None, None, f"invalid YAML: {exc}")) from None
+        raise GpuwizError(format_problem(name, None, None, _("invalid YAML: {what}").format(what=exc))) from None
     if node is None:
         return None, lines
     budget = [MAX_NODES]
@@ -344,7 +358,7 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
         if budget[0] < 0:
             raise GpuwizError(
                 format_problem(name, n.start_mark.line + 1, dotted(path) or None,
-                               f"document expands to more than {MAX_NODES} values (alias bomb?)")
+                               _("document expands to more than {n} values (alias bomb?)").format(n=MAX_NODES))
             )
         set_line(path, n.start_mark.line + 1)
         if n.tag == str_tag and isinstance(n, yaml.ScalarNode):
@@ -352,23 +366,23 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
         if n.tag not in _SAFE_TAGS:
             raise GpuwizError(
                 format_problem(name, n.start_mark.line + 1, dotted(path) or None,
-                               f"YAML tag {n.tag!r} is not allowed (gpuwiz reads plain YAML only)")
+                               _("YAML tag {tag!r} is not allowed (gpuwiz reads plain YAML only)").format(tag=n.tag))
             )
         if isinstance(n, yaml.MappingNode):
             out: dict[Any, Any] = {}
             for k, v in n.value:
                 if not isinstance(k, yaml.ScalarNode):
                     raise GpuwizError(format_problem(name, k.start_mark.line + 1, dotted(path) or None,
-                                                     "mapping keys must be plain scalars"))
+                                                     _("mapping keys must be plain scalars")))
                 if k.tag == "tag:yaml.org,2002:merge":
                     raise GpuwizError(format_problem(name, k.start_mark.line + 1, dotted(path) or None,
-                                                     "YAML merge keys (<<) are not supported"))
+                                                     _("YAML merge keys (<<) are not supported")))
                 key = build(k, path)
                 if not isinstance(key, (str, int, float, bool)) and key is not None:
                     key = str(key)
                 if key in out:
                     raise GpuwizError(format_problem(name, k.start_mark.line + 1, dotted((*path, str(key))),
-                                                     "duplicate key"))
+                                                     _("duplicate key")))
                 sub = (*path, key if isinstance(key, (str, int)) else str(key))
                 set_line(sub, k.start_mark.line + 1)
                 out[key] = build(v, sub)
@@ -385,14 +399,15 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, LineMap]:
             tag = n.tag.rsplit(":", 1)[-1]
             detail = f": {exc}" if isinstance(exc, (yaml.YAMLError, ValueError, OverflowError)) else ""
             if "digits" in detail and "limit" in detail:  # int() refuses > 4300 digits
-                detail = ": a number with thousands of digits"
+                detail = _(": a number with thousands of digits")
             raise GpuwizError(format_problem(name, n.start_mark.line + 1, dotted(path) or None,
-                                             f"bad value {_clip(n.value)} for YAML tag !!{tag}{detail}")) from None
+                                             _("bad value {value} for YAML tag !!{tag}{detail}").format(
+                                                 value=_clip(n.value), tag=tag, detail=detail))) from None
 
     try:
         return build(node, ()), lines
     except RecursionError:
-        raise GpuwizError(format_problem(name, None, None, "YAML nested too deeply")) from None
+        raise GpuwizError(format_problem(name, None, None, _("YAML nested too deeply"))) from None
 
 
 def _clip(value: Any) -> str:
@@ -416,14 +431,15 @@ def check_output_target(path: str | os.PathLike[str]) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise GpuwizError(f"{name}: cannot save: {exc.strerror or exc}") from None
+        raise GpuwizError(f"{name}: " + _("cannot save: {why}").format(why=exc.strerror or exc)) from None
     if stat.S_ISLNK(st.st_mode):
-        raise GpuwizError(f"{name}: is a symbolic link; gpuwiz does not replace links (give the real file name)")
-    kind = _describe_kind(st.st_mode)
+        raise GpuwizError(f"{name}: " + _("is a symbolic link; gpuwiz does not replace links (give the real file "
+                                          "name)"))
+    kind = _describe_kind(st.st_mode, reading=False)
     if kind is not None:
         if stat.S_ISDIR(st.st_mode):
-            raise GpuwizError(f"{name}: is a directory; give a file name to save to")
-        raise GpuwizError(f"{name}: {kind.split(';')[0]}; gpuwiz replaces only regular files")
+            raise GpuwizError(f"{name}: " + _("is a directory; give a file name to save to"))
+        raise GpuwizError(f"{name}: {kind}" + _("; gpuwiz replaces only regular files"))
 
 
 def _umask() -> int:
@@ -445,9 +461,9 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         if p.is_symlink():  # a linked config (dotfiles): replace the file it points to, keep the link
             p = Path(os.path.realpath(p))
     except OSError as exc:  # a name over NAME_MAX / PATH_MAX: lstat raises (found by the TUI's Export)
-        raise GpuwizError(f"{name}: cannot save: {exc.strerror or exc}") from None
+        raise GpuwizError(f"{name}: " + _("cannot save: {why}").format(why=exc.strerror or exc)) from None
     except ValueError:
-        raise GpuwizError(f"{name}: not a valid file name (contains a NUL character)") from None
+        raise GpuwizError(f"{name}: " + _("not a valid file name (contains a NUL character)")) from None
     check_output_target(p)  # a FIFO, device node, socket or folder is never replaced
     parent = p.parent if str(p.parent) else Path(".")
     tmp_name: str | None = None
@@ -473,16 +489,18 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             pass
     except FileNotFoundError:
         if not parent.is_dir():
-            raise GpuwizError(f"{name}: cannot save: folder {printable(str(parent))} does not exist") from None
+            raise GpuwizError(f"{name}: " + _("cannot save: folder {folder} does not exist").format(
+                folder=printable(str(parent)))) from None
         raise GpuwizError(
-            f"{name}: cannot save: the file vanished while saving (previous file left unchanged)") from None
+            f"{name}: " + _("cannot save: the file vanished while saving (previous file left unchanged)")) from None
     except NotADirectoryError:
-        raise GpuwizError(f"{name}: cannot save: {printable(str(parent))} is not a folder") from None
+        raise GpuwizError(f"{name}: " + _("cannot save: {folder} is not a folder").format(
+            folder=printable(str(parent)))) from None
     except PermissionError:
-        raise GpuwizError(f"{name}: cannot save: permission denied (previous file left unchanged)") from None
+        raise GpuwizError(f"{name}: " + _("cannot save: permission denied (previous file left unchanged)")) from None
     except OSError as exc:
         raise GpuwizError(
-            f"{name}: cannot save: {exc.strerror or exc} (previous file left unchanged)"
+            f"{name}: " + _("cannot save: {why} (previous file left unchanged)").format(why=exc.strerror or exc)
         ) from None
     finally:
         if tmp_name is not None:

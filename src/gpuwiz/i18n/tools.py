@@ -8,9 +8,9 @@ Message ids are found by walking the AST of every module under ``src/gpuwiz``: t
 of ``_()`` / ``N_()``, and the texts of the declarative tables that are translated where shown
 (``F(path, label, help, placeholder=, none_label=)`` in tui/forms.py, ``StepSpec(id, title, intro)``,
 ``Binding(key, action, description)``, the titles given to ``notify`` and the dialogs, and
-core.whatif's delta labels). The .mo writer is the GNU format, written here so that no
-build dependency is needed; its output is deterministic (ids sorted), so a test can compare it with
-the shipped file byte for byte.
+core.whatif's delta labels), and the catalog texts named in ``CATALOG_TEXT``. The .mo writer is
+the GNU format, written here so that no build dependency is needed; its output is deterministic
+(ids sorted), so a test can compare it with the shipped file byte for byte.
 """
 
 from __future__ import annotations
@@ -89,7 +89,38 @@ def extract(root: Path = PACKAGE) -> Found:
                 elif name in ("_", "N_") and isinstance(arg, ast.JoinedStr):
                     out.problems.append(f"{rel}:{node.lineno}: {name}() of an f-string (it cannot be "
                                         "translated: use a .format template)")
+    _catalog_ids(root, out)
     return out
+
+
+# Catalog text a user reads, translated where shown with ``_(text)`` (the catalog itself stays
+# English; an overlay's own text, not in the .po, shows as written): section -> list of fields.
+CATALOG_TEXT: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("export_rules",): ("summary",),  # the export facts in the memo, the remote-access pitfall
+    ("platforms", "software"): ("driver", "torch"),  # the driver / PyTorch lines of the software stack
+}
+
+
+def _catalog_ids(root: Path, out: Found) -> None:
+    """The CATALOG_TEXT strings of ``root``/catalog.yaml as message ids (ref gpuwiz/catalog.yaml)."""
+    path = root / "catalog.yaml"
+    if not path.exists():
+        return
+    import yaml
+
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rel = path.relative_to(root.parent).as_posix()
+    for section, fields in CATALOG_TEXT.items():
+        node = doc
+        for part in section:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        for item in node if isinstance(node, list) else []:
+            for f in fields:
+                text = item.get(f) if isinstance(item, dict) else None
+                if isinstance(text, str) and text:
+                    out.ids.setdefault(text, [])
+                    if rel not in out.ids[text]:
+                        out.ids[text].append(rel)
 
 
 # ---- .po ---------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.reactive import reactive, var
+from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 
 from gpuwiz.core.errors import GpuwizError
@@ -37,9 +37,11 @@ from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 if TYPE_CHECKING:  # pydantic and the core load after the first frame (startup budget)
     from gpuwiz.core.models import Recommendation, Requirements
     from gpuwiz.tui import drafts
+    from gpuwiz.tui.engine import EngineProcess
     from gpuwiz.tui.forms import FieldSpec
 
 _T_IMPORT = time.perf_counter()
+DRAFT_EVERY_S = 1.0  # typing rewrites the draft at most this often (a killed session loses at most this much)
 
 
 class EngineDone(Message):
@@ -50,6 +52,10 @@ class EngineDone(Message):
         self.seq = seq
         self.req = req
         self.outcome = outcome
+
+
+class EngineLost(Message):
+    """The engine's child process died (or never started): the thread takes over."""
 
 
 class GpuwizApp(App[None]):
@@ -85,13 +91,15 @@ class GpuwizApp(App[None]):
         "open": N_("Open a config file"), "help": N_("Help: this list of keys"),
     }
 
-    requirements: reactive[Requirements] = reactive(None, init=False)  # type: ignore[arg-type]
-    recommendation: reactive[Recommendation | None] = reactive(None, init=False)
-    engine_error: reactive[str | None] = reactive(None, init=False)
-    answers: reactive[int] = reactive(0, init=False)  # bumps on every engine answer (the step screens' marks)
-    revision: reactive[int] = reactive(0, init=False)  # bumps when requirements are replaced wholesale
-    config_path: reactive[str | None] = reactive(None, init=False)
-    dirty: reactive[bool] = reactive(False, init=False)  # no check_action depends on it (a Footer rebuild costs ~30 ms)
+    # ``var``, not ``reactive``: an App reactive repaints the WHOLE screen on every change (every
+    # widget's lines again, ~10 ms a key); the screens' watchers update exactly what shows the value.
+    requirements: var[Requirements] = var(None, init=False)  # type: ignore[arg-type]
+    recommendation: var[Recommendation | None] = var(None, init=False)
+    engine_error: var[str | None] = var(None, init=False)
+    answers: var[int] = var(0, init=False)  # bumps on every engine answer (the step screens' marks)
+    revision: var[int] = var(0, init=False)  # bumps when requirements are replaced wholesale
+    config_path: var[str | None] = var(None, init=False)
+    dirty: var[bool] = var(False, init=False)  # no check_action depends on it (a Footer rebuild costs ~30 ms)
     step: var[str] = var("start")
 
     def __init__(
@@ -103,11 +111,15 @@ class GpuwizApp(App[None]):
         no_mouse: bool = False,
         handle_signals: bool = True,
         offer_restore: bool = True,
+        engine_process: bool = False,
     ) -> None:
         super().__init__()
         from gpuwiz.tui.drafts import state_dir as _state_dir
 
         self.engine = Engine(catalog_overlay)
+        self._want_engine_process = engine_process
+        self._engine_proc: EngineProcess | None = None  # the engine's child process, once started
+        self._last_sent: tuple[int, Requirements] | None = None  # the newest request sent to it
         self.state_dir = _state_dir(state_dir)
         self.no_mouse = no_mouse
         self.handle_signals = handle_signals
@@ -121,6 +133,8 @@ class GpuwizApp(App[None]):
         self.answer_for: Requirements | None = None  # the requirements the shown answer is for
         self._fingerprint: str | None = None  # sha256 of the config file as opened / last saved
         self._draft_error_shown = False
+        self._draft_written_at = -DRAFT_EVERY_S  # time.monotonic() of the last draft write
+        self._draft_timer: Any = None  # the pending debounced write (a Textual Timer)
         self._keep_foreign_draft = False  # a draft of an earlier session, offered but not chosen
         self._signals_installed: list[int] = []
         self.baseline: tuple[Requirements, Recommendation] | None = None
@@ -369,12 +383,17 @@ class GpuwizApp(App[None]):
 
     async def on_unmount(self) -> None:
         self._remove_signal_handlers()
+        if self._draft_timer is not None:  # an exit with an edit not yet written: write it now
+            self.flush_draft()
+        proc, self._engine_proc = self._engine_proc, None
+        if proc is not None:
+            proc.close()
 
     # ---- state -----------------------------------------------------------------------------------
     def watch_requirements(self, old: Requirements, new: Requirements) -> None:
         self.dirty = new != self._saved
         self._schedule_recompute()
-        self.flush_draft()
+        self._draft_soon()
 
     def watch_dirty(self) -> None:
         self._refresh_chrome()
@@ -406,7 +425,39 @@ class GpuwizApp(App[None]):
             return
         self._seq += 1
         self.engine.try_catalog()  # loaded once, here (the worker thread only reads it)
+        proc = self._engine_proc
+        if proc is not None and proc.ready:
+            self._last_sent = (self._seq, self.requirements)
+            if proc.submit(self._seq, self.requirements):
+                return
         self._engine_worker(self._seq, self.requirements)
+
+    def _start_engine_process(self) -> None:
+        """The engine in a child process (see gpuwiz.tui.engine.EngineProcess): the thread answers
+        until it is ready, and again if it dies."""
+        from gpuwiz.i18n import current_language
+        from gpuwiz.tui.engine import EngineProcess
+
+        proc = EngineProcess(self.engine.catalog_overlay, current_language(), self._answer_from_process,
+                             self._engine_lost)
+        if proc.start():
+            self._engine_proc = proc
+
+    def _engine_lost(self) -> None:
+        self.post_message(EngineLost())  # on the engine reader's thread: handled on the event loop
+
+    def _answer_from_process(self, seq: int, outcome: Outcome) -> None:
+        """On the engine reader's thread: pass the answer to the event loop (a stale one is dropped)."""
+        sent = self._last_sent
+        if sent is not None and sent[0] == seq:
+            self.post_message(EngineDone(seq, sent[1], outcome))
+
+    def on_engine_lost(self, _message: EngineLost) -> None:
+        proc, self._engine_proc = self._engine_proc, None
+        if proc is not None:
+            proc.close()
+        if not self.answered:
+            self._schedule_recompute()  # the question the child took with it, asked again on the thread
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _engine_worker(self, seq: int, req: Requirements) -> None:
@@ -414,6 +465,9 @@ class GpuwizApp(App[None]):
         self.post_message(EngineDone(seq, req, out))
 
     def on_engine_done(self, message: EngineDone) -> None:
+        if self._want_engine_process:  # after the first answer (the thread's): start-up stays as fast
+            self._want_engine_process = False  # once: after a death the thread keeps answering
+            self._start_engine_process()
         if message.seq != self._seq or self._recompute_pending:
             return  # a newer change is on its way: this answer is already stale
         self._answered_seq = message.seq
@@ -477,6 +531,23 @@ class GpuwizApp(App[None]):
                         return spec.id, f, self.engine_reason or "the engine cannot use this value"
         return None
 
+    def engine_yaml_key(self) -> tuple[str, str] | None:
+        """(step id, config key) of an engine refusal about a key the form has no field for
+        (``model.top_k``, ``model.kv_heads`` ... set in an opened YAML file): the step of the key's
+        section (model/training: Model, data: Data, ...) says so and blocks Next."""
+        if self.engine_error is None or not self.engine_fields or not self._core_ready:
+            return None
+        if self.engine_target() is not None:
+            return None  # a field of the form is about it: that field is marked
+        from gpuwiz.tui.forms import STEPS
+
+        key = self.engine_fields[0]
+        section = key.split(".")[0]
+        for spec in STEPS:
+            if any(f.path[0] == section for f in spec.fields):
+                return spec.id, key
+        return None
+
     def engine_error_words(self) -> str | None:
         """The engine's refusal as the live panel says it: the field by its label, the reason in words."""
         target = self.engine_target()
@@ -493,11 +564,30 @@ class GpuwizApp(App[None]):
         self.revision += 1
         self._schedule_recompute()  # also when req equals the old one (its answer was forgotten)
 
+    def _draft_soon(self) -> None:
+        """The draft for an edit: written now when the last write is over DRAFT_EVERY_S old, else
+        once that much time has passed (a burst of keys costs one write a second, not one a key).
+        Quit, SIGHUP/SIGTERM, a step change and saving write it at once (flush_draft)."""
+        if self._draft_timer is not None:
+            return  # already due
+        wait = self._draft_written_at + DRAFT_EVERY_S - time.monotonic()
+        if wait <= 0:
+            self.flush_draft()
+        else:
+            self._draft_timer = self.set_timer(wait, self.flush_draft, name="draft")
+
+    def _cancel_draft_timer(self) -> None:
+        timer, self._draft_timer = self._draft_timer, None
+        if timer is not None:
+            timer.stop()
+
     def flush_draft(self) -> None:
         from gpuwiz.tui import drafts
 
+        self._cancel_draft_timer()
         if not self._core_ready:
             return
+        self._draft_written_at = time.monotonic()
         try:
             if self.dirty:
                 drafts.write_draft(self.state_dir, self.requirements, self.config_path, self.step)
@@ -550,7 +640,7 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui.screens.steps import StepScreen
 
         scr = self.screen
-        return isinstance(scr, StepScreen) and bool(scr.invalid or scr.engine_marks)
+        return isinstance(scr, StepScreen) and bool(scr.invalid or scr.engine_marks or scr.yaml_mark)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action not in ("quit", "help") and getattr(self.screen, "too_small", False):
@@ -804,6 +894,7 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui import drafts
 
         def leave() -> None:
+            self._cancel_draft_timer()  # the draft is cleared now, never written again after
             if self.dirty or not self._keep_foreign_draft:
                 drafts.clear_draft(self.state_dir)
             self.exit()
@@ -1074,12 +1165,15 @@ def create_app(
     theme: str | None = None,
     handle_signals: bool = True,
     offer_restore: bool = True,
+    engine_process: bool = False,
 ) -> GpuwizApp:
     """Build the wizard. Raises GpuwizError for an unknown theme.
 
     ``config_path`` opens that config (errors are shown in the app); ``catalog_overlay`` merges a
     user catalog; ``state_dir`` overrides where the draft lives (default: ``$GPUWIZ_STATE_DIR`` or
     the platform's user state dir); ``no_mouse`` makes ``run()`` default to ``mouse=False``;
+    ``engine_process`` runs the engine in a child process (the command line's default; the thread
+    in this process answers until it is ready, and if it dies);
     ``theme`` is any Textual theme name (``ansi-dark``, ``ansi-light``, ``textual-dark`` …).
     """
     from gpuwiz.tui import cjk
@@ -1092,6 +1186,7 @@ def create_app(
         no_mouse=no_mouse,
         handle_signals=handle_signals,
         offer_restore=offer_restore,
+        engine_process=engine_process,
     )
     if theme is not None:
         names = sorted(app.available_themes)

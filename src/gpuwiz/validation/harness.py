@@ -653,7 +653,15 @@ def map_memory(e: dict[str, Any], catalog: Catalog) -> Case | Skipped:
         # PEFT README examples run in the default fp32 (T0_3B full: 47 GB ≈ 3B × 16 B)
         training["precision"] = "fp32"
         seq = seq or 512
-        note.append("sequence length and batch not published: 512 tokens, batch 1 assumed")
+        if "stable-diffusion" in str(e.get("model", "")).lower():
+            # the README's DreamBooth command: --resolution=512 --train_batch_size=1 --with_prior_preservation
+            # (each step adds a class image: 2 images), no xformers flag (eager attention, diffusers early 2023)
+            training["micro_batch"] = 2 * mb
+            training["flash_attention"] = False
+            note.append("README DreamBooth command: 512 px, batch 1 + a prior-preservation class image = 2 "
+                        "images per step, eager attention; the trained text encoder is not modelled")
+        else:
+            note.append("sequence length and batch not published: 512 tokens, batch 1 assumed")
         if "checkpointing" in task.lower():
             ck = "full"
     elif "qlora" in src or "qlora" in eid:

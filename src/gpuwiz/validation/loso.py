@@ -13,9 +13,10 @@ Free parameters (everything else in ``EfficiencyParams`` / ``MemoryParams`` is h
 * ``fragmentation``: the allocator allowance of the memory model.
 
 ``recompute_time_factor`` is no longer free: recompute costs the time of its FLOPs (1.0, one more forward
-pass per checkpointed layer, Korthikanti et al. 2022). Fitted (0.3), it had stood in for the higher
-efficiency of the large models that checkpoint, and in the folds it flipped between 0 and 0.6 with
-the held-out source; ``RECOMPUTE_FACTORS`` keeps the axis for experiments.
+pass per checkpointed layer, Korthikanti et al. 2022), less the MLP down projection where the stack's
+checkpoint stops early (``StackEntry.recompute_early_stop``, torch non-reentrant checkpoint). Fitted
+(0.3), it had stood in for the higher efficiency of the large models that checkpoint, and in the folds
+it flipped between 0 and 0.6 with the held-out source; ``RECOMPUTE_FACTORS`` keeps the axis for experiments.
 
 The fit is a grid search: every case is evaluated once per grid point (the predictions do not depend
 on the fold), then each fold picks the point that minimises its training loss: |log error| clipped at 1
@@ -339,7 +340,10 @@ def render_md(res: LosoResult) -> list[str]:
          f"memory model ({', '.join(f'{x:g}' for x in FRAGMENTATIONS)}) -- are fitted by grid search on every "
          "other source (each source weighing the same, whatever its number of entries), and the held-out source "
          "is predicted. Recompute is charged at the time of its FLOPs "
-         f"(recompute time factor {', '.join(f'{x:g}' for x in RECOMPUTE_FACTORS)}, not fitted). "
+         f"(recompute time factor {', '.join(f'{x:g}' for x in RECOMPUTE_FACTORS)}, not fitted): the block "
+         "forward again, less the MLP down projection on stacks whose checkpointing stops early "
+         "(catalog `stacks:` `recompute_early_stop`: PyTorch's non-reentrant checkpoint -- FSDP, llm-foundry, "
+         "torchtitan; Megatron, DeepSpeed and the transformers default re-run the whole block). "
          "The held-out predictions are pooled. Every other coefficient is "
          "fixed, and was set while looking at the whole set, so even this figure is somewhat optimistic.", "",
          f"- Throughput and GPU-hours ({tt.n} held-out predictions, {len(res.folds)} sources): median |error| "
@@ -364,6 +368,11 @@ def render_md(res: LosoResult) -> list[str]:
           "the GPU, precision and stack at hand by the ratio of their operator times (GEMMs with their shapes "
           "at achieved rates, the attention kernel, memory-bound bytes over achieved bandwidth, launch "
           "overhead). That ratio replaces the old consumer/workstation segment factor and the flat FP8 ×1.3. "
+          "The efficiency model's model-size and sequence-length curves were set on A100 runs; on other "
+          "generations the operator model scales them by how much more (or less) the work's shape -- small "
+          "GEMMs, launches, attention kernels against the GEMM rate -- costs on that generation's reference GPU "
+          "than on the A100 (`compute.RelSpeed.shape`; held out, Hopper 11 % → 8 %, overall 12.6 % → 11.1 %, "
+          "measured 2026-12-01). "
           "The published runs are estimated with `training.stack: auto` (`harness.STACK_AS_INPUT`): run on "
           "the stack each source used, the held-out error was 14.5 % / 34 % instead of 13.9 % / 31 % "
           "(measured 2026-12-01), i.e. the stacks' fused-kernel and overlap figures -- mostly estimates -- do "

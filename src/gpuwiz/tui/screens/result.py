@@ -116,6 +116,8 @@ class ResultScreen(WizScreen):
         rec = app.recommendation
         if rec is not None and app.baseline is None:
             app.pin_baseline()
+        if not self.is_current:
+            return  # drawn when shown (on_screen_resume): no work per keystroke on the input steps
         self._draw_whatif()
         self._draw_requirements()
         if rec is None:
@@ -132,6 +134,7 @@ class ResultScreen(WizScreen):
         plot = self.query_one(CostPlot)
         plot.points = tuple(rec.cost.monthly) if rec.cost else ()
         plot.breakeven = rec.cost.payback_months if rec.cost else None
+        plot.currency = rec.currency
         self.query_one("#pitfalls", Static).update(pitfalls_view(rec))
 
     def _draw_whatif(self) -> None:
@@ -147,7 +150,7 @@ class ResultScreen(WizScreen):
             subtitle = "⚠ " + app.engine_error + _(" (showing the last valid answer)")
         box.border_subtitle = escaped(subtitle)
         spans = {"time": whatif.fmt_span(now.wall_hours_range, whatif.fmt_hours),  # P10-P90, as the live panel
-                 "cost": whatif.fmt_span(now.cost_per_run_usd_range, whatif.fmt_usd)}
+                 "cost": whatif.fmt_span(now.cost_per_run_usd_range, whatif.money_fmt(now.currency))}
         box.update(deltas_table(deltas, two_columns=True, width=box.content_size.width or None, spans=spans))
         self.deltas = deltas
 

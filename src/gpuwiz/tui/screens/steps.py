@@ -14,6 +14,8 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.geometry import Size
+from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
 from gpuwiz.i18n import _
@@ -28,6 +30,21 @@ class FormScroll(VerticalScroll, can_focus=False):
     last one, never to an invisible container); the focused field scrolls into view."""
 
 
+class FieldInput(Input):
+    """Textual's Input, minus a layout pass of the whole screen on every typed character.
+
+    Textual 8.2.8's ``Input._watch_value`` assigns ``virtual_size`` (a ``layout=True`` reactive),
+    so each key re-arranges every widget on the screen and repaints the ones it touched (about a
+    third of the UI thread's time per key here). A field has a fixed width: its virtual size is
+    stored without the layout (as Textual itself does in ``_size_updated``); the value's own
+    repaint shows the character. Auto-sized inputs keep Textual's behaviour."""
+
+    def _watch_value(self, value: str) -> None:
+        if not self.styles.auto_dimensions:
+            self.set_reactive(Widget.virtual_size, Size(self.content_width, 1))
+        super()._watch_value(value)
+
+
 class StepScreen(WizScreen):
     BINDINGS: ClassVar[list[BindingType]] = []
 
@@ -37,6 +54,7 @@ class StepScreen(WizScreen):
         self.STEP = spec.id
         self.invalid: dict[str, str] = {}  # field id -> why its text is not accepted
         self.engine_marks: dict[str, str] = {}  # field id -> why the engine refuses the config for it
+        self.yaml_mark: str | None = None  # an engine refusal about a config key of this step with no field
         self._shown: dict[str, str] = {}  # field id -> the mark on screen (an invalid text wins)
         self._applied: dict[str, str] = {}  # field id -> the text last applied to the requirements
         self._by_id: dict[str, FieldSpec] = {f.id: f for f in spec.fields}
@@ -67,6 +85,7 @@ class StepScreen(WizScreen):
             with FormScroll(classes="form", id="form"):
                 yield Static(Text.assemble((_(self.spec.title), "bold"), " · " + _(self.spec.intro)),
                              classes="step-intro")
+                yield Static("", classes="field-error yaml-refusal", id="yaml-refusal")
                 for f in self.spec.fields:
                     with Horizontal(classes="field-row", id=f"row-{f.id}"):
                         yield Label("  " + _(f.label), classes="field-label", markup=False)
@@ -75,7 +94,7 @@ class StepScreen(WizScreen):
                             yield Select(self._options(f), value=value, allow_blank=False, compact=True, id=f.id,
                                          classes="field-input")
                         else:
-                            yield Input(value, placeholder=shown_placeholder(f), compact=True, id=f.id,
+                            yield FieldInput(value, placeholder=shown_placeholder(f), compact=True, id=f.id,
                                         classes="field-input", select_on_focus=True)
                     yield Static("", classes="field-error", id=f"err-{f.id}")
                     yield Static(plain(_(f.help)), classes="field-help", id=f"help-{f.id}")
@@ -122,10 +141,14 @@ class StepScreen(WizScreen):
             self._mark(f, None)
 
     def _refresh_panel(self, *_: object) -> None:
+        if not self.is_current:
+            return  # the other steps' panels are drawn when shown (on_screen_resume)
         panel = self.query_one(LivePanel)
         panel.show(self.wiz.recommendation, self.wiz.requirements, self.wiz.engine_error_words(), bool(self.invalid))
 
     def _on_engine_answer(self, *_: object) -> None:
+        if not self.is_current:
+            return  # on_screen_resume syncs the marks and the panel
         self._sync_engine_marks()
         self._refresh_panel()
 
@@ -133,11 +156,36 @@ class StepScreen(WizScreen):
         """Mark the field of this step the engine's refusal is about (typed: ``GpuwizError.fields``)."""
         target = self.wiz.engine_target()
         marks = {target[1].id: target[2]} if target is not None and target[1].id in self._by_id else {}
+        self._sync_yaml_mark()
         if marks == self.engine_marks:
             return
         old, self.engine_marks = self.engine_marks, marks
         for fid in set(old) | set(marks):
             self._show_mark(self._by_id[fid])
+
+    def _sync_yaml_mark(self) -> None:
+        """A refusal about a key of this step the form has no field for: one line at the top of the
+        form naming the key and what to do (edit the YAML file, open it again); Next is blocked."""
+        found = self.wiz.engine_yaml_key()
+        mark = None
+        if found is not None and found[0] == self.spec.id:
+            key = found[1]
+            path = self.wiz.config_path
+            how = (_("edit it in {file} and open the file again (ctrl+o)").format(file=path) if path else
+                   _("save the config (ctrl+s), edit it in the YAML file and open it again (ctrl+o)"))
+            reason = self.wiz.engine_reason
+            why = f"{key}: {reason}" if reason else (self.wiz.engine_error or key)
+            mark = _("↳ {why}. {key} is set in the YAML file; the form has no field for it. To fix: {how}.").format(
+                why=why, key=key, how=how)
+        if mark == self.yaml_mark:
+            return
+        flipped = (mark is None) != (self.yaml_mark is None)
+        self.yaml_mark = mark
+        box = self.query_one("#yaml-refusal", Static)
+        box.update(plain(mark or ""))
+        box.set_class(mark is not None, "-shown")
+        if flipped:
+            self.refresh_bindings()  # Next greys out while the refusal stands
 
     def _mark(self, f: FieldSpec, error: str | None) -> None:
         """Record whether the field's text is accepted, and show it."""

@@ -13,8 +13,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gpuwiz.core.models import MonthPoint
-from gpuwiz.core.whatif import fmt_usd
+from gpuwiz.core.models import CurrencyInfo, MonthPoint
+from gpuwiz.core.whatif import fmt_money
 from gpuwiz.i18n import _
 
 _DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] within a cell
@@ -65,7 +65,8 @@ def _half_block(bits: int) -> str:
     return "█" if top and bottom else ("▀" if top else "▄")
 
 
-def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: float | None = None) -> Text:
+def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: float | None = None,
+                currency: CurrencyInfo | None = None) -> Text:
     label_w = 9
     cols = max(8, width - label_w - 1)
     rows = max(3, height - 3)
@@ -77,11 +78,11 @@ def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: fl
     out = Text()
     for r in range(rows):
         if r == 0:
-            lab = fmt_usd(vmax)
+            lab = fmt_money(vmax, currency)
         elif r == rows - 1:
-            lab = "$0"
+            lab = fmt_money(0.0, currency).split(".")[0]  # "$0", "¥0"
         elif r == rows // 2:
-            lab = fmt_usd(vmax / 2)
+            lab = fmt_money(vmax / 2, currency)
         else:
             lab = ""
         out.append(lab.rjust(label_w - 1) + " ┤" if lab else " " * (label_w - 1) + " │", style="dim")
@@ -122,8 +123,9 @@ class CostPlot(Widget):
 
     points: reactive[tuple[MonthPoint, ...]] = reactive(tuple, layout=False)
     breakeven: reactive[float | None] = reactive(None)
+    currency: reactive[CurrencyInfo | None] = reactive(None)  # axis labels in the user's currency
 
     def render(self) -> Text:
         if not self.points:
             return Text(_("No month-by-month cost data for this answer."), style="dim")
-        return render_plot(list(self.points), self.size.width, self.size.height, self.breakeven)
+        return render_plot(list(self.points), self.size.width, self.size.height, self.breakeven, self.currency)

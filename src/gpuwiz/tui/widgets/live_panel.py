@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpuwiz.core.models import Recommendation, Requirements
-from gpuwiz.core.whatif import fmt_gib, fmt_hours, fmt_span, fmt_usd, key_numbers
+from gpuwiz.core.whatif import fmt_gib, fmt_hours, fmt_span, key_numbers, money_fmt
 from gpuwiz.i18n import N_, _
 from gpuwiz.tui.widgets.bars import memory_bar
 
@@ -84,13 +84,14 @@ class LivePanel(Widget):
             parts.append(t)
             c = Text()
             c.append(_label(_("Cost/run")), style="dim")
-            c.append(fmt_usd(kn.cost_per_run_usd), style="bold")
-            c.append(fmt_span(kn.cost_per_run_usd_range, fmt_usd), style="dim")
+            money = money_fmt(kn.currency)  # the user's currency (deployment.currency / country)
+            c.append(money(kn.cost_per_run_usd), style="bold")
+            c.append(fmt_span(kn.cost_per_run_usd_range, money), style="dim")
             parts.append(c)
             if kn.cost_per_year_usd is not None:
                 y = Text()
                 y.append(_label(_("Cost/year")), style="dim")
-                y.append(fmt_usd(kn.cost_per_year_usd))
+                y.append(money(kn.cost_per_year_usd))
                 parts.append(y)
             if kn.verdict:
                 v = Text()

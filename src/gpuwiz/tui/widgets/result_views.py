@@ -9,9 +9,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gpuwiz.core.models import Build, Recommendation
+from gpuwiz.core.models import Build, CurrencyInfo, Recommendation
 from gpuwiz.core.report import pareto_against_pick, pick_point
-from gpuwiz.core.whatif import Delta, fmt_gib, fmt_hours, fmt_span, fmt_usd, pitfalls_by_severity
+from gpuwiz.core.whatif import Delta, currency_symbol, fmt_gib, fmt_hours, fmt_span, money_fmt, pitfalls_by_severity
 from gpuwiz.i18n import _
 from gpuwiz.tui.plain import add_row, plain
 from gpuwiz.tui.widgets.bars import breakdown_bar, breakdown_legend, memory_bar
@@ -36,7 +36,7 @@ def nothing_fits(rec: Recommendation) -> RenderableType:
         line.append_text(plain(bc.message))
         parts.append(line)
     if rec.dropped:
-        parts.append(Text(_("Candidates dropped: ") + ", ".join(f"{k} ({v})" for k, v in rec.dropped.items()),
+        parts.append(Text(_("Candidates dropped: ") + ", ".join(f"{_(k)} ({v})" for k, v in rec.dropped.items()),
                           style="dim"))
     for s in rec.suggestions:
         parts.append(plain("• " + s))
@@ -91,6 +91,7 @@ def _too_wide(room: int | None, after: str, span: str, marked: str, change: str)
 
 
 def build_view(rec: Recommendation) -> RenderableType:
+    m = money_fmt(rec.currency)  # money in the user's currency (the engine's numbers are USD)
     if not rec.found or rec.build is None:
         return nothing_fits(rec)
     b = rec.build
@@ -114,12 +115,12 @@ def build_view(rec: Recommendation) -> RenderableType:
         tight.append(Text.assemble((_("Binding constraint ({kind}): ").format(kind=bc.kind), "bold yellow"),
                                    plain(bc.message)))
     if b.bom:
-        return Group(head, *tight, Text(""), *_build_block(b, _("Bill of materials")))
+        return Group(head, *tight, Text(""), *_build_block(b, _("Bill of materials"), rec.currency))
     rented = Text()
     rented.append(_("Rent: "), style="bold")
     rented.append(b.site.removeprefix("cloud: "))
     if rec.cost_per_run_usd is not None:
-        rented.append(_(", {money} per run").format(money=fmt_usd(rec.cost_per_run_usd)))
+        rented.append(_(", {money} per run").format(money=m(rec.cost_per_run_usd)))
     parts: list[RenderableType] = [head, *tight, rented, *_instance_lines(rec)]
     if b.software:
         parts.append(Text(_("Software: ") + ", ".join(b.software), style="dim"))
@@ -127,7 +128,7 @@ def build_view(rec: Recommendation) -> RenderableType:
         bb = rec.buy_build
         parts += [Text(""), Text(_("If you would rather own it: ") + f"{bb.gpu_name} × {bb.gpus_per_node}"
                                  + (_(" × {n} nodes").format(n=bb.nodes) if bb.nodes > 1 else ""), style="bold")]
-        parts += _build_block(bb, _("Bill of materials (to own)"))
+        parts += _build_block(bb, _("Bill of materials (to own)"), rec.currency)
     else:
         parts.append(Text(_("No build you could buy meets these requirements; cloud offers are on tab 3."),
                           style="dim"))
@@ -136,6 +137,7 @@ def build_view(rec: Recommendation) -> RenderableType:
 
 def _instance_lines(rec: Recommendation) -> list[RenderableType]:
     """A rented pick is instances, not a chassis: how many, of which offer, and each one's host."""
+    m = money_fmt(rec.currency)  # money in the user's currency (the engine's numbers are USD)
     b, offer = rec.build, rec.cost.rent_offer if rec.cost else None
     out: list[RenderableType] = []
     if offer is not None:
@@ -144,7 +146,7 @@ def _instance_lines(rec: Recommendation) -> list[RenderableType]:
                else _("Instances: {n} × {offer} ({gpus} GPUs each{where}), {usd}/h in all"))
         out.append(plain(fmt.format(
             n=offer.instances, offer=f"{offer.provider} {offer.instance}", gpus=offer.gpus_per_instance,
-            where=f", {where}" if where else "", usd=fmt_usd(offer.usd_per_hour))))
+            where=f", {where}" if where else "", usd=m(offer.usd_per_hour))))
     inst = b.instance if b is not None else None
     if inst is not None:
         host = [_("{n} vCPUs").format(n=inst.vcpus) if inst.vcpus else _("vCPUs not published"),
@@ -160,6 +162,7 @@ def _instance_lines(rec: Recommendation) -> list[RenderableType]:
 
 def pareto_view(rec: Recommendation) -> RenderableType | None:
     """The time / cost front against the pick ('2.1x faster for +13%'), or None without one."""
+    m = money_fmt(rec.currency)  # money in the user's currency (the engine's numbers are USD)
     pts = pareto_against_pick(rec)
     if not pts:
         return None
@@ -167,18 +170,19 @@ def pareto_view(rec: Recommendation) -> RenderableType | None:
     table.add_column(_("Build"), ratio=1)
     table.add_column(_("How"), no_wrap=True)
     table.add_column(_("Time"), justify="right", no_wrap=True)
-    table.add_column(_("$/run"), justify="right", no_wrap=True)
+    table.add_column(_("{sym}/run").format(sym=currency_symbol(rec.currency)), justify="right", no_wrap=True)
     table.add_column(_("Against the pick"), ratio=1)
     me = pick_point(rec)
     for p, what in pts:
         label = f"{p.count} × {p.gpu}" + (_(" ({n} nodes)").format(n=p.nodes) if p.nodes > 1 else "")
         add_row(table, plain(label, "bold" if p is me else ""), _("rent") if p.rented else _("buy"),
-                fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what)
+                fmt_hours(p.wall_hours), m(p.cost_per_run_usd), what)
     return table
 
 
-def _build_block(b: Build, title: str) -> list[RenderableType]:
-    """Spec lines and bill of materials of one physical build."""
+def _build_block(b: Build, title: str, cur: CurrencyInfo | None = None) -> list[RenderableType]:
+    """Spec lines and bill of materials of one physical build (money in ``cur``)."""
+    m = money_fmt(cur)
     spec = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
     spec.add_column(style="dim", no_wrap=True)
     spec.add_column()
@@ -206,8 +210,8 @@ def _build_block(b: Build, title: str) -> list[RenderableType]:
         item = plain(line.item)
         if line.note:
             item.append_text(plain(f" ({line.note})", "dim"))
-        add_row(bom, item, str(line.qty), fmt_usd(line.unit_usd), fmt_usd(line.total_usd))
-    add_row(bom, plain(_("Capex"), "bold"), "", "", plain(fmt_usd(b.capex_usd), "bold"))
+        add_row(bom, item, str(line.qty), m(line.unit_usd), m(line.total_usd))
+    add_row(bom, plain(_("Capex"), "bold"), "", "", plain(m(b.capex_usd), "bold"))
     return [spec, Text(""), bom]
 
 
@@ -250,6 +254,7 @@ def memory_view(rec: Recommendation, width: int) -> RenderableType:
 
 
 def alternatives_view(rec: Recommendation) -> RenderableType:
+    m = money_fmt(rec.currency)  # money in the user's currency (the engine's numbers are USD)
     parts: list[RenderableType] = []
     front = pareto_view(rec)
     if front is not None:
@@ -258,10 +263,10 @@ def alternatives_view(rec: Recommendation) -> RenderableType:
     alt.add_column("GPU", ratio=1)
     alt.add_column("×", justify="right", no_wrap=True)
     alt.add_column(_("Time"), justify="right", no_wrap=True)
-    alt.add_column(_("$/run"), justify="right", no_wrap=True)
+    alt.add_column(_("{sym}/run").format(sym=currency_symbol(rec.currency)), justify="right", no_wrap=True)
     alt.add_column(_("Why"), ratio=2)
     for a in rec.alternatives:
-        add_row(alt, a.gpu_name, str(a.count), fmt_hours(a.wall_hours), fmt_usd(a.cost_per_run_usd), a.reason)
+        add_row(alt, a.gpu_name, str(a.count), fmt_hours(a.wall_hours), m(a.cost_per_run_usd), a.reason)
     if not rec.alternatives:
         add_row(alt, "—", "", "", "", _("no other feasible build"))
     parts.append(alt)
@@ -269,18 +274,19 @@ def alternatives_view(rec: Recommendation) -> RenderableType:
         cloud = _titled_table(_("Cloud offers"))
         cloud.add_column(_("Provider / instance"), ratio=1)
         cloud.add_column("n", justify="right", no_wrap=True)
-        cloud.add_column("$/h", justify="right", no_wrap=True)
-        cloud.add_column(_("$/run"), justify="right", no_wrap=True)
+        cloud.add_column(currency_symbol(rec.currency) + "/h", justify="right", no_wrap=True)
+        cloud.add_column(_("{sym}/run").format(sym=currency_symbol(rec.currency)), justify="right", no_wrap=True)
         cloud.add_column(_("spot"), justify="right", no_wrap=True)
         for c in rec.cost.cloud[:8]:
-            add_row(cloud, f"{c.provider} {c.instance}", str(c.instances), fmt_usd(c.usd_per_hour),
-                          fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd))
+            add_row(cloud, f"{c.provider} {c.instance}", str(c.instances), m(c.usd_per_hour),
+                          m(c.cost_per_run_usd), m(c.cost_per_run_spot_usd))
         parts += [Text(""), cloud]
     parts.append(Text(_("{n} candidates considered").format(n=rec.candidates_considered), style="dim"))
     return Group(*parts)
 
 
 def cost_summary(rec: Recommendation) -> RenderableType:
+    m = money_fmt(rec.currency)  # money in the user's currency (the engine's numbers are USD)
     c = rec.cost
     if c is None:
         return Text(_("No rent-vs-buy analysis for this answer."), style="dim")
@@ -292,17 +298,17 @@ def cost_summary(rec: Recommendation) -> RenderableType:
     rows.add_column(style="dim", no_wrap=True)
     rows.add_column()
     if rec.cost_per_run_usd is not None:  # the P10-P90 ranges, as in the live panel and the memo
-        per_run = fmt_usd(rec.cost_per_run_usd) + fmt_span(rec.cost_per_run_usd_range, fmt_usd)
+        per_run = m(rec.cost_per_run_usd) + fmt_span(rec.cost_per_run_usd_range, m)
         if rec.estimate is not None:
             t_run = rec.estimate.time
             per_run = f"{fmt_hours(t_run.wall_hours)}{fmt_span(t_run.wall_hours_range, fmt_hours)}, " + per_run
         add_row(rows, "Per run", per_run + " (P10–P90 in brackets)")
     if c.rent_usd_per_gpu_hour is not None:
-        add_row(rows, _("Rent"), _("{money} per GPU-hour").format(money=fmt_usd(c.rent_usd_per_gpu_hour)))
+        add_row(rows, _("Rent"), _("{money} per GPU-hour").format(money=m(c.rent_usd_per_gpu_hour)))
     if c.onprem is not None:
         o = c.onprem
         add_row(rows, _("Buy"), _("capex {capex}, TCO {tco} over the horizon, {per}/GPU-h at {busy:.0f}% busy").format(
-            capex=fmt_usd(o.capex_usd), tco=fmt_usd(o.total_usd), per=fmt_usd(o.usd_per_gpu_hour),
+            capex=m(o.capex_usd), tco=m(o.total_usd), per=m(o.usd_per_gpu_hour),
             busy=o.utilization * 100))
     if c.breakeven_utilization is not None:
         be = c.breakeven_utilization

@@ -1,0 +1,77 @@
+"""The wizard's engine process: reads (seq, requirements) frames on stdin, answers on stdout.
+
+Started by ``gpuwiz.tui.engine.EngineProcess``; not a user command. It loads the core and the
+catalog once, says "ready", then answers each request with the same ``Outcome`` the wizard's
+thread would give. When several requests are waiting only the newest is computed (older ones are
+stale: the wizard drops their answers anyway). It ends at end of file on stdin (the wizard quit
+or died).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import sys
+from typing import IO
+
+from gpuwiz.tui.engine import Engine, read_request, write_frame
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="gpuwiz.tui.engine_child")
+    ap.add_argument("--lang", default="en")
+    ap.add_argument("--catalog", default=None)
+    args = ap.parse_args(argv)
+    from gpuwiz.i18n import set_language
+
+    set_language(args.lang)
+    engine = Engine(args.catalog)
+    engine.try_catalog()  # loaded before "ready" (a bad overlay: each answer says so, as in the thread)
+    _warm_up(engine)
+    import gc
+
+    gc.freeze()  # the core, pydantic and the catalog live as long as the child: out of the collector's walk
+
+    stdin = os.fdopen(sys.stdin.fileno(), "rb", buffering=0)  # unbuffered: select() sees every waiting byte
+    stdout = sys.stdout.buffer
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - a stray print must never corrupt the frames
+    write_frame(stdout, ("ready", 0, None))
+    while True:
+        request = read_request(stdin)
+        if request is None:
+            return 0
+        while _more_waiting(stdin):  # a burst of keys: only the newest requirements count
+            newer = read_request(stdin)
+            if newer is None:
+                return 0
+            request = newer
+        seq, req = request
+        write_frame(stdout, ("answer", seq, engine.run(req)))
+
+
+def _warm_up(engine: Engine) -> None:
+    """One answer before "ready" (the engine's lazy imports and caches): the first real one is as
+    fast as the rest. An example config, as the wizard's own first answer usually is."""
+    from importlib import resources
+
+    from gpuwiz.core.config_io import loads_config
+    from gpuwiz.core.errors import GpuwizError
+
+    try:
+        text = resources.files("gpuwiz").joinpath("examples", "small-team-lora-7b.yaml").read_text(encoding="utf-8")
+        engine.run(loads_config(text, "warm-up"))
+    except (GpuwizError, OSError):  # no examples installed: the first answer is a little slower
+        pass
+
+
+def _more_waiting(stream: IO[bytes]) -> bool:
+    try:
+        ready, _w, _x = select.select([stream], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return bool(ready)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

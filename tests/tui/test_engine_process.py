@@ -1,0 +1,144 @@
+"""The engine in a child process (the command line's wizard): same answers as the thread, the thread
+while it starts and when it dies or cannot start; and the debounced draft (at most one write a
+second while typing, written at once on exit)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from wizhelp import settle
+
+from gpuwiz.core.config_io import load_config
+from gpuwiz.tui import drafts
+from gpuwiz.tui.app import GpuwizApp
+from gpuwiz.tui.engine import Engine, engine_process_wanted
+
+MakeApp = Callable[..., GpuwizApp]
+
+
+async def until(pilot: Any, cond: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
+    """Wait for a condition (bounded; the child process needs a moment to load the core)."""
+    deadline = time.monotonic() + limit_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await pilot.pause(0.02)
+
+
+async def type_epochs(pilot: Any, app: GpuwizApp, text: str) -> None:
+    app.goto("data")
+    await pilot.pause()
+    app.screen.query_one("#f-data-epochs").focus()
+    await pilot.pause()
+    await pilot.press("ctrl+u", *list(text))
+
+
+def test_the_command_line_wants_the_process_unless_told_otherwise() -> None:
+    assert engine_process_wanted({}) is True
+    assert engine_process_wanted({"GPUWIZ_ENGINE": "thread"}) is False
+    assert engine_process_wanted({"GPUWIZ_ENGINE": "process"}) is True
+
+
+async def test_the_child_process_answers_as_the_thread_would(make_app: MakeApp, config_file: Path) -> None:
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
+        proc = app._engine_proc
+        assert proc is not None
+        sent: list[int] = []
+        submit = proc.submit
+
+        def spy(seq: int, req: Any) -> bool:
+            sent.append(seq)
+            return submit(seq, req)
+
+        proc.submit = spy  # type: ignore[method-assign]
+        await type_epochs(pilot, app, "3")
+        await until(pilot, lambda: app.answered and app.requirements.data.epochs == 3, "the answer for 3 epochs")
+        assert sent and sent[-1] == app._seq  # asked of the child, not of the thread
+        assert app.recommendation == Engine().run(app.requirements).rec
+        assert app.answer_for == app.requirements
+
+
+async def test_a_dead_child_hands_over_to_the_thread(make_app: MakeApp, config_file: Path) -> None:
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
+        proc = app._engine_proc
+        assert proc is not None and proc._proc is not None
+        proc._proc.kill()
+        proc._proc.wait()
+        await type_epochs(pilot, app, "4")
+        await until(pilot, lambda: app._engine_proc is None, "the app noticed the child is gone")
+        await until(pilot, lambda: app.answered and app.requirements.data.epochs == 4, "the thread's answer")
+        assert app.recommendation == Engine().run(app.requirements).rec
+        await type_epochs(pilot, app, "5")  # and it keeps answering on the thread
+        await settle(pilot, app)
+        assert app.requirements.data.epochs == 5 and app.answer_for == app.requirements
+
+
+async def test_a_child_that_cannot_start_leaves_the_thread(make_app: MakeApp, config_file: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_popen(*_a: object, **_k: object) -> None:
+        raise OSError("no processes left")
+
+    monkeypatch.setattr(subprocess, "Popen", no_popen)
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert app._engine_proc is None and app.recommendation is not None
+        await type_epochs(pilot, app, "3")
+        await settle(pilot, app)
+        assert app.requirements.data.epochs == 3 and app.answer_for == app.requirements
+
+
+async def test_typing_writes_the_draft_at_most_once_a_second_and_keeps_up(
+        make_app: MakeApp, config_file: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[float] = []
+    real = drafts.write_draft
+
+    def counted(*a: Any, **k: Any) -> Any:
+        writes.append(time.monotonic())
+        return real(*a, **k)
+
+    monkeypatch.setattr(drafts, "write_draft", counted)
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.goto("data")
+        await pilot.pause()
+        app.screen.query_one("#f-data-epochs").focus()
+        await pilot.pause()
+        writes.clear()
+        t0 = time.monotonic()
+        for key in "3" * 5 + "4":  # 2 → 23333… → a burst of edits
+            await pilot.press("ctrl+u", key)
+        elapsed = time.monotonic() - t0
+        assert app.requirements.data.epochs == 4 and app.dirty
+        assert 1 <= len(writes) <= 2 + int(elapsed), (len(writes), elapsed)  # not one per key
+        # the last edit reaches the disk by itself (at most ~1 s later), the app still running
+        await until(pilot, lambda: (d := drafts.read_draft(state_dir, live=True)) is not None
+                    and d.requirements == app.requirements, "the draft has the last edit", 10.0)
+
+
+async def test_an_exit_right_after_an_edit_writes_the_draft(make_app: MakeApp, config_file: Path,
+                                                            state_dir: Path) -> None:
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await type_epochs(pilot, app, "7")
+        await type_epochs(pilot, app, "8")  # within the second: this one waits for the timer
+        await asyncio.sleep(0)
+        edited = app.requirements
+        assert edited.data.epochs == 8
+    draft = drafts.read_draft(state_dir)
+    assert draft is not None and draft.requirements == edited
+    assert load_config(config_file).data.epochs != 8  # only the draft has it
