@@ -1,0 +1,121 @@
+"""This tree against an earlier commit, side by side in one run: is the engine slower than before?
+
+Issues 11 and 12 ask that ``recommend()`` and ``gpuwiz recommend`` be no slower than before they
+began (the end of round 1 is commit e0031dc, the default ``--ref``). The script checks that commit
+out into a temporary worktree and, for every example config the two trees share, measures
+
+- in-process ``recommend()``: CPU time (``time.process_time``), median of ``--repeat`` runs after one
+  warm-up, in a fresh interpreter per tree, the two trees alternated (the memo of this tree is
+  cleared before every run: "cold", as a config just opened);
+- ``gpuwiz recommend CONFIG --format json`` as a process: instructions counted by valgrind
+  (callgrind; deterministic, so one run each) where valgrind is installed.
+
+Both trees run on this checkout's virtual environment (same Python, pydantic, PyYAML), with bytecode
+written as a normal install does (PYTHONDONTWRITEBYTECODE unset) and warmed by one run. Prints
+figures only; the targets live in the issues, not in tests.
+
+Usage: python bench/bench_vs_ref.py [--ref COMMIT] [--repeat N] [--no-instructions]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+PROBE = r"""
+import json, sys, time
+from gpuwiz.core.catalog import load_catalog
+from gpuwiz.core.config_io import load_config
+from gpuwiz.core.recommend import recommend
+try:
+    from gpuwiz.core import memo
+    clear = memo.clear
+except ImportError:  # the older tree has no memo
+    clear = lambda: None
+cat = load_catalog()
+req = load_config(sys.argv[1])
+req = req[0] if isinstance(req, tuple) else req
+recommend(req, cat)
+out = []
+for _ in range(int(sys.argv[2])):
+    clear()
+    c0 = time.process_time()
+    recommend(req, cat)
+    out.append((time.process_time() - c0) * 1000)
+print(json.dumps(out))
+"""
+
+
+def _env(tree: Path, cache: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(tree / "src")
+    env["GPUWIZ_CACHE_DIR"] = cache
+    return env
+
+
+def _in_process(tree: Path, config: Path, repeat: int, cache: str) -> list[float]:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(config), str(repeat)], cwd=tree, env=_env(tree, cache),
+                         capture_output=True, text=True, check=True)
+    return [float(x) for x in json.loads(out.stdout.strip().splitlines()[-1])]
+
+
+def _instructions(tree: Path, config: Path, cache: str) -> int | None:
+    cmd = [sys.executable, "-m", "gpuwiz", "recommend", str(config), "--format", "json"]
+    subprocess.run(cmd, cwd=tree, env=_env(tree, cache), capture_output=True, check=False)  # warm bytecode, cache
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], cwd=tree,
+                         env=_env(tree, cache), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         check=False)
+    m = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
+    return int(m.group(1)) if out.returncode == 0 and m else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ref", default="e0031dc", help="the earlier commit (default: the end of round 1)")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--no-instructions", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gpuwiz-ref-") as tmp:
+        ref = Path(tmp) / "ref"
+        subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", str(ref), args.ref],
+                       check=True, capture_output=True)
+        try:
+            names = sorted(p.name for p in (ref / "examples").glob("*.yaml")
+                           if (HERE / "examples" / p.name).exists())
+            count = not args.no_instructions and shutil.which("valgrind") is not None
+            print(f"this tree vs {args.ref}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs, "
+                  f"load average {os.getloadavg()[0]:.1f}")
+            print(f"{'example':32s} {'recommend() CPU ms, median':>28s} {'ratio':>6s}"
+                  + (f" {'process instructions (M)':>26s} {'ratio':>6s}" if count else ""))
+            for name in names:
+                with tempfile.TemporaryDirectory() as c_old, tempfile.TemporaryDirectory() as c_new:
+                    old: list[float] = []
+                    new: list[float] = []
+                    for _ in range(2):  # alternated, so drift in the machine's load hits both
+                        old += _in_process(ref, ref / "examples" / name, args.repeat, c_old)
+                        new += _in_process(HERE, HERE / "examples" / name, args.repeat, c_new)
+                    mo, mn = statistics.median(old), statistics.median(new)
+                    line = f"{name:32s} {mo:12.1f} -> {mn:8.1f} ms {mn / mo:6.2f}"
+                    if count:
+                        io = _instructions(ref, ref / "examples" / name, c_old)
+                        inn = _instructions(HERE, HERE / "examples" / name, c_new)
+                        if io and inn:
+                            line += f" {io / 1e6:12.0f} -> {inn / 1e6:8.0f} {inn / io:6.2f}"
+                    print(line)
+            print(f"load average at the end {os.getloadavg()[0]:.1f}")
+        finally:
+            subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(ref)], capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
