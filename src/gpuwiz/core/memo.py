@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
+from gpuwiz.i18n import current_language
+
 if TYPE_CHECKING:
     from gpuwiz.core.catalog import Catalog
     from gpuwiz.core.estimate import Context, QuickResult
@@ -51,7 +53,7 @@ enabled = True  # the differential test turns it off to run the engine exactly a
 
 Candidates = dict[tuple[str, int, int], "QuickResult"]
 Caches = dict[str, dict[Any, Any]]
-_plans: OrderedDict[tuple[int, str], tuple[Catalog, Candidates, Caches]] = OrderedDict()
+_plans: OrderedDict[tuple[int, str, str], tuple[Catalog, Candidates, Caches]] = OrderedDict()
 _lock = threading.Lock()  # the TUI runs the engine in a worker thread
 
 
@@ -83,7 +85,10 @@ def entry(req: Requirements, cat: Catalog, ctx: Context | None = None) -> tuple[
     the caller's own per-candidate tables under names of its choosing), or None when off."""
     if not enabled:
         return None
-    key = (id(cat), plan_key(req))  # the entry holds the catalog, so its id is not reused meanwhile
+    # The entry holds the catalog, so its id is not reused meanwhile. The language is in the key:
+    # cached results may carry sentences (a plan's reasons, a BOM's notes) in the language of the
+    # call that made them.
+    key = (id(cat), plan_key(req), current_language())
     with _lock:
         hit = _plans.get(key)
         if hit is not None and hit[0] is cat:
@@ -154,9 +159,10 @@ def table(cat: Catalog, name: str, maxsize: int = 4096, catalog_only: bool = Fal
     if not enabled:
         return None
     d = cat.derived
-    t = d.get(("memo", name))
+    name_key = ("memo", name, current_language())  # a cached value may hold translated text
+    t = d.get(name_key)
     if t is None:
-        t = d.setdefault(("memo", name), Lru(maxsize))
+        t = d.setdefault(name_key, Lru(maxsize))
     if not catalog_only and t.gen != _generation:
         with t.lock:
             t.data.clear()
