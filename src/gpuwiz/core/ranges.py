@@ -112,7 +112,7 @@ def _range_for(table: RangeTable, kind: RangeKind, keys: dict[str, str]) -> Spre
         g = groups.get(key) if isinstance(groups, dict) and key is not None else None
         if isinstance(g, GroupRange) and g.n >= MIN_GROUP:
             used.append((f"{dim} {key}", g))
-            facts_used.append((dim, key, g.n))
+            facts_used.append((dim, str(key), g.n))
         elif key is not None:
             missing.append(f"{dim} {key} ({g.n if isinstance(g, GroupRange) else 0} entries)")
             facts_missing.append((dim, key, g.n if isinstance(g, GroupRange) else 0))

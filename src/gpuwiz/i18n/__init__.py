@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # the running program needs neither (English start-up imports
     from collections.abc import Mapping
     from gettext import GNUTranslations
 
-__all__ = ["LANGS", "N_", "Msg", "_", "cells", "choose_language", "current_language", "encoding_note", "ljust", "set_language",
-           "setup"]
+__all__ = ["LANGS", "N_", "Msg", "_", "cells", "choose_language", "current_language", "encoding_note", "ljust",
+           "set_language", "setup"]
 
 LANGS = ("en", "zh-CN")
 DOMAIN = "gpuwiz"
