@@ -85,7 +85,9 @@ def main() -> None:
             instr = {name: _instructions(COMMANDS[name], env) for name in names}
 
     print(f"{args.n} paired rounds, rotated order; python {sys.version.split()[0]}; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}\n")
+          f"load average {os.getloadavg()[0]:.1f}; "
+          f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}"
+          " (then gpuwiz's bytecode comes from its cache folder, gpuwiz/_pyc.py)\n")
     print(f"{'command':36s} {'wall ms':>8s} {'cpu ms':>8s} {'x floor (paired wall)':>22s} {'x floor cpu':>12s}"
           f" {'instructions':>14s}")
     for name in names:

@@ -33,6 +33,16 @@ RETRIEVED = "2026-12-01"
 # Directories are read in this order; an offer (provider, instance type, region) read from an
 # earlier one supersedes the same offer in a later one (newer snapshots first).
 OBSERVED = {
+    "gcp-v8": ("2025", "catalogs/v8 @8427bbff988a; lists a4-highgpu-8g (B200), which Google Cloud offered from 2025, "
+               "so observed no earlier than 2025; its H100/H200 on-demand rows equal the v7 snapshot's; commit date "
+               "not available, snapshot read 2026-12-01"),
+    "lambda-v8": ("2025", "catalogs/v8 @95eaf484fa40; per-GPU rates $2.99 H100 SXM, $4.99 B200 are below the "
+                  "$3.99/$6.69 Lambda listed on 2026-09-20, so observed before that; B200 listed, so no earlier "
+                  "than 2025; "
+                  "commit date not available"),
+    "nebius-v8": ("2025", "catalogs/v8 @0082b0435f39; per-GPU rates $2.95 H100, $3.50 H200, $5.50 B200 are below the "
+                  "$3.85/$4.50/$7.15 nebius.com listed on 2026-09-25, so observed before that; B200 listed, so no "
+                  "earlier than 2025; commit date not available"),
     "aws-v8": ("2025-06", "catalogs/v8 @e385a0d348ed; post-cut AWS list prices (p5.48xlarge us-east-1 $55.04 "
                "after the 2025-06-05 cut), so observed no earlier than 2025-06; commit date not available, "
                "snapshot read 2026-12-01"),
@@ -45,7 +55,9 @@ OBSERVED = {
     "tencentcloud": ("2025", "community fork, commit date not available; USD as the fork lists them"),
 }
 
-CLOUD_OF = {"aws-v8": "aws"}  # a folder holding another snapshot of a cloud's file
+# a folder holding another snapshot of a cloud's file
+CLOUD_OF = {"aws-v8": "aws", "gcp-v8": "gcp", "lambda-v8": "lambda", "nebius-v8": "nebius"}
+MAP = ROOT / "src" / "gpuwiz" / "data" / "skypilot_map.yaml"
 
 
 def generated() -> list[dict[str, object]]:
@@ -53,6 +65,16 @@ def generated() -> list[dict[str, object]]:
     hand_text = text.split(BEGIN)[0] if BEGIN in text else text
     hand = yaml.safe_load(hand_text[hand_text.index("cloud_instances:"):].split("\nplatforms:")[0]) or {}
     have = {(e["provider"], e["instance_type"], e.get("region", "")) for e in hand.get("cloud_instances", [])}
+    # Providers with one price list for all regions: a hand entry of the same GPU and count observed
+    # later than the snapshot supersedes the snapshot's rows in every region (a newer rate, not a
+    # regional one).
+    clouds = yaml.safe_load(MAP.read_text(encoding="utf-8"))["clouds"]
+    uniform = {c["provider"] for c in clouds.values() if c.get("uniform_price")}
+    newest: dict[tuple[str, str, int], str] = {}
+    for e in hand.get("cloud_instances", []):
+        if e["provider"] in uniform and e.get("observed"):
+            k = (e["provider"], e["gpu"], int(e["gpu_count"]))
+            newest[k] = max(newest.get(k, ""), str(e["observed"]))
     gpu_ids = {g["id"] for g in yaml.safe_load(text)["gpus"]}
     out: list[dict[str, object]] = []
     for folder, (observed, why) in OBSERVED.items():
@@ -65,6 +87,8 @@ def generated() -> list[dict[str, object]]:
         for o in res.offers:
             key = (o["provider"], o["instance_type"], o["region"])
             if key in have:
+                continue
+            if newest.get((o["provider"], o["gpu"], o["gpu_count"]), "") > observed:
                 continue
             have.add(key)
             o["id"] = f"sky-{o['id']}"

@@ -62,3 +62,14 @@ def test_estimate_imports_only_what_it_uses(tmp_path):
     loaded = set(eval(out.stderr.strip().splitlines()[-1]))
     for banned in ("gpuwiz.tui", "gpuwiz.launch", "gpuwiz.calibrate.logs", "gpuwiz.validation", "gpuwiz.probe"):
         assert not any(m == banned or m.startswith(banned + ".") for m in loaded), banned
+
+
+def test_no_pydantic_schema_for_result_types_at_import():
+    """Importing the models builds the schemas of the validated inputs only; the engine's result types are
+    plain classes (re-adding a BaseModel result makes every CLI start build its schema again)."""
+    probe = ("import sys; import gpuwiz.core.models as m; from pydantic import BaseModel; "
+             "bad = [n for n in ('Estimate', 'Recommendation', 'Build', 'CostAnalysis', 'Plan', 'Memory', 'Pitfall') "
+             "if issubclass(getattr(m, n), BaseModel)]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -210,6 +210,8 @@ def _current(where: tuple[str, ...], field: str) -> Any:
 def _plausible(where: tuple[str, ...], field: str) -> st.SearchStrategy[Any]:
     """The entry's own number scaled by 1e-3 .. 1e3 (valid often enough to reach recommend())."""
     cur = _current(where, field)
+    if hasattr(cur, "model_dump"):  # a nested section (a vision model's layer list): as YAML writes it
+        cur = cur.model_dump(mode="json")
     if isinstance(cur, bool) or not isinstance(cur, (int, float)):
         return st.just(cur)
     factor = st.sampled_from([1e-3, 0.1, 0.5, 0.9, 1.1, 2.0, 10.0, 1e3])

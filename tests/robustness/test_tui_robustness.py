@@ -228,6 +228,8 @@ async def test_failed_save_in_the_wizard_keeps_the_previous_file(tmp_path, monke
         app.replace_requirements(loads_config("version: 1\nmodel:\n  preset: mistral-7b\n"), "edit")
         await pilot.pause()
         assert app.dirty
+        # the draft of the edit is written within DRAFT_EVERY_S (typing is debounced): wait for it
+        await _until(pilot, lambda: drafts.read_draft(tmp_path / "state") is not None)
 
         def boom(*_a, **_k):
             raise OSError(errno.ENOSPC, "No space left on device")

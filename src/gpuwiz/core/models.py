@@ -7,8 +7,12 @@ JSON the CLI prints and the TUI renders.
 
 from __future__ import annotations
 
+import math
+import types
+import typing
+from collections.abc import Callable
 from datetime import date, datetime
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -375,12 +379,186 @@ class ResolvedModel(BaseModel):
 
 
 # --------------------------------------------------------------------------------------------------
+# Results: plain frozen dataclasses (issue 16). The engine builds them from values it computed, so they
+# need no validation, and building ~25 pydantic schemas at import was a quarter of a CLI start. They
+# keep the part of the pydantic API the project uses on results (model_dump, model_dump_json,
+# model_copy), and model_dump(mode="json") gives what pydantic gave: a number in a float field is a
+# float, a whole float in an int field an int, a non-finite float None (tests/core/test_result_types.py).
+# --------------------------------------------------------------------------------------------------
+
+_R = TypeVar("_R", bound="Result")
+_T = TypeVar("_T")
+_Conv = Callable[[Any, bool], Any]
+
+
+class _Factory:
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+
+def field(*, default_factory: Callable[[], _T]) -> _T:
+    """A field default made fresh for each result (``items: list[str] = field(default_factory=list)``)."""
+    return _Factory(default_factory)  # type: ignore[return-value]
+
+
+@typing.dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
+class Result:
+    """Base of the result types: keyword construction, frozen, compared and hashed by value, and
+    pydantic-style dump and copy. The fields are the class's annotations; a class attribute is a
+    field's default. No code is generated per class (dataclasses compile ~5 functions per class: a
+    plain frozen dataclass cost more at import than the pydantic model it replaced)."""
+
+    __slots__ = ()
+    _names: ClassVar[tuple[str, ...]] = ()
+    _static: ClassVar[dict[str, Any]] = {}
+    _factories: ClassVar[tuple[tuple[str, Callable[[], Any]], ...]] = ()
+    _required: ClassVar[frozenset[str]] = frozenset()
+    _fieldset: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        names = tuple(cls.__dict__.get("__annotations__", {}))  # noqa: RUF063 - own fields, as strings
+        own = cls.__dict__
+        cls._names = names
+        cls._static = {n: own[n] for n in names if n in own and not isinstance(own[n], _Factory)}
+        cls._factories = tuple((n, own[n].make) for n in names if isinstance(own.get(n), _Factory))
+        cls._required = frozenset(n for n in names if n not in own)
+        cls._fieldset = frozenset(names)
+
+    def __init__(self, **values: Any) -> None:
+        cls = type(self)
+        if not cls._required <= values.keys() or not values.keys() <= cls._fieldset:
+            missing = sorted(cls._required - values.keys())
+            unknown = sorted(values.keys() - cls._fieldset)
+            raise TypeError(f"{cls.__name__}: missing {missing}, unknown {unknown}")
+        d = self.__dict__
+        d.update(cls._static)
+        for name, make in cls._factories:
+            if name not in values:
+                d[name] = make()
+        d.update(values)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(self.__dict__[n] == other.__dict__[n] for n in self._names)
+
+    def __hash__(self) -> int:
+        return hash((type(self), *(self.__dict__[n] for n in self._names)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={self.__dict__[n]!r}' for n in self._names)})"
+
+    def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
+        """The fields as plain data, nested results as dicts (``mode="json"``: JSON-ready values)."""
+        j = mode == "json"
+        d = self.__dict__
+        return {name: conv(d[name], j) for name, conv in _dump_plan(type(self))}
+
+    def model_dump_json(self) -> str:
+        import json
+
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+
+    def model_copy(self: _R, *, update: dict[str, Any] | None = None) -> _R:
+        """A copy with ``update`` applied (no validation, as pydantic's model_copy)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        if update:
+            unknown = update.keys() - self._fieldset
+            if unknown:
+                raise TypeError(f"{type(self).__name__}: unknown field(s) {sorted(unknown)}")
+            new.__dict__.update(update)
+        return new
+
+
+_PLANS: dict[type[Result], tuple[tuple[str, _Conv], ...]] = {}
+
+
+def _dump_plan(cls: type[Result]) -> tuple[tuple[str, _Conv], ...]:
+    """Per result class: each field's name and how its value becomes plain data (from its annotation)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = typing.get_type_hints(cls)
+        skip: frozenset[str] = getattr(cls, "_dump_exclude", frozenset())  # pydantic's Field(exclude=True)
+        plan = _PLANS[cls] = tuple((name, _converter(hints[name])) for name in cls._names if name not in skip)
+    return plan
+
+
+def _same(v: Any, j: bool) -> Any:
+    return v
+
+
+def _float(v: Any, j: bool) -> Any:
+    if type(v) is int:
+        return float(v)
+    if j and type(v) is float and not math.isfinite(v):
+        return None
+    return v
+
+
+def _int(v: Any, j: bool) -> Any:
+    return int(v) if type(v) is float and v.is_integer() else v
+
+
+def _bool(v: Any, j: bool) -> Any:
+    return bool(v) if type(v) is int else v
+
+
+def _plain(v: Any, j: bool) -> Any:
+    """Any value, by its runtime type (where the annotation says nothing more)."""
+    if isinstance(v, Result):
+        return v.model_dump(mode="json" if j else "python")
+    if isinstance(v, list | tuple):
+        out = [_plain(x, j) for x in v]
+        return out if j or isinstance(v, list) else tuple(out)
+    if isinstance(v, dict):
+        return {k: _plain(x, j) for k, x in v.items()}
+    return _float(v, j) if type(v) is float else v
+
+
+def _converter(tp: Any) -> _Conv:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is float:
+        return _float
+    if tp is int:
+        return _int
+    if tp is bool:
+        return _bool
+    if tp is str or origin is Literal:
+        return _same
+    if isinstance(tp, type) and issubclass(tp, Result):
+        return _plain
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        if len(members) == 1:
+            inner = _converter(members[0])
+            return lambda v, j: None if v is None else inner(v, j)
+        return _plain
+    if origin in (list, tuple) and args:
+        item = _converter(args[0])
+        as_tuple = origin is tuple
+        return lambda v, j: [item(x, j) for x in v] if j or not as_tuple else tuple(item(x, j) for x in v)
+    if origin is dict and len(args) == 2:
+        value = _converter(args[1])
+        return lambda v, j: {k: value(x, j) for k, x in v.items()}
+    return _plain
+
+
+# --------------------------------------------------------------------------------------------------
 # Estimate (one GPU type x count)
 # --------------------------------------------------------------------------------------------------
 
 
-class ModelInfo(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class ModelInfo(Result):
     name: str
     family: Family
     params_total: float
@@ -388,8 +566,7 @@ class ModelInfo(BaseModel):
     params_trainable: float
 
 
-class MemoryBreakdown(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class MemoryBreakdown(Result):
     weights: float = 0.0  # GiB per GPU
     gradients: float = 0.0
     optimizer: float = 0.0
@@ -397,8 +574,7 @@ class MemoryBreakdown(BaseModel):
     overhead: float = 0.0  # CUDA context, framework, comm buckets, fragmentation
 
 
-class Memory(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Memory(Result):
     per_gpu_gib: float
     capacity_gib: float
     usable_gib: float  # capacity x (1 - headroom)
@@ -410,8 +586,7 @@ class Memory(BaseModel):
     p90_exceeds_capacity: bool = False  # the P90 end of the range is above the card's memory
 
 
-class Plan(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Plan(Result):
     gpus: int
     gpus_per_node: int
     nodes: int
@@ -431,18 +606,16 @@ class Plan(BaseModel):
     vp: int = 1
 
 
-class Range(BaseModel):
+class Range(Result):
     """A P10-P90 range around a point estimate (from the cross-validated residuals, core.ranges)."""
 
-    model_config = ConfigDict(frozen=True)
     low: float
     high: float
 
 
-class StackAlternative(BaseModel):
+class StackAlternative(Result):
     """The same run on another stack that supports it."""
 
-    model_config = ConfigDict(frozen=True)
     stack: str
     name: str
     wall_hours: float
@@ -452,8 +625,7 @@ class StackAlternative(BaseModel):
     change: float  # wall-time ratio against the assumed stack − 1 (−0.3 = 30 % faster)
 
 
-class Throughput(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Throughput(Result):
     tokens_per_s_per_gpu: float | None = None
     samples_per_s_per_gpu: float | None = None
     mfu: float
@@ -463,8 +635,7 @@ class Throughput(BaseModel):
     range: Range | None = None  # P10-P90 of the headline per-GPU figure (tokens/s, else samples/s)
 
 
-class Time(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Time(Result):
     wall_hours: float
     gpu_hours: float
     total_pflop: float  # model FLOPs of one run, in 1e15
@@ -472,8 +643,7 @@ class Time(BaseModel):
     gpu_hours_range: Range | None = None
 
 
-class Estimate(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Estimate(Result):
     gpu: str
     gpu_name: str
     model: ModelInfo
@@ -482,12 +652,12 @@ class Estimate(BaseModel):
     throughput: Throughput
     time: Time
     feasible: bool  # fits in memory (and a plan exists)
-    problems: list[str] = Field(default_factory=list)  # why not feasible, in words
-    assumptions: list[str] = Field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why not feasible, in words
+    assumptions: list[str] = field(default_factory=list)
     # issue 11: ranges and stacks
     range_basis: str | None = None  # which validation groups set the ranges, in words
     cost_multipliers: Range | None = None  # cost per run P10-P90 = point cost × (low, high)
-    stack_alternatives: list[StackAlternative] = Field(default_factory=list)
+    stack_alternatives: list[StackAlternative] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -498,16 +668,14 @@ Severity = Literal["block", "high", "medium", "info"]
 SEVERITY_ORDER: dict[str, int] = {"block": 0, "high": 1, "medium": 2, "info": 3}  # worst first
 
 
-class Pitfall(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Pitfall(Result):
     id: str
     severity: Severity
     message: str
     source: str
 
 
-class BomLine(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class BomLine(Result):
     item: str
     qty: int
     unit_usd: float | None = None
@@ -515,17 +683,15 @@ class BomLine(BaseModel):
     note: str = ""
 
 
-class RentedInstance(BaseModel):
+class RentedInstance(Result):
     """Host resources of a rented instance (None where the offer does not publish them)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     vcpus: int | None = None
     ram_gib: float | None = None
     local_nvme_tb: float | None = None
 
 
-class Build(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Build(Result):
     gpu: str
     gpu_name: str
     gpus_per_node: int
@@ -535,7 +701,7 @@ class Build(BaseModel):
     cpu_cores: int = 0  # per node
     pcie_lanes: int = 0  # per node
     ram_gb: int = 0  # per node
-    storage: list[str] = Field(default_factory=list)
+    storage: list[str] = field(default_factory=list)
     network: str = ""
     psu_w: int | None = 0  # per node; None for a rented instance
     power_w: int = 0  # sustained, per node
@@ -543,9 +709,10 @@ class Build(BaseModel):
     site: str = ""
     # where it lives, as a fact (desk | office | server-room | colo | cloud); ``site`` is the sentence
     # shown (translated). Not in the JSON: the sentence says it there.
-    site_kind: str = Field(default="", exclude=True)
-    software: list[str] = Field(default_factory=list)
-    bom: list[BomLine] = Field(default_factory=list)
+    site_kind: str = ""
+    _dump_exclude = frozenset({"site_kind"})
+    software: list[str] = field(default_factory=list)
+    bom: list[BomLine] = field(default_factory=list)
     capex_usd: float = 0.0
     # Sizing numbers behind the choices (core.system), for reports and pitfall messages
     chassis: str | None = ""  # None for a rented instance
@@ -567,8 +734,7 @@ class Build(BaseModel):
     max_power_w: int = 0  # per node, worst case (PSU sizing)
 
 
-class Alternative(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Alternative(Result):
     gpu: str
     gpu_name: str
     count: int
@@ -578,8 +744,7 @@ class Alternative(BaseModel):
     reason: str
 
 
-class CloudOption(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class CloudOption(Result):
     provider: str
     instance: str
     gpu: str
@@ -601,8 +766,7 @@ class CloudOption(BaseModel):
     tradeoff: str = ""  # what renting it accepts for internal/public data (community host, data abroad)
 
 
-class OnPremTCO(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class OnPremTCO(Result):
     capex_usd: float
     power_usd_per_year: float
     space_usd_per_year: float
@@ -614,17 +778,15 @@ class OnPremTCO(BaseModel):
     utilization: float
 
 
-class MonthPoint(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class MonthPoint(Result):
     month: int
     rent_usd: float
     buy_usd: float
 
 
-class RentOffer(BaseModel):
+class RentOffer(Result):
     """The cloud offer the verdict prices."""
 
-    model_config = ConfigDict(frozen=True)
     provider: str
     instance: str
     region: str = ""
@@ -637,17 +799,16 @@ class RentOffer(BaseModel):
     egress_usd: float = 0.0  # per run: the trained weights out of the cloud
 
 
-class CostAnalysis(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    cloud: list[CloudOption] = Field(default_factory=list)
+class CostAnalysis(Result):
+    cloud: list[CloudOption] = field(default_factory=list)
     onprem: OnPremTCO | None = None
     verdict: Literal["rent", "buy", "hybrid"]
     verdict_reason: str
     breakeven_utilization: float | None = None
     payback_months: float | None = None
     rent_usd_per_gpu_hour: float | None = None
-    flip_inputs: list[str] = Field(default_factory=list)
-    monthly: list[MonthPoint] = Field(default_factory=list)
+    flip_inputs: list[str] = field(default_factory=list)
+    monthly: list[MonthPoint] = field(default_factory=list)
     buy_option: str = ""  # the owned build the on-prem TCO describes, in words
     rent_option: str = ""  # the cloud offer the rent side describes, in words
     rent_usd_total: float | None = None  # renting over the horizon
@@ -656,10 +817,9 @@ class CostAnalysis(BaseModel):
     buy_wins_only_by_resale: bool = False  # buying is cheaper over the horizon only because of resale value
 
 
-class ParetoPoint(BaseModel):
+class ParetoPoint(Result):
     """One build on the time / cost front: nothing else is both faster and cheaper per run."""
 
-    model_config = ConfigDict(frozen=True)
     gpu: str
     count: int
     nodes: int
@@ -668,16 +828,14 @@ class ParetoPoint(BaseModel):
     rented: bool
 
 
-class BindingConstraint(BaseModel):
+class BindingConstraint(Result):
     """What stops a build (nothing fits), or what the pick had to give up (a run past the slack)."""
 
-    model_config = ConfigDict(frozen=True)
     kind: Literal["budget", "deadline", "memory", "policy", "site"]
     message: str
 
 
-class Recommendation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Recommendation(Result):
     objective: Objective
     found: bool  # False: nothing feasible; see suggestions
     build: Build | None = None  # what to get: a rented instance shape when the verdict is rent
@@ -685,31 +843,29 @@ class Recommendation(BaseModel):
     estimate: Estimate | None = None
     cost_per_run_usd: float | None = None
     cost_per_run_usd_range: Range | None = None  # P10-P90: the point cost x estimate.cost_multipliers
-    alternatives: list[Alternative] = Field(default_factory=list)
+    alternatives: list[Alternative] = field(default_factory=list)
     cost: CostAnalysis | None = None
-    pitfalls: list[Pitfall] = Field(default_factory=list)
+    pitfalls: list[Pitfall] = field(default_factory=list)
     candidates_considered: int = 0
-    dropped: dict[str, int] = Field(default_factory=dict)  # reason -> count
-    suggestions: list[str] = Field(default_factory=list)  # what would make it work
-    pareto: list[ParetoPoint] = Field(default_factory=list)  # time / cost front, fastest first
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    suggestions: list[str] = field(default_factory=list)  # what would make it work
+    pareto: list[ParetoPoint] = field(default_factory=list)  # time / cost front, fastest first
     binding_constraint: BindingConstraint | None = None
-    assumptions: list[str] = Field(default_factory=list)  # what the recommender assumed (turnaround)
+    assumptions: list[str] = field(default_factory=list)  # what the recommender assumed (turnaround)
     market: MarketStatus | None = None  # which offers the data policy allowed, and the export rules that apply
     currency: CurrencyInfo | None = None  # the user's currency; every *_usd field stays in USD
 
 
-class CurrencyInfo(BaseModel):
+class CurrencyInfo(Result):
     """The currency money is shown in: ``usd_rate`` USD per unit (catalog fx), as of ``observed``."""
 
-    model_config = ConfigDict(frozen=True)
     code: str
     usd_rate: float
     observed: str
     source: str = ""
 
 
-class ExportFact(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class ExportFact(Result):
     rule: str  # catalog export_rules id
     kind: Literal["hardware-purchase", "remote-access"]
     effect: Literal["prohibited", "license-required", "not-controlled"]
@@ -718,21 +874,19 @@ class ExportFact(BaseModel):
     observed: str
 
 
-class MarketStatus(BaseModel):
+class MarketStatus(Result):
     """Offer eligibility for the chosen GPU class under the user's data policy (core/market.py)."""
 
-    model_config = ConfigDict(frozen=True)
     data_sensitivity: Sensitivity
     jurisdiction: str  # "EU", "CN", "GB", ... where regulated data may go
-    regions: list[str] = Field(default_factory=list)
+    regions: list[str] = field(default_factory=list)
     gpu: str = ""  # the GPU class checked (the recommendation's)
     gpus: int = 0
     offers_for_gpu: int = 0  # catalog offers of this GPU type that hold the job
     compliant_for_gpu: int = 0
-    excluded: dict[str, int] = Field(default_factory=dict)  # rule -> offers of this GPU it excluded
+    excluded: dict[str, int] = field(default_factory=dict)  # rule -> offers of this GPU it excluded
     no_compliant_offer: bool = False  # offers exist for this GPU but none the policy allows
     closest_compliant: str = ""  # "8x NVIDIA H20 on Alibaba Cloud (cn-beijing)", or "" if none
     closest_compliant_id: str = ""  # its catalog id
-    export: list[ExportFact] = Field(default_factory=list)  # rules that apply to this user and GPU
+    export: list[ExportFact] = field(default_factory=list)  # rules that apply to this user and GPU
 
-Recommendation.model_rebuild()

@@ -32,7 +32,7 @@ from gpuwiz.core import memo
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
 from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
-from gpuwiz.i18n import _
+from gpuwiz.i18n import _, current_language
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82
@@ -495,7 +495,7 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     site = req.deployment.site
     used = req.deployment.used_hardware if used is None else used
     tbl = memo.table(cat, "size_system", 512)  # a search sizes ~10-60 builds
-    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site)
+    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site, current_language())  # the build holds sentences
     hit = tbl.get(key) if tbl is not None else memo.MISS
     if hit is not memo.MISS:
         return hit  # type: ignore[no-any-return]

@@ -608,7 +608,7 @@ class GpuwizApp(App[None]):
         self.dirty = self.requirements != self._saved
         self.flush_draft()
         self.goto(draft.step if draft.step in STEP_IDS else "model")
-        self.notify("Draft restored. ctrl+s saves it.", title="Restored")
+        self.notify(_("Draft restored. ctrl+s saves it."), title=_("Restored"))
 
     def _saved_from(self, path: str) -> Requirements:
         from gpuwiz.core.config_io import load_config
@@ -749,6 +749,8 @@ class GpuwizApp(App[None]):
             return _("not saved: the file would not open again: {why}").format(why=str(exc).splitlines()[0])
         if back != self.requirements:
             return _("not saved: the file would not read back as what is on screen")
+        if self._draft_timer is not None:
+            self.flush_draft()  # an edit still waiting for its draft write: on disk first, in case the save fails
         try:
             atomic_write_text(path, text)
         except GpuwizError as exc:

@@ -1,0 +1,107 @@
+"""gpuwiz keeps its own bytecode when Python will not (PYTHONDONTWRITEBYTECODE), never a stale one (gpuwiz/_pyc.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gpuwiz import _pyc
+
+PROBE = ("import json, sys, gpuwiz.core.models, gpuwiz._pyc as p; "
+         "print(json.dumps([p.stats, type(gpuwiz.core.models.__spec__.loader).__name__, "
+         "any(isinstance(f, p.CachedFinder) for f in sys.meta_path)]))")
+
+
+def _run(env: dict[str, str]) -> list:
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_dont_write_bytecode_start_reads_the_cache_the_first_start_wrote(tmp_path):
+    if _pyc.ships_bytecode():  # an installed wheel: Python reads its own __pycache__, nothing to test
+        return
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "GPUWIZ_CACHE_DIR": str(tmp_path)}
+    first = _run(env)
+    assert first[1] == "CachedLoader" and first[2] is True
+    assert first[0]["compiled"] >= 2 and first[0]["hits"] == 0
+    entries = list((tmp_path / "pyc").rglob("models.*.pyc"))
+    assert len(entries) == 1
+    second = _run(env)
+    assert second[0] == {"hits": first[0]["compiled"], "compiled": 0}
+    # nothing is written beside the sources
+    src = Path(_pyc.__file__).parent
+    assert not (src / "core" / "__pycache__").exists() or not list((src / "core" / "__pycache__").glob("models.*"))
+
+
+def test_python_that_writes_bytecode_gets_no_finder(monkeypatch):
+    """Where Python keeps bytecode itself (no PYTHONDONTWRITEBYTECODE, or a wheel's __pycache__), nothing changes."""
+    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if not isinstance(f, _pyc.CachedFinder)])
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert _pyc.install() is False
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(_pyc, "ships_bytecode", lambda: True)
+    assert _pyc.install() is False
+    assert not any(isinstance(f, _pyc.CachedFinder) for f in sys.meta_path)
+
+
+def _module(tmp_path: Path, text: str) -> tuple[_pyc.CachedLoader, Path]:
+    src = tmp_path / "src" / "mod.py"
+    src.parent.mkdir(exist_ok=True)
+    src.write_text(text, encoding="utf-8")
+    return _pyc.CachedLoader("mod", str(src), str(tmp_path / "cache")), src
+
+
+def _value(code) -> object:
+    ns: dict[str, object] = {}
+    exec(code, ns)
+    return ns["VALUE"]
+
+
+def test_an_edited_source_is_compiled_again_never_served_stale(tmp_path):
+    loader, src = _module(tmp_path, "VALUE = 1\n")
+    before = dict(_pyc.stats)
+    assert _value(loader.get_code("mod")) == 1
+    assert _value(loader.get_code("mod")) == 1
+    assert _pyc.stats["hits"] == before["hits"] + 1
+    st = src.stat()
+    src.write_text("VALUE = 2\n", encoding="utf-8")  # same size: only the mtime tells
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert _value(loader.get_code("mod")) == 2
+    src.write_text("VALUE = 333\n", encoding="utf-8")
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # same mtime, other size
+    assert _value(loader.get_code("mod")) == 333
+
+
+def test_a_damaged_or_foreign_entry_is_compiled_again(tmp_path):
+    loader, src = _module(tmp_path, "VALUE = 'ok'\n")
+    loader.get_code("mod")
+    entry = Path(_pyc.entry_path(loader.folder, str(src)))
+    good = entry.read_bytes()
+    entry.write_bytes(good[: len(good) - 5])  # truncated
+    assert _value(loader.get_code("mod")) == "ok"
+    entry.write_bytes(good.replace(b"gpuwiz-pyc 1", b"gpuwiz-pyc 0"))  # another format / interpreter
+    assert _value(loader.get_code("mod")) == "ok"
+    assert entry.read_bytes() == good  # rewritten
+
+
+def test_an_unwritable_cache_folder_still_imports(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    src = tmp_path / "mod.py"
+    src.write_text("VALUE = 5\n", encoding="utf-8")
+    loader = _pyc.CachedLoader("mod", str(src), str(blocker / "cache"))
+    assert _value(loader.get_code("mod")) == 5
+    assert _pyc.write_entry(str(blocker / "cache" / "x.pyc"), b"x") is False
+
+
+def test_cache_folder_is_the_catalog_cache_folder(monkeypatch, tmp_path):
+    from gpuwiz.core import cache
+
+    monkeypatch.setenv(cache.ENV_CACHE_DIR, str(tmp_path))
+    assert _pyc.cache_folder() == str(cache.cache_dir())
+    monkeypatch.delenv(cache.ENV_CACHE_DIR)
+    assert _pyc.cache_folder() == str(cache.cache_dir())
