@@ -7,9 +7,7 @@ quoted error messages, the cited sources -- a stretch of text between Chinese ch
 holds three or more lowercase English words is an untranslated sentence. Technical words that
 stay English (config values such as ``lora`` or ``none``, units) are allowed by name.
 
-Known English on purpose, and why (skipped by its own marker, so new English elsewhere still
-fails): the estimator's assumption lines (core/estimate.py, owned by the accuracy work; the memo's
-"假设条件" block).
+The memo's "假设条件" block (the estimator's assumption lines) is walked like every other line.
 """
 
 from __future__ import annotations
@@ -71,15 +69,9 @@ def _names(cat: Catalog) -> re.Pattern[str]:
 def untranslated(text: str, cat: Catalog) -> list[str]:
     """The lines of ``text`` that look like English sentences left in a Chinese page."""
     names = _names(cat)
-    skip = False
     bad = []
     for line in text.splitlines():
-        if line.startswith("**假设条件**"):
-            skip = True  # the estimator's assumptions (English, see the module docstring) up to the next heading
-            continue
-        if line.startswith("#"):
-            skip = False
-        if skip or line.lstrip().startswith("来源："):
+        if line.lstrip().startswith("来源："):
             continue  # (the TUI shows a pitfall's source on its own line)
         s = re.sub(r"`[^`]*`", " ", line)
         s = re.sub(r"_\(来源：.*?\)_", " ", s)  # cited sources stay as written

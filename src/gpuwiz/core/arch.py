@@ -361,7 +361,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             train_gflops_per_sample=f["train_gflops_per_sample"], act_gib_per_sample=f["act_gib_per_sample"],
             resolution=res, source=f.get("source"), default_micro_batch=f.get("default_micro_batch"),
             vision=f.get("vision"),
-            notes=(f"{name}: published per-sample figures at {res or '?'} px",),
+            notes=(_("{name}: published per-sample figures at {res} px").format(name=name, res=res or "?"),),
             **({"seq_len": f["seq_len"]} if f.get("seq_len") else {}),
         )
 
@@ -383,13 +383,13 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             layers = max(2, round((p / (12 * ASPECT * ASPECT)) ** (1 / 3)))
             hidden = max(HEAD_DIM, round(ASPECT * layers / HEAD_DIM) * HEAD_DIM)
         shape_derived = True
-        notes.append(f"shape derived from {published_b:g}B parameters: {layers} layers, hidden {hidden} "
-                     f"(P ≈ 12·L·h², h = 128·L); parameters taken as given")
+        notes.append(_("shape derived from {b:g}B parameters: {layers} layers, hidden {hidden} (P ≈ 12·L·h², "
+                       "h = 128·L); parameters taken as given").format(b=published_b, layers=layers, hidden=hidden))
     heads = f.get("heads")
     if not heads:
         heads = max(1, hidden // HEAD_DIM) if hidden >= HEAD_DIM else max(1, hidden // 64)
         if not shape_derived:
-            notes.append(f"model.heads not given: assumed {heads} (head size 128)")
+            notes.append(_("model.heads not given: assumed {heads} (head size 128)").format(heads=heads))
     _check_consistency(f, int(layers), set(explicit))
     classic_hint = f.get("norm") == "layer" or family == "encoder" or bool(f.get("bias") or f.get("learned_positions"))
     mlp: Mlp | None = f.get("mlp")
@@ -400,10 +400,11 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         gated = bool(ffn) and ffn != 4 * hidden and not classic_hint and not shape_derived
         mlp = "swiglu" if gated else "gelu"
         if ffn and not shape_derived:
-            hint = "set model.mlp: gelu if that is wrong" if gated else "set model.mlp: swiglu for Llama-style"
-            notes.append(f"model.mlp not given: assumed {mlp} (ffn = {ffn / hidden:.2f} x hidden; {hint})")
+            hint = _("set model.mlp: gelu if that is wrong") if gated else _("set model.mlp: swiglu for Llama-style")
+            notes.append(_("model.mlp not given: assumed {mlp} (ffn = {x:.2f} x hidden; {hint})").format(
+                mlp=mlp, x=ffn / hidden, hint=hint))
         elif not shape_derived and not classic_hint:
-            notes.append("model.mlp not given: assumed gelu (set model.mlp: swiglu for Llama-style models)")
+            notes.append(_("model.mlp not given: assumed gelu (set model.mlp: swiglu for Llama-style models)"))
     experts = f.get("experts")
     top_k = f.get("top_k")
     is_moe = bool(experts and experts > 1)
@@ -414,15 +415,16 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         else:
             ffn = 4 * hidden if mlp == "gelu" else round(8 * hidden / 3 / 256) * 256 or 4 * hidden
             if not shape_derived:
-                notes.append(f"model.ffn not given: assumed {ffn} ({'4h' if mlp == 'gelu' else '8h/3'})")
+                notes.append(_("model.ffn not given: assumed {ffn} ({rule})").format(
+                    ffn=ffn, rule="4h" if mlp == "gelu" else "8h/3"))
     vocab = f.get("vocab")
     if not vocab:
         vocab = DEFAULT_VOCAB
-        notes.append(f"model.vocab not given: assumed {DEFAULT_VOCAB}")
+        notes.append(_("model.vocab not given: assumed {vocab}").format(vocab=DEFAULT_VOCAB))
     seq = f.get("seq_len")
     if not seq:
         seq = DEFAULT_SEQ
-        notes.append(f"model.seq_len not given: assumed {DEFAULT_SEQ} tokens")
+        notes.append(_("model.seq_len not given: assumed {seq} tokens").format(seq=DEFAULT_SEQ))
     if family == "moe" and not is_moe and spec.family != "moe":
         family = "decoder"  # a preset's / config.json's MoE with its experts switched off
     n_moe = 0
@@ -430,7 +432,7 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         family = "moe" if family == "decoder" else family
         if not top_k:
             top_k = 2
-            notes.append("model.top_k not given: assumed 2 experts per token")
+            notes.append(_("model.top_k not given: assumed 2 experts per token"))
         k_dense, freq = int(f.get("first_k_dense") or 0), int(f.get("moe_layer_freq") or 1)
         n_moe = int(layers) // freq - k_dense // freq  # layers i in [k_dense, layers) with (i + 1) % freq == 0
         if n_moe == 0:
@@ -483,9 +485,10 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
     }
     total, active, emb = count_params(base)
     if base.mtp_layers:
-        mods = "module" if base.mtp_layers == 1 else "modules"
-        notes.append(f"{base.mtp_layers} multi-token-prediction {mods} not counted in the parameters "
-                     "(as in the published total); each adds about one MoE layer when trained")
+        notes.append((_("{n} multi-token-prediction module not counted in the parameters (as in the published "
+                        "total); each adds about one MoE layer when trained") if base.mtp_layers == 1 else
+                      _("{n} multi-token-prediction modules not counted in the parameters (as in the published "
+                        "total); each adds about one MoE layer when trained")).format(n=base.mtp_layers))
     if shape_derived or explicit_params_b is not None:
         # The user's (or published) figure wins; keep the MoE active share from the architecture.
         assert published_b is not None  # shape_derived needs it; an explicit params_b is it
@@ -493,18 +496,17 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
         active = active * given / total if total else given
         total = given
         if not shape_derived:
-            notes.append(f"parameters: {published_b:g}B as given (architecture alone gives "
-                         f"{count_params(base)[0] / 1e9:.2f}B)")
+            notes.append(_("parameters: {b:g}B as given (architecture alone gives {arch:.2f}B)").format(
+                b=published_b, arch=count_params(base)[0] / 1e9))
     elif published_b and not arch_overridden and abs(total / (published_b * 1e9) - 1) > 0.15:
-        notes.append(
-            f"parameters: published {published_b:g}B used; the architecture fields give {total / 1e9:.2f}B"
-        )
+        notes.append(_("parameters: published {b:g}B used; the architecture fields give {arch:.2f}B").format(
+            b=published_b, arch=total / 1e9))
         active = active * published_b * 1e9 / total
         total = published_b * 1e9
     else:
-        pub = f" (published {published_b:g}B)" if published_b and not arch_overridden else ""
-        notes.append(f"parameters from architecture: {fmt_params(total)}{pub}"
-                     + (f", {fmt_params(active)} active per token" if experts and experts > 1 else ""))
+        pub = (_(" (published {b:g}B)").format(b=published_b) if published_b and not arch_overridden else "")
+        notes.append(_("parameters from architecture: {n}{published}").format(n=fmt_params(total), published=pub)
+                     + (_(", {n} active per token").format(n=fmt_params(active)) if experts and experts > 1 else ""))
     return base.model_copy(update={
         "params_total": float(total), "params_active": float(active), "params_embedding": float(emb),
         "notes": tuple(notes), **per_layer,

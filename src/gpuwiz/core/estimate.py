@@ -86,11 +86,11 @@ from gpuwiz.core.parallel import (
     shape_problem,
     vp_for,
 )
-from gpuwiz.core.ranges import RangeTable, Spread, around, bundled_ranges, group_keys, range_for
+from gpuwiz.core.ranges import RangeTable, Spread, around, basis_text, bundled_ranges, group_keys, range_for
 from gpuwiz.core.schedule import WorkShape
 from gpuwiz.core.stacks import StackEntry, auto_stack
 from gpuwiz.core.units import GIB
-from gpuwiz.i18n import _
+from gpuwiz.i18n import N_, Msg, _
 
 TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
 NONTOKEN_MB_CAP = 64
@@ -111,8 +111,8 @@ class QuickResult(NamedTuple):
     mfu: float
     tokens_per_s_per_gpu: float | None
     samples_per_s_per_gpu: float | None
-    plan: str  # e.g. "ZeRO-3, mb 4, ckpt selective"
-    reason: str | None  # why it does not fit / run, in words
+    plan: str  # e.g. "ZeRO-3, mb 4, ckpt selective" (a technical label: the validation harness's table)
+    reason: Msg | None  # why it does not fit / run (memoised: rendered where shown, ``str`` is English)
     nodes: int
     gpus_per_node: int
     host_ram_gib: float  # per node (CPU offload)
@@ -132,8 +132,8 @@ class _Detail:
     st: StepTime
     peak_tflops: float
     units_per_s_per_gpu: float
-    problems: list[str]
-    notes: list[str]
+    problems: list[Msg]  # memoised with the candidate: rendered (``Msg.text``) where shown
+    notes: list[Msg]
 
 
 # gpu_factor()'s (core efficiency, peak TFLOPS, note) + intra- and inter-node bandwidth (bytes/s)
@@ -226,7 +226,7 @@ def prepare(
         L, h = model.layers or 1, model.hidden or 1
     static = static_model_factor(model.params_active, seq if model.is_token_model else None, model.family,
                                  model.is_token_model, tr.method, eff, tr.precision, tr.flash_attention)
-    w_b, g_b, _ = state_bytes(tr.precision, tr.optimizer, tr.pure_bf16)
+    w_b, g_b, _o = state_bytes(tr.precision, tr.optimizer, tr.pure_bf16)
     cc = ComputeConsts(
         is_token=model.is_token_model, units_per_sample=units_per_sample, model_flops_per_unit=mflops,
         hw_flops_per_unit=hw, static_factor=static, layers=L, hidden=h, seq=seq, p_total=model.params_total,
@@ -241,23 +241,28 @@ def prepare(
     if model.is_token_model:
         if d.tokens:
             total = d.tokens * d.epochs
-            data_note = f"{total:.3g} tokens ({d.tokens:.3g} × {d.epochs:g} epochs)"
+            data_note = _("{total:.3g} tokens ({tokens:.3g} × {epochs:g} epochs)").format(
+                total=total, tokens=d.tokens, epochs=d.epochs)
         elif d.samples:
             total = d.samples * d.epochs * seq
-            data_note = f"{total:.3g} tokens = {d.samples:.3g} samples × {d.epochs:g} epochs × {seq} tokens (packed)"
+            data_note = _("{total:.3g} tokens = {samples:.3g} samples × {epochs:g} epochs × {seq} tokens "
+                          "(packed)").format(total=total, samples=d.samples, epochs=d.epochs, seq=seq)
         elif d.dataset_gb:
             total = d.dataset_gb * 1e9 / BYTES_PER_TOKEN * d.epochs
-            data_note = f"{total:.3g} tokens from {d.dataset_gb:g} GB of text at ~4 bytes/token × {d.epochs:g} epochs"
+            data_note = _("{total:.3g} tokens from {gb:g} GB of text at ~4 bytes/token × {epochs:g} "
+                          "epochs").format(total=total, gb=d.dataset_gb, epochs=d.epochs)
     else:
         kb = d.sample_kb
         if d.samples:
             total = d.samples * d.epochs
-            data_note = f"{total:.3g} samples ({d.samples:.3g} × {d.epochs:g} epochs)"
+            data_note = _("{total:.3g} samples ({samples:.3g} × {epochs:g} epochs)").format(
+                total=total, samples=d.samples, epochs=d.epochs)
         elif d.dataset_gb and kb:
             total = d.dataset_gb * 1e6 / kb * d.epochs
-            data_note = f"{total:.3g} samples from {d.dataset_gb:g} GB at {kb:g} kB/sample × {d.epochs:g} epochs"
+            data_note = _("{total:.3g} samples from {gb:g} GB at {kb:g} kB/sample × {epochs:g} epochs").format(
+                total=total, gb=d.dataset_gb, kb=kb, epochs=d.epochs)
     if not total:
-        data_note = "no data size given (data.tokens or data.samples): time not estimated"
+        data_note = _("no data size given (data.tokens or data.samples): time not estimated")
 
     if tr.global_batch:
         gb, gb_def = int(tr.global_batch), False
@@ -364,12 +369,17 @@ def _pick_stack(ctx: Context, g: GPU, s: Shape) -> tuple[StackEntry | None, str]
                 method=ctx.req.training.method, vendor=g.vendor)
     if want != "auto":
         st = ctx.stacks.get(want)
-        return st, "as configured"
+        return st, N_("as configured")
     st = _auto(ctx, fp8=fp8, **plan)
     if st is None and fp8:
         st = _auto(ctx, fp8=False, **plan)
-    why = "auto: the simplest stack that runs " + ("this layout" if (s.tp, s.pp, s.cp, s.ep) == (1, 1, 1, 1)
-                                                   else "TP/PP/CP/EP") + (" with an FP8 recipe" if fp8 else "")
+    # the reason is memoised with the plan: a message id, translated where shown (_stack_notes)
+    if (s.tp, s.pp, s.cp, s.ep) == (1, 1, 1, 1):
+        why = (N_("auto: the simplest stack that runs this layout with an FP8 recipe") if fp8
+               else N_("auto: the simplest stack that runs this layout"))
+    else:
+        why = (N_("auto: the simplest stack that runs TP/PP/CP/EP with an FP8 recipe") if fp8
+               else N_("auto: the simplest stack that runs TP/PP/CP/EP"))
     return st, why
 
 
@@ -441,30 +451,36 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape
                     anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0)
 
 
-def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[str]:
+def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[Msg]:
     """Why a configured cp / ep / vp cannot run this layout, in words (training.parallel.cp/ep/vp)."""
-    out: list[str] = []
+    out: list[Msg] = []
     m = ctx.model
     if s.cp > 1:
         if count % (s.tp * s.pp * s.cp):
-            out.append(f"training.parallel.cp: {count} GPUs do not split into TP {s.tp} × PP {s.pp} × CP {s.cp} "
-                       "groups")
+            out.append(Msg(N_("{field}: {count} GPUs do not split into TP {tp} × PP {pp} × CP {cp} groups"),
+                           field="training.parallel.cp", count=count, tp=s.tp, pp=s.pp, cp=s.cp))
         if ctx.seq % (2 * s.cp):
-            out.append(f"training.parallel.cp: sequence length {ctx.seq} is not a multiple of 2 × cp = {2 * s.cp} "
-                       "(ring attention splits each sequence into 2·cp chunks)")
+            out.append(Msg(N_("{field}: sequence length {seq} is not a multiple of 2 × cp = {n} "
+                              "(ring attention splits each sequence into 2·cp chunks)"),
+                           field="training.parallel.cp", seq=ctx.seq, n=2 * s.cp))
     if s.ep > 1:
         if not m.experts or m.experts < 2:
-            out.append("training.parallel.ep: expert parallelism needs a mixture-of-experts model (model.experts)")
+            out.append(Msg(N_("{field}: expert parallelism needs a mixture-of-experts model (model.experts)"),
+                           field="training.parallel.ep"))
         elif m.experts % s.ep:
-            out.append(f"training.parallel.ep: {m.experts} experts do not split evenly over ep = {s.ep}")
+            out.append(Msg(N_("{field}: {experts} experts do not split evenly over ep = {ep}"),
+                           field="training.parallel.ep", experts=m.experts, ep=s.ep))
         elif (count // (s.tp * s.pp)) % s.ep:
-            out.append(f"training.parallel.ep: ep = {s.ep} does not divide the {count // (s.tp * s.pp)} "
-                       "data-parallel ranks (expert parallelism is carved out of data parallelism)")
+            out.append(Msg(N_("{field}: ep = {ep} does not divide the {ranks} data-parallel ranks "
+                              "(expert parallelism is carved out of data parallelism)"),
+                           field="training.parallel.ep", ep=s.ep, ranks=count // (s.tp * s.pp)))
     if s.vp > 1:
         if s.pp <= 1:
-            out.append("training.parallel.vp: virtual pipeline stages need pipeline parallelism (pp > 1)")
+            out.append(Msg(N_("{field}: virtual pipeline stages need pipeline parallelism (pp > 1)"),
+                           field="training.parallel.vp"))
         elif (m.layers or 0) % (s.pp * s.vp):
-            out.append(f"training.parallel.vp: {m.layers} layers do not split into pp × vp = {s.pp * s.vp} stages")
+            out.append(Msg(N_("{field}: {layers} layers do not split into pp × vp = {n} stages"),
+                           field="training.parallel.vp", layers=m.layers, n=s.pp * s.vp))
     return out
 
 
@@ -487,10 +503,10 @@ def _calibrate(ctx: Context) -> None:
         n_ref = int(hw.count or 1) if ref is not None and hw is not None else 1
         floor = plan_memory(ctx.mc, n_ref, n_ref, 1, 1, 3, "none", 1, "full").weights / GIB
         if cal.peak_memory_gib < floor:
-            raise GpuwizError(
-                f"calibration.peak_memory_gib: measured {cal.peak_memory_gib:g} GiB per GPU is below the model's "
-                f"weights alone ({floor:.2f} GiB per GPU even when sharded over {n_ref} GPU(s)); "
-                "give the peak GPU memory of one GPU in GiB")
+            raise GpuwizError("calibration.peak_memory_gib: " + _(
+                "measured {peak:g} GiB per GPU is below the model's weights alone ({floor:.2f} GiB per GPU even "
+                "when sharded over {n} GPU(s)); give the peak GPU memory of one GPU in GiB").format(
+                peak=cal.peak_memory_gib, floor=floor, n=n_ref))
         if ref is not None:
             raw = ref.per_gpu_gib
             where_m = where
@@ -499,26 +515,27 @@ def _calibrate(ctx: Context) -> None:
             mb = ctx.pinned.micro_batch or 1
             ck = ctx.pinned.ckpt or "none"
             raw = plan_memory(ctx.mc, 1, 1, 1, 1, 0, "none", mb, ck).total / GIB
-            where_m = f"one GPU, no sharding, micro-batch {mb}, checkpointing {ck}"
+            where_m = _("one GPU, no sharding, micro-batch {mb}, checkpointing {ck}").format(mb=mb, ck=ck)
         ctx.mem_scale = cal.peak_memory_gib / raw if raw > 0 else 1.0
-        ctx.calib_notes.append(
-            f"calibration: measured peak {cal.peak_memory_gib:g} GiB at {where_m} (model: {raw:.1f} GiB) → "
-            f"memory scaled ×{ctx.mem_scale:.2f} for every plan")
+        ctx.calib_notes.append(_(
+            "calibration: measured peak {peak:g} GiB at {where} (model: {raw:.1f} GiB) → memory scaled "
+            "×{scale:.2f} for every plan").format(peak=cal.peak_memory_gib, where=where_m, raw=raw,
+                                                  scale=ctx.mem_scale))
     units = None
     label = ""
     if cal.tokens_per_s_per_gpu:
         units = cal.tokens_per_s_per_gpu / (ctx.cc.units_per_sample if not ctx.cc.is_token else 1.0)
-        label = f"{cal.tokens_per_s_per_gpu:g} tokens/s/GPU"
+        label = _("{n:g} tokens/s/GPU").format(n=cal.tokens_per_s_per_gpu)
         if not ctx.cc.is_token:
             units = cal.tokens_per_s_per_gpu
     elif cal.samples_per_s_per_gpu:
         units = cal.samples_per_s_per_gpu * ctx.cc.units_per_sample
-        label = f"{cal.samples_per_s_per_gpu:g} samples/s/GPU"
+        label = _("{n:g} samples/s/GPU").format(n=cal.samples_per_s_per_gpu)
     elif cal.step_time_s and ref is not None:  # a step = the global batch, over ref_n GPUs
         units = ctx.global_batch * ctx.cc.units_per_sample / (cal.step_time_s * int(ref_n or 1))
-        label = f"step time {cal.step_time_s:g} s"
+        label = _("step time {s:g} s").format(s=cal.step_time_s)
     elif cal.mfu:
-        label = f"MFU {cal.mfu:g}"
+        label = _("MFU {mfu:g}").format(mfu=cal.mfu)
     if not label:
         return
     if ref is not None:
@@ -530,16 +547,17 @@ def _calibrate(ctx: Context) -> None:
             ctx.thr_scale = target / raw_mfu if raw_mfu > 0 else 1.0
         else:
             ctx.thr_scale = units / raw_units if raw_units > 0 else 1.0
-        ctx.calib_notes.append(
-            f"calibration: measured {label} on {where} → model throughput scaled ×{ctx.thr_scale:.2f} "
-            f"(other GPUs and counts scaled by the same factor)")
+        ctx.calib_notes.append(_(
+            "calibration: measured {label} on {where} → model throughput scaled ×{scale:.2f} (other GPUs and "
+            "counts scaled by the same factor)").format(label=label, where=where, scale=ctx.thr_scale))
     else:
         if units is None:
             assert cal.mfu is not None  # a label and neither rate: the MFU
             ctx.thr_direct = -float(cal.mfu)  # negative marks "MFU given": converted per GPU in quick()
         else:
             ctx.thr_direct = units
-        ctx.calib_notes.append(f"calibration: measured {label} used for every candidate (no hardware: section)")
+        ctx.calib_notes.append(_("calibration: measured {label} used for every candidate (no hardware: "
+                                 "section)").format(label=label))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -712,8 +730,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     count = max(1, int(count))
     gpn = max(1, min(count, int(gpus_per_node or g.max_per_node)))
     nodes = -(-count // gpn)
-    problems: list[str] = []
-    notes: list[str] = []
+    problems: list[Msg] = []
+    notes: list[Msg] = []
     model = ctx.model
 
     nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
@@ -734,8 +752,11 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
                                              zero=r[0].zero, offload=r[0].offload, method=ctx.req.training.method,
                                              vendor=g.vendor)]
         if not ok:
-            problems.append(f"training.stack: {pin.name} runs none of the layouts {count}× {g.name} needs "
-                            f"(it supports: {', '.join(pin.parallel) or 'one GPU only'})")
+            problems.append(Msg(N_("{field}: {stack} runs none of the layouts {count}× {gpu} needs (it supports: "
+                                   "{supports})"), field="training.stack", stack=pin.name, count=count, gpu=g.name,
+                                supports=", ".join(pin.parallel)) if pin.parallel else
+                            Msg(N_("{field}: {stack} runs none of the layouts {count}× {gpu} needs (it supports: "
+                                   "one GPU only)"), field="training.stack", stack=pin.name, count=count, gpu=g.name))
         else:
             table = ok
     if ctx.pinned.any_layout:
@@ -765,8 +786,9 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
                                   ctx.pinned.micro_batch, host_pg) if in_gpu else None
         if tight is not None and tight.fits:
             ch, usable = tight, tight_usable
-            notes.append(f"TIGHT: fits only with less than the {ctx.headroom:.0%} headroom asked "
-                         f"(deployment.headroom); planned against {TIGHT_HEADROOM:.0%} instead of CPU offload")
+            notes.append(Msg(N_("TIGHT: fits only with less than the {asked:.0%} headroom asked "
+                                "(deployment.headroom); planned against {tight:.0%} instead of CPU offload"),
+                             asked=ctx.headroom, tight=TIGHT_HEADROOM))
     if (ch.fits and nodes > 1 and ch.shape.offload == "none" and not ctx.pinned.any_layout
             and model.is_token_model):
         large = count >= LARGE_SCALE_GPUS and model.params_total >= LARGE_SCALE_PARAMS
@@ -790,8 +812,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     dpd = max(1, ch.dp // s.cp)  # data-parallel replicas: a CP group shares each micro-batch's sequences
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
     if s.pp > 1 and ga < s.pp:
-        notes.append(f"pipeline: {ga} micro-batch(es) per step for {s.pp} stages -- most of the pipeline idles; "
-                     "raise training.global_batch or lower the micro-batch")
+        notes.append(Msg(N_("pipeline: {ga} micro-batch(es) per step for {pp} stages -- most of the pipeline "
+                            "idles; raise training.global_batch or lower the micro-batch"), ga=ga, pp=s.pp))
     mkey = (count, s, ch.ckpt, ch.mb, ga if s.pp > 1 else int(ga <= 1))  # a pipeline's in-flight count needs ga
     hit = ctx._mem_cache.get(mkey)
     if hit is None:
@@ -804,28 +826,31 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     per_gpu = mem.total / GIB * ctx.mem_scale
     fits = per_gpu <= usable + 1e-9 and not problems
     if fits and per_gpu > capacity * (1.0 - ctx.headroom) + 1e-9:
-        notes.append(f"fits with {1.0 - per_gpu / capacity:.0%} headroom -- tight (asked for {ctx.headroom:.0%}); "
-                     "fragmentation spikes or a longer sample can OOM")
+        notes.append(Msg(N_("fits with {free:.0%} headroom -- tight (asked for {asked:.0%}); fragmentation spikes "
+                            "or a longer sample can OOM"), free=1.0 - per_gpu / capacity, asked=ctx.headroom))
     if not ch.fits and not ch.host_ok:
-        problems.append(
-            f"does not fit: even {s.framework(count)} needs {mem.host_per_gpu * gpn / GIB:.0f} GiB of host RAM "
-            f"per node, more than the {host_gib:.0f} GiB a platform for {gpn}× {g.name} takes")
+        problems.append(Msg(N_(
+            "does not fit: even {plan} needs {need:.0f} GiB of host RAM per node, more than the {host:.0f} GiB a "
+            "platform for {gpn}× {gpu} takes"), plan=s.framework(count), need=mem.host_per_gpu * gpn / GIB,
+            host=host_gib, gpn=gpn, gpu=g.name))
     elif not ch.fits:
-        how = (f"{s.framework(count)}, checkpointing {ch.ckpt}, micro-batch {ch.mb}")
-        problems.append(
-            f"does not fit: needs {per_gpu:.1f} GiB per GPU with the leanest plan ({how}); "
-            f"{g.name} has {usable:.1f} GiB usable ({capacity:g} GiB less {ctx.headroom:.0%} headroom)")
+        problems.append(Msg(N_(
+            "does not fit: needs {need:.1f} GiB per GPU with the leanest plan ({plan}, checkpointing {ckpt}, "
+            "micro-batch {mb}); {gpu} has {usable:.1f} GiB usable ({cap:g} GiB less {headroom:.0%} headroom)"),
+            need=per_gpu, plan=s.framework(count), ckpt=ch.ckpt, mb=ch.mb, gpu=g.name, usable=usable, cap=capacity,
+            headroom=ctx.headroom))
         off = [x for x in shapes if x.offload != "none"]
         if off:
             need = states(ctx.mc, max(1, count // (off[-1].tp * off[-1].pp)), off[-1].tp, off[-1].pp, off[-1].zero,
                           off[-1].offload)[3] * gpn / GIB
             if need > host_gib:
-                problems.append(f"CPU offload would need {need:.0f} GiB of host RAM per node; a platform for "
-                                f"{gpn}× {g.name} takes at most {host_gib:.0f} GiB")
+                problems.append(Msg(N_("CPU offload would need {need:.0f} GiB of host RAM per node; a platform "
+                                       "for {gpn}× {gpu} takes at most {host:.0f} GiB"), need=need, gpn=gpn,
+                                    gpu=g.name, host=host_gib))
 
     core_gpu, peak, pnote, intra, inter = gf
-    if pnote:
-        notes.append(pnote)
+    if pnote:  # gpu_factor's note (memoised with the GPU factors): rendered from the same facts
+        notes.append(_precision_note(g, ctx.req.training.precision))
     st = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
                    ch.mb, ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
     units_step = ch.mb * ga * dpd * ctx.cc.units_per_sample
@@ -849,6 +874,14 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         nodes=nodes, gpus_per_node=gpn, host_ram_gib=host_node,
         detail=_Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, st, peak, ups, problems, notes),
     )
+
+
+def _precision_note(g: GPU, precision: str) -> Msg:
+    """compute.gpu_factor's note (a GPU without a tensor rate for the configured precision), as a Msg."""
+    if precision == "fp8":
+        return Msg(N_("{gpu} has no fp8 tensor cores: timed at its bf16/fp16 rate"), gpu=g.name)
+    return Msg(N_("{gpu} has no {precision} tensor rate: timed at {used}"), gpu=g.name, precision=precision,
+               used="fp16" if g.fp16_tflops else "fp32")
 
 
 def wall_hours(ctx: Context, ups: float, count: int) -> float:
@@ -924,7 +957,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
                      params_active=model.params_active, params_trainable=ctx.p_trainable)
     return Estimate(
         gpu=g.id, gpu_name=g.name, model=info, memory=memory, plan=plan, throughput=thr, time=time,
-        feasible=q.fits and not d.problems, problems=list(d.problems),
+        feasible=q.fits and not d.problems, problems=[p.text() for p in d.problems],
         assumptions=_assumptions(ctx, q) + _stack_notes(ctx, g, s) + rg.notes, range_basis=rg.basis,
         cost_multipliers=rg.cost, stack_alternatives=_stack_alternatives(ctx, q),
     )
@@ -939,10 +972,10 @@ def _stack_notes(ctx: Context, g: GPU, s: Shape) -> list[str]:
     st, why = _stack_for(ctx, g, s)
     if st is None:
         return []
-    out = [f"stack: {st.name} ({why})"]
+    out = [_("stack: {stack} ({why})").format(stack=st.name, why=_(why))]
     if ctx.req.training.precision == "fp8" and (st.fp8 == "none" or not g.fp8_tflops):
-        out.append(f"fp8: {st.name if st.fp8 == 'none' else g.name} has no FP8 "
-                   f"{'recipe' if st.fp8 == 'none' else 'tensor cores'}: timed at bf16")
+        out.append(_("fp8: {stack} has no FP8 recipe: timed at bf16").format(stack=st.name) if st.fp8 == "none"
+                   else _("fp8: {gpu} has no FP8 tensor cores: timed at bf16").format(gpu=g.name))
     return out
 
 
@@ -1017,6 +1050,7 @@ def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
         return out
     keys = _group_keys(ctx, q)
     basis: list[str] = []
+    shown: list[str] = []  # the same, in the interface language
     sp = _speed_spread(ctx, q, keys)
     if sp is not None:
         head = q.tokens_per_s_per_gpu if q.tokens_per_s_per_gpu is not None else q.samples_per_s_per_gpu
@@ -1027,17 +1061,21 @@ def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
             out.gpu_hours = around(q.gpu_hours, sp, inverse=True)
         out.cost = Range(low=1.0 / sp.p90, high=1.0 / sp.p10)
         basis.append(f"speed: {sp.basis}")
+        shown.append(_("speed: {basis}").format(basis=basis_text(sp)))
     mp = range_for(tbl, "memory", keys) if ctx.mem_scale == 1.0 else None
     if mp is not None:
         out.memory = around(q.per_gpu_gib, mp)
         basis.append(f"memory: {mp.basis}")
+        shown.append(_("memory: {basis}").format(basis=basis_text(mp)))
         if out.memory.high > q.capacity_gib and q.fits:
-            out.notes.append(
-                f"memory risk: the P90 end of the range ({out.memory.high:.1f} GiB) is above the card's "
-                f"{q.capacity_gib:g} GiB (fits is decided at the point estimate, {q.per_gpu_gib:.1f} GiB)")
+            out.notes.append(_(
+                "memory risk: the P90 end of the range ({high:.1f} GiB) is above the card's {cap:g} GiB (fits is "
+                "decided at the point estimate, {point:.1f} GiB)").format(high=out.memory.high, cap=q.capacity_gib,
+                                                                         point=q.per_gpu_gib))
     if basis:
-        out.basis = "; ".join(basis)
-        out.notes.append("P10-P90 ranges from leave-one-source-out residuals of published runs -- " + out.basis)
+        out.basis = "; ".join(basis)  # the JSON's range_basis: English, like the keys
+        out.notes.append(_("P10-P90 ranges from leave-one-source-out residuals of published runs -- {basis}").format(
+            basis="; ".join(shown)))
     return out
 
 
@@ -1048,79 +1086,91 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
     g, ch, s, st, model, tr = d.gpu, d.choice, d.choice.shape, d.st, ctx.model, ctx.req.training
     out: list[str] = list(ctx.notes)
     if model.is_token_model:
-        out.append(f"sequence length {ctx.seq} tokens")
-        out.append("FlashAttention on" if tr.flash_attention else "FlashAttention off (attention scores stored)")
+        out.append(_("sequence length {seq} tokens").format(seq=ctx.seq))
+        out.append(_("FlashAttention on") if tr.flash_attention else _("FlashAttention off (attention scores stored)"))
     # Method / states
     w, gb, o = state_bytes(tr.precision, tr.optimizer, tr.pure_bf16)
     pure = tr.pure_bf16 and tr.precision not in ("fp32", "tf32")
-    opt_name = {"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD with momentum"}[tr.optimizer]
+    opt_name = {"adamw": "AdamW", "adamw-8bit": _("8-bit AdamW"), "sgd": _("SGD with momentum")}[tr.optimizer]
     if tr.method in ("lora", "qlora"):
-        base = ("NF4 ≈ 4.13 bits/param (QLoRA)" if tr.method == "qlora"
-                else f"{ctx.mc.frozen_bytes:g} B/param")
-        out.append(f"{tr.method.upper() if tr.method == 'qlora' else 'LoRA'} r={tr.lora_rank} on all linear layers: "
-                   f"{fmt_params(ctx.p_trainable)} trainable ({ctx.p_trainable / model.params_total:.2%}); frozen base "
-                   f"{base}")
-        out.append(f"adapters: {tr.precision} + {opt_name}, {w + gb + o:g} B per trainable param")
+        base = (_("NF4 ≈ 4.13 bits/param (QLoRA)") if tr.method == "qlora"
+                else _("{b:g} B/param").format(b=ctx.mc.frozen_bytes))
+        out.append(_("{method} r={rank} on all linear layers: {n} trainable ({share:.2%}); frozen base {base}").format(
+            method=tr.method.upper() if tr.method == "qlora" else "LoRA", rank=tr.lora_rank,
+            n=fmt_params(ctx.p_trainable), share=ctx.p_trainable / model.params_total, base=base))
+        out.append(_("adapters: {precision} + {opt}, {b:g} B per trainable param").format(
+            precision=tr.precision, opt=opt_name, b=w + gb + o))
     else:
-        regime = "pure 16-bit, no fp32 master copy " if pure else ("mixed precision " if w == 2 else "")
-        out.append(f"model states: {tr.precision} {regime}+ {opt_name}, "
-                   f"{w + gb + o:g} B/param ({w:g} weights + {gb:g} grads + {o:g} optimizer)")
+        regime = _("pure 16-bit, no fp32 master copy ") if pure else (_("mixed precision ") if w == 2 else "")
+        out.append(_("model states: {precision} {regime}+ {opt}, {b:g} B/param ({w:g} weights + {g:g} grads + {o:g} "
+                     "optimizer)").format(precision=tr.precision, regime=regime, opt=opt_name, b=w + gb + o, w=w,
+                                          g=gb, o=o))
     # Plan
-    chosen = ("as configured" if ctx.pinned.any_layout else
-              "fastest that fits" if (s.tp > 1 or s.pp > 1) and d.nodes > 1 else "simplest that fits")
-    out.append(f"plan: {s.framework(d.count)} ({chosen}); dp={ch.dp} tp={s.tp} pp={s.pp}, "
-               f"{d.nodes} node(s) × {d.gpn} GPUs")
-    ck_why = "as configured" if ctx.pinned.ckpt else ("chosen to fit" if ch.ckpt != "none" else "not needed")
-    out.append(f"activation checkpointing: {ch.ckpt} ({ck_why})")
-    mb_why = "as configured" if ctx.pinned.micro_batch else f"largest power of two ≤ {_mb_cap(ctx, ch.dp)} that fits"
-    out.append(f"micro-batch {ch.mb} ({mb_why}), gradient accumulation {d.ga}")
-    unit = "sequences" if model.is_token_model else "samples"
+    chosen = (_("as configured") if ctx.pinned.any_layout else
+              _("fastest that fits") if (s.tp > 1 or s.pp > 1) and d.nodes > 1 else _("simplest that fits"))
+    out.append(_("plan: {plan} ({chosen}); dp={dp} tp={tp} pp={pp}, {nodes} node(s) × {gpn} GPUs").format(
+        plan=s.framework(d.count), chosen=chosen, dp=ch.dp, tp=s.tp, pp=s.pp, nodes=d.nodes, gpn=d.gpn))
+    ck_why = (_("as configured") if ctx.pinned.ckpt else
+              _("chosen to fit") if ch.ckpt != "none" else _("not needed"))
+    out.append(_("activation checkpointing: {ckpt} ({why})").format(ckpt=ch.ckpt, why=ck_why))
+    mb_why = (_("as configured") if ctx.pinned.micro_batch else
+              _("largest power of two ≤ {cap} that fits").format(cap=_mb_cap(ctx, ch.dp)))
+    out.append(_("micro-batch {mb} ({why}), gradient accumulation {ga}").format(mb=ch.mb, why=mb_why, ga=d.ga))
     if ctx.global_batch_defaulted:
-        out.append(f"global batch {ctx.global_batch} {unit} (default; set training.global_batch)")
+        out.append((_("global batch {n} sequences (default; set training.global_batch)") if model.is_token_model
+                    else _("global batch {n} samples (default; set training.global_batch)")).format(
+            n=ctx.global_batch))
     if s.offload != "none":
-        out.append(f"CPU offload ({s.offload}): {q.host_ram_gib:.0f} GiB pinned host RAM per node "
-                   f"(DeepSpeed buffer factor 1.5); slow")
+        out.append(_("CPU offload ({offload}): {gib:.0f} GiB pinned host RAM per node (DeepSpeed buffer factor 1.5); "
+                     "slow").format(offload=s.offload, gib=q.host_ram_gib))
     prm = ctx.mc.params
     if model.is_token_model:
-        out.append("loss: chunked / fused cross-entropy (bf16 logits, fp32 one chunk at a time)" if tr.chunked_loss
-                   else "loss: full fp32 logits for the cross-entropy (training.chunked_loss off)")
-    out.append(f"overhead: CUDA context {prm.cuda_context_gib:g} GiB + framework/NCCL + comm buckets"
-               f"{' + ZeRO-3 gathered-layer buffer' if s.zero >= 3 else ''} + {prm.fragmentation:.0%} fragmentation")
-    out.append(f"headroom: {ctx.headroom:.0%} of GPU memory kept free (deployment.headroom)")
+        out.append(_("loss: chunked / fused cross-entropy (bf16 logits, fp32 one chunk at a time)") if tr.chunked_loss
+                   else _("loss: full fp32 logits for the cross-entropy (training.chunked_loss off)"))
+    out.append((_("overhead: CUDA context {ctx:g} GiB + framework/NCCL + comm buckets + ZeRO-3 gathered-layer buffer "
+                  "+ {frag:.0%} fragmentation") if s.zero >= 3 else
+                _("overhead: CUDA context {ctx:g} GiB + framework/NCCL + comm buckets + {frag:.0%} fragmentation")
+                ).format(ctx=prm.cuda_context_gib, frag=prm.fragmentation))
+    out.append(_("headroom: {h:.0%} of GPU memory kept free (deployment.headroom)").format(h=ctx.headroom))
     # Throughput
-    _, link = intra_node_bw(g, d.gpn, ctx.eff)
-    scale = f"{d.count} GPU{'s' if d.count > 1 else ''}" + (f" {link}" if d.count > 1 else "")
+    _bw, link = intra_node_bw(g, d.gpn, ctx.eff)
+    scale = (_("{n} GPUs {link}").format(n=d.count, link=link) if d.count > 1
+             else _("{n} GPU").format(n=d.count))
     if d.nodes > 1:
-        _, net = inter_node_bw(g, d.gpn, ctx.eff)
-        scale += f", {d.nodes} nodes over {net} (assumed network)"
+        _bw, net = inter_node_bw(g, d.gpn, ctx.eff)
+        scale += _(", {nodes} nodes over {net} (assumed network)").format(nodes=d.nodes, net=net)
     size = fmt_params(model.params_active)
-    seq = f", seq {ctx.seq}" if model.is_token_model else ""
-    out.append(f"MFU {q.mfu:.2f} from: {g.name} {tr.precision}, {size}{' active' if model.family == 'moe' else ''}"
-               f"{seq}, {scale}, {tr.method}")
-    parts = [f"compute {st.compute_s:.2f} s"]
+    if model.family == "moe":
+        size = _("{n} active").format(n=size)
+    seq = _(", seq {seq}").format(seq=ctx.seq) if model.is_token_model else ""
+    out.append(_("MFU {mfu:.2f} from: {gpu} {precision}, {size}{seq}, {scale}, {method}").format(
+        mfu=q.mfu, gpu=g.name, precision=tr.precision, size=size, seq=seq, scale=scale, method=tr.method))
+    parts = [_("compute {s:.2f} s").format(s=st.compute_s)]
     if st.bubble_s:
-        parts.append(f"pipeline bubble {st.bubble_s:.2f} s")
+        parts.append(_("pipeline bubble {s:.2f} s").format(s=st.bubble_s))
     if st.dp_comm_s:
-        parts.append(f"exposed DP/ZeRO comm {st.dp_comm_s:.2f} s")
+        parts.append(_("exposed DP/ZeRO comm {s:.2f} s").format(s=st.dp_comm_s))
     if st.tp_comm_s:
-        parts.append(f"TP comm {st.tp_comm_s:.2f} s")
+        parts.append(_("TP comm {s:.2f} s").format(s=st.tp_comm_s))
     if st.offload_s:
-        parts.append(f"offload {st.offload_s:.2f} s")
+        parts.append(_("offload {s:.2f} s").format(s=st.offload_s))
     if ctx.thr_direct is None and ctx.thr_scale == 1.0:
-        out.append("step time: " + ", ".join(parts))
+        out.append(_("step time: {parts}").format(parts=", ".join(parts)))
     if tr.method == "qlora":
-        out.append("QLoRA: NF4 dequantisation slows each step (efficiency × "
-                   f"{ctx.eff.qlora_factor:g})")
-    fl = ("4·N + 12·L·h·s (LoRA: no weight-gradient GEMMs)" if tr.method in ("lora", "qlora")
+        out.append(_("QLoRA: NF4 dequantisation slows each step (efficiency × {f:g})").format(f=ctx.eff.qlora_factor))
+    fl = (_("4·N + 12·L·h·s (LoRA: no weight-gradient GEMMs)") if tr.method in ("lora", "qlora")
           else "6·N + 12·L·h·s")
     if model.is_token_model:
-        out.append(f"FLOPs per token {fl}{'; full recompute executes 8·N' if ch.ckpt == 'full' else ''}")
+        out.append((_("FLOPs per token {f}; full recompute executes 8·N") if ch.ckpt == "full"
+                    else _("FLOPs per token {f}")).format(f=fl))
     else:
-        out.append(f"FLOPs per sample {ctx.cc.model_flops_per_unit / 1e9:.1f} GFLOP (published figure"
-                   f"{', scaled by resolution²' if ctx.req.model.resolution else ''})")
-    out.extend(d.notes)
+        out.append((_("FLOPs per sample {g:.1f} GFLOP (published figure, scaled by resolution²)")
+                    if ctx.req.model.resolution else _("FLOPs per sample {g:.1f} GFLOP (published figure)")).format(
+            g=ctx.cc.model_flops_per_unit / 1e9))
+    out.extend(n.text() for n in d.notes)
     if d.count > ctx.eff.goodput_min_gpus:
-        out.append(f"goodput {ctx.goodput:.2f} applied (> {ctx.eff.goodput_min_gpus} GPUs: failures and restarts)")
+        out.append(_("goodput {g:.2f} applied (> {n} GPUs: failures and restarts)").format(
+            g=ctx.goodput, n=ctx.eff.goodput_min_gpus))
     out.append(ctx.data_note)
     out.extend(ctx.calib_notes)
     return out

@@ -32,6 +32,7 @@ from gpuwiz.core.catalog import (
     ExportRule,
 )
 from gpuwiz.core.models import CurrencyInfo, ExportFact, MarketStatus, Requirements
+from gpuwiz.i18n import N_, _
 
 # EU member states + EEA (Iceland, Liechtenstein, Norway): one area for GDPR transfers.
 EU_EEA = frozenset({
@@ -51,7 +52,8 @@ def jurisdiction(country: str) -> str:
 
 def jurisdiction_name(country: str) -> str:
     j = jurisdiction(country)
-    return {"EU": "the EU/EEA", "CN": "mainland China", "GB": "the UK"}.get(j, j)
+    name = {"EU": N_("the EU/EEA"), "CN": N_("mainland China"), "GB": N_("the UK")}.get(j)
+    return _(name) if name else j
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,10 @@ def tradeoff(req: Requirements, inst: CloudInstance) -> str | None:
     if d.data_sensitivity not in ("internal", "public"):
         return None
     if inst.tier == "marketplace-community":
-        return "community marketplace host: the machine's owner can read the disk and memory"
+        return _("community marketplace host: the machine's owner can read the disk and memory")
     if jurisdiction(inst.country) != jurisdiction(d.country):
-        return f"data leaves {jurisdiction_name(d.country)} (offer in {inst.country})"
+        return _("data leaves {where} (offer in {country})").format(where=jurisdiction_name(d.country),
+                                                                  country=inst.country)
     return None
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from gpuwiz.core.memory import MemoryConsts, max_micro_batch, states
 from gpuwiz.core.models import Checkpointing, Offload
+from gpuwiz.i18n import N_, Msg
 
 CP_MIN_SEQ = 32_768  # shortest sequence the planner splits with context parallelism
 CP_MIN_TOKENS = 8_192  # tokens each CP rank keeps at least (Llama 3 405B: 131,072 / CP 16)
@@ -195,17 +196,21 @@ def candidate_shapes(
     return shapes
 
 
-def shape_problem(shape: Shape, count: int, heads: int, layers: int, gpn: int, nvlink: bool) -> str | None:
-    """Why a (pinned) layout cannot run on this hardware, or None."""
+def shape_problem(shape: Shape, count: int, heads: int, layers: int, gpn: int, nvlink: bool) -> Msg | None:
+    """Why a (pinned) layout cannot run on this hardware, or None (rendered where shown: see ``Msg``)."""
     mp = shape.tp * shape.pp
     if count % mp:
-        return f"training.parallel: tp × pp = {mp} does not divide {count} GPUs"
+        return Msg(N_("{field}: tp × pp = {mp} does not divide {count} GPUs"), field="training.parallel", mp=mp,
+                   count=count)
     if shape.tp > 1 and heads % shape.tp:
-        return f"training.parallel.tp: {shape.tp} does not divide the {heads} attention heads"
+        return Msg(N_("{field}: {tp} does not divide the {heads} attention heads"), field="training.parallel.tp",
+                   tp=shape.tp, heads=heads)
     if shape.pp > layers:
-        return f"training.parallel.pp: {shape.pp} stages for {layers} layers"
+        return Msg(N_("{field}: {pp} stages for {layers} layers"), field="training.parallel.pp", pp=shape.pp,
+                   layers=layers)
     if shape.tp > gpn:
-        return f"training.parallel.tp: {shape.tp} spans nodes ({gpn} GPUs per node); tensor parallel needs NVLink"
+        return Msg(N_("{field}: {tp} spans nodes ({gpn} GPUs per node); tensor parallel needs NVLink"),
+                   field="training.parallel.tp", tp=shape.tp, gpn=gpn)
     return None
 
 

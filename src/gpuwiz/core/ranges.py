@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Range
+from gpuwiz.i18n import N_, _
 
 MIN_GROUP = 5
 DIMENSIONS: tuple[str, ...] = ("generation", "family", "stack", "scale")
@@ -57,6 +58,9 @@ class Spread(BaseModel):
     p10: float
     p90: float
     basis: str  # which groups set it, in words ("generation ampere (n=170), family decoder LLM (n=180)")
+    # the same as facts, for the text in the interface language (basis_text): (dimension, group, n)
+    used: tuple[tuple[str, str, int], ...] = ()  # dimension "" with group "": all published runs
+    missing: tuple[tuple[str, str, int], ...] = ()
 
 
 # Group label of a model family (the validation tables and the range table use these words)
@@ -100,25 +104,48 @@ def _range_for(table: RangeTable, kind: RangeKind, keys: dict[str, str]) -> Spre
     part = table.throughput if kind == "throughput" else table.memory
     used: list[tuple[str, GroupRange]] = []
     missing: list[str] = []
+    facts_used: list[tuple[str, str, int]] = []
+    facts_missing: list[tuple[str, str, int]] = []
     for dim in DIMENSIONS:
         groups = part.get(dim)
         key = keys.get(dim)
         g = groups.get(key) if isinstance(groups, dict) and key is not None else None
         if isinstance(g, GroupRange) and g.n >= MIN_GROUP:
             used.append((f"{dim} {key}", g))
+            facts_used.append((dim, str(key), g.n))
         elif key is not None:
             missing.append(f"{dim} {key} ({g.n if isinstance(g, GroupRange) else 0} entries)")
+            facts_missing.append((dim, key, g.n if isinstance(g, GroupRange) else 0))
     if not used:
         overall = part.get("overall")
         if not isinstance(overall, GroupRange) or overall.n < MIN_GROUP:
             return None
         used = [("all published runs", overall)]
+        facts_used = [("", "", overall.n)]
     lo = math.exp(sum(math.log(g.p10) for _, g in used) / len(used))
     hi = math.exp(sum(math.log(g.p90) for _, g in used) / len(used))
     basis = ", ".join(f"{name} (n={g.n})" for name, g in used)
     if missing:
         basis += "; too few entries for " + ", ".join(missing) + ": the groups above"
-    return Spread(p10=lo, p90=hi, basis=basis)
+    return Spread(p10=lo, p90=hi, basis=basis, used=tuple(facts_used), missing=tuple(facts_missing))
+
+
+DIMENSION_LABEL: dict[str, str] = {"generation": N_("generation"), "family": N_("family"), "stack": N_("stack"),
+                                   "scale": N_("scale")}
+
+
+def basis_text(spread: Spread) -> str:
+    """``spread.basis`` in the interface language (the English ``basis`` stays in the JSON)."""
+    def group(dim: str, key: str) -> str:
+        return _("{dimension} {group}").format(dimension=_(DIMENSION_LABEL.get(dim, dim)), group=key)
+
+    text = ", ".join(_("{group} (n={n})").format(group=group(d, k) if d else _("all published runs"), n=n)
+                        for d, k, n in spread.used)
+    if spread.missing:
+        text = _("{used}; too few entries for {missing}: the groups above").format(
+            used=text, missing=", ".join(_("{group} ({n} entries)").format(group=group(d, k), n=n)
+                                            for d, k, n in spread.missing))
+    return text
 
 
 def group_keys(*, generation: str, family: str, stack: str, gpus: int) -> dict[str, str]:

@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # the running program needs neither (English start-up imports
     from collections.abc import Mapping
     from gettext import GNUTranslations
 
-__all__ = ["LANGS", "N_", "_", "cells", "choose_language", "current_language", "encoding_note", "ljust", "set_language",
-           "setup"]
+__all__ = ["LANGS", "N_", "Msg", "_", "cells", "choose_language", "current_language", "encoding_note", "ljust",
+           "set_language", "setup"]
 
 LANGS = ("en", "zh-CN")
 DOMAIN = "gpuwiz"
@@ -45,6 +45,37 @@ def _(message: str) -> str:
 def N_(message: str) -> str:
     """Marks ``message`` for translation where it is defined; ``_`` translates it where it is shown."""
     return message
+
+
+class Msg:
+    """A sentence kept as its English template and values, rendered where it is shown: what the
+    engine memoises between calls (a candidate's problems and notes) holds no language.
+
+    ``str(msg)`` is the English text (the language-neutral form, byte-identical to the sentence the
+    template formats); ``msg.text()`` is the sentence in the interface language. The template is
+    marked ``N_`` where it is written, so the catalog tools find it."""
+
+    __slots__ = ("params", "template")
+
+    def __init__(self, template: str, **params: object) -> None:
+        self.template = template
+        self.params = params
+
+    def __str__(self) -> str:
+        return self.template.format(**self.params) if self.params else self.template
+
+    def __repr__(self) -> str:
+        return f"Msg({self.template!r}, {self.params!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Msg) and (self.template, self.params) == (other.template, other.params)
+
+    def __hash__(self) -> int:
+        return hash((self.template, tuple(sorted(self.params))))
+
+    def text(self) -> str:
+        t = _(self.template)
+        return t.format(**self.params) if self.params else t
 
 
 def normalize(code: str) -> str | None:
