@@ -112,14 +112,8 @@ def _applies(rule: ExportRule, country: str, gpu: GPU) -> bool:
 
 def purchase_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     """The rule on shipping / buying this GPU for a site in ``country`` (None: no rule applies)."""
-    tbl = memo.table(cat, "purchase_rule", catalog_only=True)
-    key = (gpu.id, country)
-    hit = tbl.get(key) if tbl is not None else memo.MISS
-    if hit is memo.MISS:
-        hit = _purchase_rule(cat, country, gpu)
-        if tbl is not None:
-            tbl.put(key, hit)
-    return hit  # type: ignore[no-any-return]
+    return memo.cached(cat, "purchase_rule", (gpu.id, country), lambda: _purchase_rule(cat, country, gpu),
+                       catalog_only=True)
 
 
 def _purchase_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
@@ -151,14 +145,8 @@ def can_buy(cat: Catalog, country: str, gpu: GPU) -> bool:
 
 def remote_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
     """The rule on using this GPU remotely (a cloud instance abroad) from ``country``."""
-    tbl = memo.table(cat, "remote_rule", catalog_only=True)
-    key = (gpu.id, country)
-    hit = tbl.get(key) if tbl is not None else memo.MISS
-    if hit is memo.MISS:
-        hit = _remote_rule(cat, country, gpu)
-        if tbl is not None:
-            tbl.put(key, hit)
-    return hit  # type: ignore[no-any-return]
+    return memo.cached(cat, "remote_rule", (gpu.id, country), lambda: _remote_rule(cat, country, gpu),
+                       catalog_only=True)
 
 
 def _remote_rule(cat: Catalog, country: str, gpu: GPU) -> ExportRule | None:
@@ -220,13 +208,7 @@ def _fac(cat: Catalog, key: str, default: float) -> float:
 
 def economics(cat: Catalog, country: str) -> LocalEconomics:
     """Local economics for ``country`` (ISO alpha-2), in USD."""
-    tbl = memo.table(cat, "economics", catalog_only=True)
-    hit = tbl.get(country) if tbl is not None else memo.MISS
-    if hit is memo.MISS:
-        hit = _economics(cat, country)
-        if tbl is not None:
-            tbl.put(country, hit)
-    return hit  # type: ignore[no-any-return]
+    return memo.cached(cat, "economics", country, lambda: _economics(cat, country), catalog_only=True)
 
 
 def _economics(cat: Catalog, country: str) -> LocalEconomics:

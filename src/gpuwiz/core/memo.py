@@ -23,12 +23,14 @@ import dataclasses
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from hashlib import blake2b
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuwiz.i18n import current_language
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from gpuwiz.core.catalog import Catalog
@@ -168,6 +170,19 @@ def table(cat: Catalog, name: str, maxsize: int = 4096, catalog_only: bool = Fal
             t.data.clear()
             t.gen = _generation
     return t  # type: ignore[no-any-return]
+
+
+def cached(cat: Catalog, name: str, key: Any, compute: Callable[[], T], *, maxsize: int = 4096,
+           catalog_only: bool = False) -> T:
+    """``compute()`` through the table ``name`` (see ``table``): the stored value for ``key``, else
+    computed and stored; computed every time while the memo is off."""
+    tbl = table(cat, name, maxsize, catalog_only)
+    hit = tbl.get(key) if tbl is not None else MISS
+    if hit is MISS:
+        hit = compute()
+        if tbl is not None:
+            tbl.put(key, hit)
+    return hit  # type: ignore[no-any-return]
 
 
 @contextmanager

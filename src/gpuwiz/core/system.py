@@ -32,7 +32,7 @@ from gpuwiz.core import memo
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
 from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
-from gpuwiz.i18n import _, current_language
+from gpuwiz.i18n import _
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82
@@ -494,15 +494,9 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     search's shortlist are the same for every edit that leaves the workload and the site alone."""
     site = req.deployment.site
     used = req.deployment.used_hardware if used is None else used
-    tbl = memo.table(cat, "size_system", 512)  # a search sizes ~10-60 builds
-    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site, current_language())  # the build holds sentences
-    hit = tbl.get(key) if tbl is not None else memo.MISS
-    if hit is not memo.MISS:
-        return hit  # type: ignore[no-any-return]
-    build = _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site)
-    if tbl is not None:
-        tbl.put(key, build)
-    return build
+    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site)  # (memo tables are kept per language)
+    return memo.cached(cat, "size_system", key,  # a search sizes ~10-60 builds
+                       lambda: _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site), maxsize=512)
 
 
 def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload, lean: bool, used: bool,
