@@ -259,6 +259,12 @@ KILLED_APP = textwrap.dedent("""
                 await pilot.pause()
                 if app.dirty:
                     break
+            from gpuwiz.tui import drafts  # typing is debounced: the edit's draft is on disk within a second
+            for _ in range(400):
+                d = drafts.read_draft(state)
+                if d is not None and d.requirements == edited:
+                    break
+                await pilot.pause(0.05)
             print("EDITED", flush=True)
             yamlio.os.fdopen = lambda fd, *a, **k: Slow(real_fdopen(fd, *a, **k))
             await pilot.press("ctrl+s")

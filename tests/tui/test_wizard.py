@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -259,6 +260,10 @@ async def test_restore_after_a_killed_session(make_app: MakeApp, config_file: Pa
         await pilot.press("m", "d", "plus")
         await settle(pilot, app)
         edited = app.requirements
+        deadline = time.monotonic() + 20  # typing is debounced: the draft follows within DRAFT_EVERY_S
+        while (drafts.read_draft(state_dir) is None or drafts.read_draft(state_dir).requirements != edited) \
+                and time.monotonic() < deadline:
+            await pilot.pause(0.05)
         assert drafts.read_draft(state_dir) is not None
         # the session dies here (no quit): the draft stays behind
     draft = drafts.read_draft(state_dir)
