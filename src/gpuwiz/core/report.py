@@ -300,7 +300,7 @@ def _pareto_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
     if not pts:
         return []
     rows = [[f"{p.count}x {p.gpu}" + (_(" ({n} nodes)").format(n=p.nodes) if p.nodes > 1 else ""),
-             _("rent") if p.rented else _("buy"), fmt_hours(p.wall_hours), fmt_usd(p.cost_per_run_usd), what]
+             _("rent") if p.rented else _("buy"), fmt_hours(p.wall_hours), _money(p.cost_per_run_usd, rec), what]
             for p, what in pts]
     out = [f"{h2}" + _("Time vs cost (Pareto front)") if md else _("Time vs cost (Pareto front):")]
     return out + _table([_("Build"), _("How"), _("Time/run"), _("Cost/run"), _("Against the pick")], rows, md) + [""]
