@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from proc import instructions, run_timed
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "examples" / "small-team-lora-7b.yaml"
@@ -45,23 +43,6 @@ LABELS = {
 TARGETS = {"estimate": 2.5, "recommend": 2.8}
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, child CPU seconds) of one run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def _instructions(cmd: list[str], env: dict[str, str]) -> int | None:
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
-                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-    m = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
-    return int(m.group(1)) if out.returncode == 0 and m else None
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("n", nargs="?", type=int, default=15, help="rounds (each runs every command once)")
@@ -71,18 +52,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpuwiz-bench-cache-") as cache_dir:
         env = {**os.environ, "GPUWIZ_CACHE_DIR": cache_dir}
         for name in names:  # warm-up: page cache, bytecode, the catalog cache
-            _run(COMMANDS[name], env)
+            run_timed(COMMANDS[name], env)
         wall: dict[str, list[float]] = {n: [] for n in names}
         cpu: dict[str, list[float]] = {n: [] for n in names}
         for r in range(args.n):
             order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
-                w, c = _run(COMMANDS[name], env)
+                w, c = run_timed(COMMANDS[name], env)
                 wall[name].append(w)
                 cpu[name].append(c)
         instr: dict[str, int | None] = {}
         if not args.no_instructions and shutil.which("valgrind"):
-            instr = {name: _instructions(COMMANDS[name], env) for name in names}
+            instr = {name: instructions(COMMANDS[name], env) for name in names}
 
     print(f"{args.n} paired rounds, rotated order; python {sys.version.split()[0]}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}; "

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from proc import instructions, run_timed
 
 CONFIG = """\
 version: 1
@@ -33,22 +32,6 @@ model: {preset: llama-2-7b, seq_len: 4096}
 training: {method: full, precision: bf16, global_batch: 256}
 data: {tokens: 1e9}
 """
-
-
-def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def _instructions(cmd: list[str], env: dict[str, str]) -> int | None:
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
-                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-    m = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
-    return int(m.group(1)) if out.returncode == 0 and m else None
 
 
 def main() -> None:
@@ -79,18 +62,18 @@ def main() -> None:
                              "--output_dir", tmp],
         }
         for cmd in cmds.values():  # warm-up: page cache, bytecode, gpuwiz's catalog cache
-            _run(cmd, env)
+            run_timed(cmd, env)
         wall: dict[str, list[float]] = {k: [] for k in cmds}
         cpu: dict[str, list[float]] = {k: [] for k in cmds}
         names = list(cmds)
         for r in range(args.n):
             for name in names if r % 2 == 0 else names[::-1]:
-                w, c = _run(cmds[name], env)
+                w, c = run_timed(cmds[name], env)
                 wall[name].append(w)
                 cpu[name].append(c)
         instr = {}
         if not args.no_instructions and shutil.which("valgrind"):
-            instr = {k: _instructions(cmd, env) for k, cmd in cmds.items()}
+            instr = {k: instructions(cmd, env) for k, cmd in cmds.items()}
     print(f"{args.n} paired rounds, alternating order; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
     print(f"{'command':14s} {'wall ms':>8s} {'cpu ms':>8s} {'instructions':>14s}")
     for name in names:

@@ -22,13 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from proc import instructions
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -72,11 +73,7 @@ def _in_process(tree: Path, config: Path, repeat: int, cache: str) -> list[float
 def _instructions(tree: Path, config: Path, cache: str) -> int | None:
     cmd = [sys.executable, "-m", "gpuwiz", "recommend", str(config), "--format", "json"]
     subprocess.run(cmd, cwd=tree, env=_env(tree, cache), capture_output=True, check=False)  # warm bytecode, cache
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], cwd=tree,
-                         env=_env(tree, cache), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         check=False)
-    m = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
-    return int(m.group(1)) if out.returncode == 0 and m else None
+    return instructions(cmd, _env(tree, cache), cwd=tree)
 
 
 def main() -> None:

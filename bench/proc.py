@@ -1,0 +1,30 @@
+"""What the process benches share: one run's wall and CPU time, and its instruction count.
+
+Imported by the bench scripts (``python bench/X.py`` puts this folder on ``sys.path``)."""
+
+from __future__ import annotations
+
+import re
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+
+def run_timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, child CPU seconds) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def instructions(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> int | None:
+    """Instructions one run executes, counted by valgrind (callgrind; deterministic), or None when
+    valgrind fails."""
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], cwd=cwd,
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    m = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
+    return int(m.group(1)) if out.returncode == 0 and m else None
