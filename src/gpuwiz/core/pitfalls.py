@@ -70,11 +70,7 @@ class Context:
         site = self.req.deployment.site
         if site != "any":
             return site in kinds
-        if self.build is not None and self.build.site_kind:
-            return self.build.site_kind in kinds
-        placed = (self.build.site if self.build else "").split(" ")[0].lower()
-        inferred = {"desk": "desk", "office": "office", "server": "server-room", "colocation": "colo"}.get(placed, "")
-        return inferred in kinds
+        return self.build is not None and self.build.site_kind in kinds  # system.place_kind's fact
 
 
 RuleFn = Callable[[Context], tuple[Severity, str] | str | None]
@@ -367,7 +363,7 @@ def _circuit(c: Context) -> tuple[Severity, str] | None:  # P14
         return "block", _("Sustained draw of ~{w:,} W exceeds the {circuit:,.0f} W continuous limit of a 15 A/120 V "
                           "office circuit. Add a dedicated 20 A/240 V circuit or power-limit the GPUs (~95 % speed at "
                           "~80 % power).").format(w=b.power_w, circuit=circuit)
-    if c.on_site("office", "desk") or b.site_kind == "office" or b.site.startswith("office"):
+    if c.on_site("office", "desk") or b.site_kind == "office":
         return "medium", _("~{w:,} W sustained is more than one 15 A/120 V circuit carries ({circuit:,.0f} W): it "
                            "needs a dedicated 20 A/240 V circuit.").format(w=b.power_w, circuit=circuit)
     return None
