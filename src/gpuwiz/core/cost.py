@@ -25,7 +25,6 @@ from typing import Any, Literal
 
 from gpuwiz.core import market, memo
 from gpuwiz.core.catalog import Catalog, CloudInstance
-from gpuwiz.core.memo import MISS
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.i18n import N_, _
@@ -220,14 +219,9 @@ def _allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
                     policy: tuple[object, ...] | None) -> tuple[tuple[CloudInstance, float], ...]:
     """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``),
     memoised per GPU and ``policy`` (market.policy_key of ``req``)."""
-    tbl = memo.table(cat, "allowed_offers", 1024)
-    hit = tbl.get((gpu_id, policy)) if tbl is not None else MISS
-    if hit is MISS:
-        hit = tuple((inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id)
-                    if req is None or market.eligible(req, inst))
-        if tbl is not None:
-            tbl.put((gpu_id, policy), hit)
-    return hit  # type: ignore[no-any-return]
+    return memo.cached(cat, "allowed_offers", (gpu_id, policy), lambda: tuple(
+        (inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id)
+        if req is None or market.eligible(req, inst)), maxsize=1024)
 
 
 # ---- on-prem -------------------------------------------------------------------------------------
@@ -283,16 +277,9 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, cape
         capex = build.capex_usd
     d = req.deployment
     # Memoised (core.memo) on everything read below: the shape, the capex and the money fields.
-    tbl = memo.table(cat, "onprem_parts")
     key = (fp, capex, d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month,
            d.staff_usd_per_year, d.horizon_years)
-    hit = tbl.get(key) if tbl is not None else MISS
-    if hit is not MISS:
-        return hit  # type: ignore[no-any-return]
-    parts = _onprem_parts(req, cat, fp, capex)
-    if tbl is not None:
-        tbl.put(key, parts)
-    return parts
+    return memo.cached(cat, "onprem_parts", key, lambda: _onprem_parts(req, cat, fp, capex))
 
 
 def _onprem_parts(req: Requirements, cat: Catalog, fp: Footprint, capex: float) -> OnPremParts:

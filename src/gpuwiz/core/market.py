@@ -312,7 +312,7 @@ def currency_info(cat: Catalog, req: Requirements) -> CurrencyInfo:
     """The user's currency (``deployment.currency``, else the country's) at the catalog's rate;
     USD when the catalog has no rate for it."""
     d = req.deployment
-    code = (getattr(d, "currency", None) or default_currency(cat, d.country)).upper()
+    code = (d.currency or default_currency(cat, d.country)).upper()
     fx = cat.fx.get(code)
     if code == "USD" or fx is None:
         return CurrencyInfo(code="USD", usd_rate=1.0, observed=cat.as_of, source="")
