@@ -62,9 +62,14 @@ def epochs_line(lines: list[str]) -> str:
 
 
 def panel(lines: list[str]) -> list[str]:
-    """The live panel: everything right of the form (the box starts at its ╭ corner)."""
-    col = next((ln.index("╭") for ln in lines if "Live answer" in ln and "╭" in ln), None)
-    return [ln[col:] for ln in lines] if col is not None else lines
+    """The live panel: the box right of the form, from its top (╭ Live answer) to its bottom (╰) row.
+    Only the box: the step bar above it changes with the typed key (● unsaved), not with the answer."""
+    top = next((i for i, ln in enumerate(lines) if "Live answer" in ln and "╭" in ln), None)
+    if top is None:
+        return lines
+    col = lines[top].index("╭")
+    bottom = next((i for i in range(top + 1, len(lines)) if lines[i][col:col + 1] == "╰"), len(lines) - 1)
+    return [ln[col:] for ln in lines[top:bottom + 1]]
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -139,8 +144,9 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
     cols, rows = size.split("x")
     session = f"gpuwiz-bench-{os.getpid()}"
     state = tempfile.mkdtemp(prefix="gpuwiz-bench-state-")
+    copy = shutil.copy(config, state)  # a copy: nothing the wizard does reaches the example
     # exec: the pane's process is the wizard itself (its pid is what the CPU meter reads)
-    cmd = f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine} {sys.executable} -m gpuwiz {config}"
+    cmd = f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine} {sys.executable} -m gpuwiz {copy}"
     t_open = time.perf_counter()
     tmux("new-session", "-d", "-s", session, "-x", cols, "-y", rows, cmd)
     try:
