@@ -16,8 +16,9 @@ from wizhelp import settle
 
 from gpuwiz.core.config_io import load_config
 from gpuwiz.tui import drafts
+from gpuwiz.tui import engine as engine_mod
 from gpuwiz.tui.app import GpuwizApp
-from gpuwiz.tui.engine import Engine, engine_process_wanted
+from gpuwiz.tui.engine import Engine, engine_process_wanted, prestart_engine_process, take_prestarted
 
 MakeApp = Callable[..., GpuwizApp]
 
@@ -65,6 +66,62 @@ async def test_the_child_process_answers_as_the_thread_would(make_app: MakeApp, 
         assert sent and sent[-1] == app._seq  # asked of the child, not of the thread
         assert app.recommendation == Engine().run(app.requirements).rec
         assert app.answer_for == app.requirements
+
+
+async def test_a_child_started_before_the_app_answers_from_the_first_question_on(
+        make_app: MakeApp, config_file: Path) -> None:
+    prestart_engine_process(None, "en")  # as `gpuwiz FILE.yaml` does, before Textual is imported
+    early = engine_mod._prestarted
+    assert early is not None
+    deadline = time.monotonic() + 60
+    while not early.ready:  # the command line's head start: here the child is up before the app
+        assert time.monotonic() < deadline and not early.broken, "the prestarted child never came up"
+        await asyncio.sleep(0.02)
+    sent: list[int] = []
+    submit = early.submit
+
+    def spy(seq: int, req: Any) -> bool:
+        sent.append(seq)
+        return submit(seq, req)
+
+    early.submit = spy  # type: ignore[method-assign]
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.answered and app.recommendation is not None, "the first answer")
+        assert app._engine_proc is early and engine_mod._prestarted is None  # taken over, once
+        assert sent == [app._seq]  # the first answer came from the child, not from the thread
+        assert app.recommendation == Engine().run(app.requirements).rec
+    assert early._proc is None  # closed with the app
+
+
+def test_a_prestarted_child_for_another_catalog_or_language_is_not_used(tmp_path: Path) -> None:
+    prestart_engine_process(None, "en")
+    early = engine_mod._prestarted
+    assert early is not None and early._proc is not None
+    assert take_prestarted(None, "zh_CN") is None  # the app's language differs: closed, not used
+    assert early._proc is None and engine_mod._prestarted is None
+    prestart_engine_process(None, "en")
+    assert take_prestarted(tmp_path / "overlay.yaml", "en") is None
+    assert engine_mod._prestarted is None
+
+
+async def test_a_prestarted_child_that_died_leaves_the_thread(make_app: MakeApp, config_file: Path) -> None:
+    prestart_engine_process(None, "en")
+    early = engine_mod._prestarted
+    assert early is not None and early._proc is not None
+    early._proc.kill()
+    early._proc.wait()
+    deadline = time.monotonic() + 30
+    while not early.broken:  # its reader thread sees the end of the pipe
+        assert time.monotonic() < deadline, "the dead child was never noticed"
+        await asyncio.sleep(0.02)
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)  # the thread answers
+        assert app.recommendation is not None and app._engine_proc is not early
+        await type_epochs(pilot, app, "3")
+        await settle(pilot, app)
+        assert app.requirements.data.epochs == 3 and app.answer_for == app.requirements
 
 
 async def test_a_dead_child_hands_over_to_the_thread(make_app: MakeApp, config_file: Path) -> None:

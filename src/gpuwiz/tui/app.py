@@ -254,6 +254,14 @@ class GpuwizApp(App[None]):
         self.install_screen(StartScreen(), "start")
         self.push_screen("start")
         self._install_signal_handlers()
+        if self._want_engine_process:  # a child the command line started early: ours from the first answer on
+            from gpuwiz.i18n import current_language
+            from gpuwiz.tui.engine import take_prestarted
+
+            proc = take_prestarted(self.engine.catalog_overlay, current_language())
+            if proc is not None:
+                self._want_engine_process = False
+                self._adopt_engine_process(proc)
 
     def on_ready(self) -> None:
         self.ready_at = time.perf_counter()
@@ -438,10 +446,15 @@ class GpuwizApp(App[None]):
         from gpuwiz.i18n import current_language
         from gpuwiz.tui.engine import EngineProcess
 
-        proc = EngineProcess(self.engine.catalog_overlay, current_language(), self._answer_from_process,
-                             self._engine_lost)
+        proc = EngineProcess(self.engine.catalog_overlay, current_language())
         if proc.start():
-            self._engine_proc = proc
+            self._adopt_engine_process(proc)
+
+    def _adopt_engine_process(self, proc: EngineProcess) -> None:
+        proc.attach(self._answer_from_process, self._engine_lost)
+        self._engine_proc = proc
+        if proc.broken:  # died before it was ours: the thread goes on answering
+            self._engine_lost()
 
     def _engine_lost(self) -> None:
         self.post_message(EngineLost())  # on the engine reader's thread: handled on the event loop

@@ -110,10 +110,11 @@ class EngineProcess:
     ``broken`` turns True and ``on_broken()`` is called once: the caller falls back to the thread."""
 
     def __init__(self, catalog_overlay: str | os.PathLike[str] | None, language: str,
-                 on_answer: Callable[[int, Outcome], None], on_broken: Callable[[], None]) -> None:
+                 on_answer: Callable[[int, Outcome], None] | None = None,
+                 on_broken: Callable[[], None] | None = None) -> None:
         self.catalog_overlay = catalog_overlay
         self.language = language
-        self.on_answer = on_answer
+        self.on_answer = on_answer  # None until the wizard takes a prestarted child (attach)
         self.on_broken = on_broken
         self.ready = False
         self.broken = False
@@ -134,6 +135,11 @@ class EngineProcess:
             return False
         threading.Thread(target=self._read_loop, name="gpuwiz-engine-reader", daemon=True).start()
         return True
+
+    def attach(self, on_answer: Callable[[int, Outcome], None], on_broken: Callable[[], None]) -> None:
+        """Where a prestarted child's answers go. A child that died before this is ``broken``."""
+        self.on_answer = on_answer
+        self.on_broken = on_broken
 
     def submit(self, seq: int, req: Requirements) -> bool:
         """Send one request; False (and broken) when the child is gone."""
@@ -170,7 +176,8 @@ class EngineProcess:
             if self.broken:
                 return
             self.broken = True
-        self.on_broken()
+        if self.on_broken is not None:
+            self.on_broken()
 
     def _read_loop(self) -> None:
         proc = self._proc
@@ -185,10 +192,38 @@ class EngineProcess:
                 break
             if kind == "ready":
                 self.ready = True
-            elif kind == "answer" and isinstance(outcome, Outcome):
+            elif kind == "answer" and isinstance(outcome, Outcome) and self.on_answer is not None:
                 self.on_answer(seq, outcome)
         if self._proc is not None:  # not closed by us: the child died or spoke nonsense
             self._fail()
+
+
+_prestarted: EngineProcess | None = None
+
+
+def prestart_engine_process(catalog_overlay: str | os.PathLike[str] | None, language: str) -> None:
+    """Start the engine's child now, before the wizard imports Textual and the core (``gpuwiz
+    FILE.yaml``): it loads the core and the catalog on the other core meanwhile, and is often
+    ready, warm, for the wizard's first answer (which the wizard's thread would otherwise compute
+    cold). The wizard takes it over (``take_prestarted``); a failed start leaves the thread."""
+    global _prestarted
+    proc = EngineProcess(catalog_overlay, language)
+    if proc.start():
+        _prestarted = proc
+
+
+def take_prestarted(catalog_overlay: str | os.PathLike[str] | None, language: str) -> EngineProcess | None:
+    """The prestarted child, if it was started for this catalog and language and is alive."""
+    global _prestarted
+    proc, _prestarted = _prestarted, None
+    if proc is None:
+        return None
+    same = (proc.catalog_overlay is None) == (catalog_overlay is None) and (
+        catalog_overlay is None or os.fspath(proc.catalog_overlay or "") == os.fspath(catalog_overlay))
+    if proc.broken or not same or proc.language != language:
+        proc.close()
+        return None
+    return proc
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes | None:
