@@ -15,8 +15,8 @@ for every process on Linux, so the wizard's, its engine child's and this script'
   c_read     child: the request frame is read and unpickled
   c_run      child: the engine has answered (Engine.run returned)
   c_sent     child: the answer is pickled and written
-  r_read     the UI process's reader thread has the frame
-  r_posted   ... unpickled it and posted EngineDone to the event loop
+  r_read     the UI process has bytes of the answer (its event loop, or its reader thread)
+  r_posted   ... unpickled it and posted EngineDone
   done       the UI thread starts on EngineDone (GpuwizApp.on_engine_done)
   shown      LivePanel.show returned (the panel marked for repaint)
   rendered   the compositor has the panel's new lines (LivePanel.render returned)
@@ -120,12 +120,13 @@ def _patch_ui(out: str) -> None:
 
     orig_loads = pickle.loads
 
-    def read_frame(stream: Any) -> bytes | None:
+    def read_frame(stream: Any) -> bytes | None:  # the reader thread (before the loop takes over)
         f = orig_read_frame(stream)
         stamp("r_read")
         return f
     orig_read_frame = engine_mod._read_frame
     engine_mod._read_frame = read_frame  # type: ignore[assignment]
+    wrap(engine_mod.EngineProcess, "_on_readable", before="r_read")  # the event loop reads the pipe
 
     orig_answer = app_mod.GpuwizApp._answer_from_process
 

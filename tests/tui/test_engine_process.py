@@ -199,3 +199,45 @@ async def test_an_exit_right_after_an_edit_writes_the_draft(make_app: MakeApp, c
     draft = drafts.read_draft(state_dir)
     assert draft is not None and draft.requirements == edited
     assert load_config(config_file).data.epochs != 8  # only the draft has it
+
+
+def test_the_event_loop_reader_puts_frames_split_across_reads_together() -> None:
+    """Answers read on the event loop arrive in whatever pieces the pipe gives: each is handed on
+    once whole, in order; the end of the pipe marks the child gone."""
+    import os
+    import pickle
+    import struct
+    from types import SimpleNamespace
+
+    from gpuwiz.tui.engine import EngineProcess, Outcome
+
+    got: list[tuple[int, str | None]] = []
+    lost: list[bool] = []
+    proc = EngineProcess(None, "en")
+    proc.attach(lambda seq, out: got.append((seq, out.error)), lambda: lost.append(True))
+    proc._proc = SimpleNamespace()  # type: ignore[assignment]  # "running": an end of file is a death
+    r, w = os.pipe()
+    try:
+        os.set_blocking(r, False)
+
+        def frame(obj: object) -> bytes:
+            data = pickle.dumps(obj)
+            return struct.pack(">I", len(data)) + data
+
+        data = frame(("answer", 1, Outcome(None, "one", 1.0))) + frame(("answer", 2, Outcome(None, "two", 2.0)))
+        for piece in (data[:3], data[3:40], data[40:-1]):
+            os.write(w, piece)
+            proc._on_readable(r)
+        assert got == [(1, "one")]  # the second frame is still one byte short
+        proc._on_readable(r)  # nothing to read now: nothing happens
+        os.write(w, data[-1:])
+        proc._on_readable(r)
+        assert got == [(1, "one"), (2, "two")] and not lost
+        os.close(w)
+        w = -1
+        proc._on_readable(r)
+        assert lost == [True] and proc.broken
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)

@@ -451,7 +451,7 @@ class GpuwizApp(App[None]):
             self._adopt_engine_process(proc)
 
     def _adopt_engine_process(self, proc: EngineProcess) -> None:
-        proc.attach(self._answer_from_process, self._engine_lost)
+        proc.attach(self._answer_from_process, self._engine_lost, asyncio.get_running_loop())
         self._engine_proc = proc
         if proc.broken:  # died before it was ours: the thread goes on answering
             self._engine_lost()
@@ -460,7 +460,7 @@ class GpuwizApp(App[None]):
         self.post_message(EngineLost())  # on the engine reader's thread: handled on the event loop
 
     def _answer_from_process(self, seq: int, outcome: Outcome) -> None:
-        """On the engine reader's thread: pass the answer to the event loop (a stale one is dropped)."""
+        """On the event loop (or the engine reader's thread): the answer as a message (a stale one is dropped)."""
         sent = self._last_sent
         if sent is not None and sent[0] == seq:
             self.post_message(EngineDone(seq, sent[1], outcome))
