@@ -457,7 +457,7 @@ class GpuwizApp(App[None]):
             self._engine_lost()
 
     def _engine_lost(self) -> None:
-        self.post_message(EngineLost())  # on the engine reader's thread: handled on the event loop
+        self.post_message(EngineLost())  # from the event loop or the engine reader thread: handled on the loop
 
     def _answer_from_process(self, seq: int, outcome: Outcome) -> None:
         """On the event loop (or the engine reader's thread): the answer as a message (a stale one is dropped)."""

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     set_language(args.lang)
     engine = Engine(args.catalog)
     engine.try_catalog()  # loaded before "ready" (a bad overlay: each answer says so, as in the thread)
-    _warm_up(engine)  # before "ready": an answer the wizard asks of us is never a cold one
+    _warm_up(engine)
     import gc
 
     gc.freeze()  # the core, pydantic and the catalog live as long as the child: out of the collector's walk
