@@ -512,7 +512,8 @@ class GpuwizApp(App[None]):
         new, error = apply_edit(self.requirements, spec, raw, known)
         if error is not None or new is None:
             return error or _("invalid value")
-        if ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
+        edited = new != self.requirements  # the same value again (a step's reload) keeps the refusal
+        if edited and ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
             self.engine_fields = ()  # goes now (Next works at once); the engine's answer puts it back if needed
         self.requirements = new
         return None

@@ -109,6 +109,7 @@ class ResultScreen(WizScreen):
 
     def on_resize(self) -> None:
         self._refresh()
+        self.call_after_refresh(self._refresh)  # again once laid out: the strip fits its new width
 
     # ---- drawing ---------------------------------------------------------------------------------
     def _refresh(self, *_args: object) -> None:

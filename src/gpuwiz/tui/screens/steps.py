@@ -136,6 +136,7 @@ class StepScreen(WizScreen):
                 sel.value = value
             else:
                 inp = self.query_one(f"#{f.id}", Input)
+                self._applied[f.id] = value  # shown, not typed: its Changed message is no edit
                 if inp.value != value:
                     inp.value = value
             self._mark(f, None)
