@@ -190,3 +190,31 @@ async def test_the_deadline_at_one_day_reads_as_one_day(make_app: MakeApp, confi
         await pilot.press("left_square_bracket")
         await settle(pilot, app)
         assert any(n.message == "nothing changed: deadline → 1 day" for n in app._notifications)
+
+
+async def test_choosing_a_preset_shows_what_it_fills_in(make_app: MakeApp) -> None:
+    """New config, Preset → llama-3-8b: Layers, Hidden size, Sequence length and Params showed
+    `e.g. 32`; they now show the preset's own values as placeholders (typing still replaces them)."""
+    from textual.widgets import Select
+
+    from gpuwiz.core.catalog import load_catalog
+
+    preset = next(p for p in load_catalog().models if p.id == "llama-3-8b")
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("enter")  # New config
+        await settle(pilot, app)
+        scr = app.screen
+        layers = scr.query_one("#f-model-layers", Input)
+        assert layers.placeholder == "e.g. 32"
+        scr.query_one("#f-model-preset", Select).value = "llama-3-8b"
+        await settle(pilot, app)
+        assert layers.value == "" and layers.placeholder == f"{preset.layers} (preset)"
+        assert scr.query_one("#f-model-seq-len", Input).placeholder == f"{preset.seq_len:,} (preset)"
+        assert scr.query_one("#f-model-hidden", Input).placeholder == f"{preset.hidden:,} (preset)"
+        await type_keys(pilot, app, "f-model-layers", "16")  # typing replaces the placeholder
+        assert app.requirements.model.layers == 16
+        scr.query_one("#f-model-preset", Select).value = "__none__"
+        await settle(pilot, app)
+        assert scr.query_one("#f-model-hidden", Input).placeholder == "e.g. 4096"  # no preset: the example again
