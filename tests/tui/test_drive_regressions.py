@@ -218,3 +218,37 @@ async def test_choosing_a_preset_shows_what_it_fills_in(make_app: MakeApp) -> No
         scr.query_one("#f-model-preset", Select).value = "__none__"
         await settle(pilot, app)
         assert scr.query_one("#f-model-hidden", Input).placeholder == "e.g. 4096"  # no preset: the example again
+
+
+async def test_no_color_marks_the_highlighted_menu_entry_without_colour(make_app: MakeApp,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """NO_COLOR: the start menu's and a dropdown's highlighted entry differed only by a grey shade;
+    it is underlined (and bold), the other entries are not."""
+    from textual.widgets import OptionList, Select
+    from textual.widgets._select import SelectOverlay
+
+    def styles(ol: OptionList, y: int) -> set[str]:
+        return {str(seg.style) for seg in ol.render_line(y) if seg.text.strip()}
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert app.no_color
+        menu = app.screen.query_one(OptionList)
+        await pilot.press("down")
+        await pilot.pause()
+        assert menu.highlighted == 1
+        assert all("underline" in s for s in styles(menu, 1))
+        assert not any("underline" in s for s in styles(menu, 0))
+        await pilot.press("up", "enter")  # New config: the Model step, a dropdown
+        await settle(pilot, app)
+        sel = app.screen.query_one("#f-training-method", Select)
+        sel.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        overlay = sel.query_one(SelectOverlay)
+        assert overlay.has_focus and overlay.highlighted is not None
+        assert all("underline" in s for s in styles(overlay, overlay.highlighted - overlay.scroll_offset.y))
+        other = 1 if overlay.highlighted == 0 else 0
+        assert not any("underline" in s for s in styles(overlay, other))
