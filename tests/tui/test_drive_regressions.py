@@ -252,3 +252,21 @@ async def test_no_color_marks_the_highlighted_menu_entry_without_colour(make_app
         assert all("underline" in s for s in styles(overlay, overlay.highlighted - overlay.scroll_offset.y))
         other = 1 if overlay.highlighted == 0 else 0
         assert not any("underline" in s for s in styles(overlay, other))
+
+
+async def test_the_live_panel_names_the_refused_field_in_chinese(make_app: MakeApp) -> None:
+    """LANG=zh_CN, New config: the live panel said `Tokens (Data step): 需要：…` (label and step in English)."""
+    from gpuwiz import i18n
+
+    i18n.set_language("zh-CN")
+    try:
+        app = make_app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("enter")  # New config
+            await settle(pilot, app)
+            text = app.screen.query_one(LivePanel).text
+            assert "Token 数（数据步骤）：" in text, text
+            assert "Data step" not in text and "Tokens" not in text
+    finally:
+        i18n.set_language("en")
