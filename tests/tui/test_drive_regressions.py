@@ -270,3 +270,47 @@ async def test_the_live_panel_names_the_refused_field_in_chinese(make_app: MakeA
             assert "Data step" not in text and "Tokens" not in text
     finally:
         i18n.set_language("en")
+
+
+async def test_save_as_onto_a_fifo_or_a_link_is_refused_without_asking_to_replace(make_app: MakeApp,
+                                                                                   config_file: Path,
+                                                                                   tmp_path: Path) -> None:
+    """f2 → a FIFO, a symlink to another file, /dev/null: the dialog asked "… already exists. Replace it?" (and
+    refused only after Replace). It says what the path is at once; nothing is touched."""
+    import os
+    import stat
+
+    from gpuwiz.tui.dialogs.confirm import ChoiceDialog
+    from gpuwiz.tui.dialogs.path_dialog import PathDialog
+
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    other = tmp_path / "other.yaml"
+    other.write_text("# someone else's\n", encoding="utf-8")
+    link = tmp_path / "link.yaml"
+    link.symlink_to(other)
+    before = config_file.read_bytes()
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        for target, words in [(fifo, "named pipe"), (link, "symbolic link"), (Path(os.devnull), "device")]:
+            await pilot.press("f2")
+            await settle(pilot, app)
+            app.screen.query_one("#path", Input).value = str(target)
+            await pilot.press("enter")
+            await settle(pilot, app)
+            assert isinstance(app.screen, PathDialog) and not isinstance(app.screen, ChoiceDialog), target
+            assert words in str(app.screen.query_one("#path-error", Static).render())
+            await pilot.press("escape")
+            await settle(pilot, app)
+        # export (e) onto the FIFO: the same refusal
+        await pilot.press("e")
+        await settle(pilot, app)
+        app.screen.query_one("#path", Input).value = str(fifo)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert isinstance(app.screen, PathDialog)
+        assert "named pipe" in str(app.screen.query_one("#path-error", Static).render())
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and link.is_symlink() and config_file.read_bytes() == before
+    assert other.read_text(encoding="utf-8") == "# someone else's\n"
+    assert app.config_path == str(config_file)
