@@ -314,3 +314,20 @@ async def test_save_as_onto_a_fifo_or_a_link_is_refused_without_asking_to_replac
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and link.is_symlink() and config_file.read_bytes() == before
     assert other.read_text(encoding="utf-8") == "# someone else's\n"
     assert app.config_path == str(config_file)
+
+
+async def test_the_what_if_keys_show_in_the_strip_when_a_config_is_opened(make_app: MakeApp, config_file: Path) -> None:
+    """80×24 (the footer has no room for them): the strip's subtitle said `last change: opened team.yaml`,
+    so the what-if keys showed nowhere on screen. At the fresh baseline it lists them; after a
+    what-if it names the change; pinning says so."""
+    app = make_app(config_file)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        strip = app.screen.query_one("#whatif", Static)
+        assert "g + - m p d r" in str(strip.border_subtitle)
+        await pilot.press("m")
+        await settle(pilot, app)
+        assert "last change: method →" in str(strip.border_subtitle)
+        await pilot.press("b")
+        await settle(pilot, app)
+        assert "baseline pinned" in str(strip.border_subtitle)

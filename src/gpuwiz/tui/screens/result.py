@@ -145,7 +145,10 @@ class ResultScreen(WizScreen):
         base = whatif.key_numbers(app.baseline[1], app.baseline[0]) if app.baseline else now
         deltas = whatif.diff(base, now)
         box.border_title = _("What-if vs pinned baseline")
-        subtitle = (_("last change: {what}").format(what=_(app.last_change)) if app.last_change
+        # at the baseline just opened (a file, an example) the keys are the news, not "opened x"
+        fresh = app.baseline is not None and app.baseline[0] == app.requirements and app.last_change not in (
+            N_("baseline pinned"), N_("back to the baseline"))
+        subtitle = (_("last change: {what}").format(what=_(app.last_change)) if app.last_change and not fresh
                     else _("g + - m p d r change it · b pins"))
         if app.engine_error:
             subtitle = "⚠ " + app.engine_error + _(" (showing the last valid answer)")
