@@ -331,3 +331,18 @@ async def test_the_what_if_keys_show_in_the_strip_when_a_config_is_opened(make_a
         await pilot.press("b")
         await settle(pilot, app)
         assert "baseline pinned" in str(strip.border_subtitle)
+
+
+async def test_help_shows_keys_as_typed_not_as_binding_strings(make_app: MakeApp, config_file: Path) -> None:
+    """f1 listed the compare view's close key as `escape,q`."""
+    from gpuwiz.tui.dialogs.help import HelpScreen
+
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("f1")
+        await settle(pilot, app)
+        assert isinstance(app.screen, HelpScreen)
+        table = on_screen(app.screen.query_one("#help-table", Static))
+        assert "escape,q" not in table and "," not in "".join(line[:20] for line in table.splitlines())
+        assert re.search(r"esc / q\s+Close the comparison", table), table
