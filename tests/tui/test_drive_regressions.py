@@ -346,3 +346,20 @@ async def test_help_shows_keys_as_typed_not_as_binding_strings(make_app: MakeApp
         table = on_screen(app.screen.query_one("#help-table", Static))
         assert "escape,q" not in table and "," not in "".join(line[:20] for line in table.splitlines())
         assert re.search(r"esc / q\s+Close the comparison", table), table
+
+
+async def test_a_refused_config_opened_on_the_result_screen_names_the_field_in_words(make_app: MakeApp,
+                                                                                      tmp_path: Path) -> None:
+    """`gpuwiz cfg.yaml` with an unknown preset: the Result screen said `model.preset: unknown preset …
+    (showing the last valid answer)` though there was no answer. It names the field and its step."""
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("version: 1\nmodel: {preset: '[red]evil[/red]'}\ndata: {tokens: 1B}\n", encoding="utf-8")
+    app = make_app(cfg)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert app.step == "result" and app.recommendation is None and app.engine_fields == ("model.preset",)
+        strip = app.screen.query_one("#whatif", Static)
+        sub = str(strip.border_subtitle)
+        assert "Preset (Model step):" in sub and "last valid answer" not in sub and "model.preset" not in sub
+        body = str(app.screen.query_one("#build", Static).render())
+        assert body.startswith("Preset (Model step): not a preset gpuwiz knows"), body
