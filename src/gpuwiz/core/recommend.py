@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -116,6 +118,23 @@ class Quick:
 
 QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
 
+# Pruning: candidates whose outcome a cheap check proves (a desk that takes no chassis for them, ...)
+# are booked without calling the estimator. The differential test (tests/core/test_prune.py) turns it
+# off (``unpruned``) and compares the JSON on every example and scenario.
+prune = True
+
+
+@contextmanager
+def unpruned() -> Iterator[None]:
+    """Run the search without pruning (every candidate through the estimator), as before it."""
+    global prune
+    saved = prune
+    prune = False
+    try:
+        yield
+    finally:
+        prune = saved
+
 
 class _Scanner:
     """Runs the estimator's fast path (``prepare`` / ``quick``) or, if absent, the full estimate."""
@@ -137,6 +156,11 @@ class _Scanner:
             hit[1].setdefault("recommend.quotes", {}) if hit is not None else None)
         if self.quotes is not None and len(self.quotes) > QUOTES_MAX:
             self.quotes.clear()
+        # ... and each plan's cross-validated speed spread's P10 (the P90 wall time is wall / P10, as
+        # estimate.wall_hours_high computes it; the spread depends on the plan, not on the data size)
+        self.p10: dict[tuple[str, int, int], float | None] = (
+            hit[1].setdefault("recommend.p10", {}) if hit is not None else {})
+        self._spread = getattr(est_mod, "_speed_spread", None)
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
@@ -175,8 +199,22 @@ class _Scanner:
             host_ram_gib=float(r.host_ram_gib or 0.0),
             problems=(str(r.reason),) if r.reason else (),
             replicas=max(1, dp),
-            wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
+            wall_hours_p90=self._p90(r) if fits else None,
         )
+
+    def _p90(self, r: Any) -> float | None:
+        """``estimate.wall_hours_high`` of ``r`` through the plan's memoised spread (same arithmetic)."""
+        wall = r.wall_hours
+        if self._spread is None or r.detail is None or not wall or wall == math.inf:
+            return self.mod.wall_hours_high(self.ctx, r)
+        d = r.detail
+        key = (d.gpu.id, d.count, d.gpn)
+        if key in self.p10:
+            p10 = self.p10[key]
+        else:
+            sp = self._spread(self.ctx, r)
+            p10 = self.p10[key] = sp.p10 if sp is not None else None
+        return wall / p10 if p10 is not None else None
 
     def global_batch(self) -> int | None:
         """Samples per optimizer step as the config states them (training.global_batch), or None:
@@ -483,6 +521,11 @@ class _Recommender:
 
     def _try(self, scan: _Scanner, t: _Tally, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
              count_drops: bool = True) -> Cand | None:
+        if prune and not pinned and self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
+            # no desk chassis takes these GPUs: the drop below whatever the estimate, so none is made
+            if count_drops:
+                t.drop(DROP_SITE)
+            return None
         try:
             q = scan.quick(gpu, gpn * nodes, gpn)
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
