@@ -275,11 +275,17 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, cape
     if capex is None:
         assert isinstance(build, Build), "a footprint needs its capex"
         capex = build.capex_usd
-    d = req.deployment
     # Memoised (core.memo) on everything read below: the shape, the capex and the money fields.
-    key = (fp, capex, d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month,
-           d.staff_usd_per_year, d.horizon_years)
+    key = (fp, capex, *onprem_key(req))
     return memo.cached(cat, "onprem_parts", key, lambda: _onprem_parts(req, cat, fp, capex))
+
+
+def onprem_key(req: Requirements) -> tuple[object, ...]:
+    """Every requirement field ``onprem_parts`` reads besides the build (a memo key; the recommender
+    keys its rough footprints' parts on it too)."""
+    d = req.deployment
+    return (d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month, d.staff_usd_per_year,
+            d.horizon_years)
 
 
 def _onprem_parts(req: Requirements, cat: Catalog, fp: Footprint, capex: float) -> OnPremParts:

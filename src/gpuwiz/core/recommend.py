@@ -249,7 +249,8 @@ class Cand:
     nodes: int
     q: Quick
     rent_run: float | None = None  # on-demand, cheapest offer
-    rent_label: str = ""
+    rent_inst: CloudInstance | None = None  # ... that offer (``rent_label`` names it)
+    rent_n: int = 0  # ... and how many instances of it
     rent_gpu_hour: float = 0.0
     spot_run: float | None = None
     reserved_year: float | None = None
@@ -273,6 +274,24 @@ class Cand:
         new.__dict__.update(changes)
         return new
 
+    @staticmethod
+    def of(gpu: GPU, gpn: int, nodes: int, q: Quick) -> Cand:
+        """``Cand(gpu, gpn, nodes, q)`` without the frozen ``__init__`` (one per shape the search tries)."""
+        new = object.__new__(Cand)
+        new.__dict__.update(_CAND_DEFAULTS)
+        new.__dict__.update(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
+        return new
+
+    @property
+    def rent_label(self) -> str:
+        """The priced offer, as the answer names it ("" when not rented)."""
+        inst = self.rent_inst
+        if inst is None:
+            return ""
+        times = f" x{self.rent_n}" if self.rent_n > 1 else ""
+        return _("{n}x {gpu} on {provider} ({instance})").format(
+            n=self.count, gpu=self.gpu.name, provider=inst.provider, instance=inst.instance_type + times)
+
     @property
     def count(self) -> int:
         return self.gpn * self.nodes
@@ -281,6 +300,8 @@ class Cand:
     def energy_kwh(self) -> float:
         return self.q.wall_hours * self.count * self.gpu.tdp_w / 1000.0
 
+
+_CAND_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Cand) if f.default is not dataclasses.MISSING}
 
 Drops = tuple[tuple[str, int], ...]  # (reason, count), in the order first seen
 
@@ -410,6 +431,13 @@ class _Recommender:
         # (id(inst), id(w)) -> (overhead hours, egress $, $/h, reserved $/h, spot $/h)
         self.overhead_cache: dict[tuple[int, int], tuple[float, float, float, float | None, float | None]] = {}
         self.storage_cache: dict[int, tuple[sysmod.Workload, float]] = {}  # id(w) -> (w, storage_per_hour)
+        self.pinned = bool(req.hardware and req.hardware.gpu)
+        self.onprem_key = costmod.onprem_key(req)
+        self.rough_parts = memo.table(cat, "rough_onprem_parts")
+        # the catalog's pricing factors, read once per answer
+        self.r1 = cat.fac("reserved_1y_discount")
+        self.spot_over = cat.fac("spot_overhead_frac")
+        self.share = min(max(cat.fac("server_overhead_frac"), 0.0), 0.9)
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
 
@@ -531,7 +559,7 @@ class _Recommender:
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
             t.drop(DROP_ERROR)
             return None
-        c = Cand(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
+        c = Cand.of(gpu, gpn, nodes, q)
         if pinned:
             return c
         if self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
@@ -579,9 +607,12 @@ class _Recommender:
         if st is None or st[0] is not w:
             st = self.storage_cache[id(w)] = (w, self.storage_per_hour(w))
         st_h = st[1]
-        rent: dict[str, Any] = {}
+        gpu, q, count = c.gpu, c.q, c.gpn * c.nodes
+        wall = q.wall_hours
+        new: dict[str, Any] = {}
+        rent_total: float | None = None
         # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
-        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
+        hit = costmod.cheapest_rate(self.cat, gpu.id, count, c.gpn, req=self.req, host_ram_gib=q.host_ram_gib)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
@@ -591,36 +622,35 @@ class _Recommender:
                 got = self.overhead_cache[okey] = (*self.overhead(inst, w), inst.price_usd_per_hour,
                                                    inst.reserved_1y_usd_per_hour, inst.spot_usd_per_hour)
             over_h, egress, usd_h, res_h, spot_h = got
-            rent_run = rate * (c.q.wall_hours + over_h) + egress + st_h * max(c.q.wall_hours, 1.0)
-            times = f" x{n}" if n > 1 else ""
-            r1 = self.cat.fac("reserved_1y_discount")
-            res_rate = (res_h or usd_h * (1 - r1)) * n
+            rent_run = rate * (wall + over_h) + egress + st_h * max(wall, 1.0)
+            res_rate = (res_h or usd_h * (1 - self.r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
-            reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
-                             + st_h * max(c.q.wall_hours, 1.0) * self.rpy)
-            rent = dict(
-                rent_run=rent_run, overhead=rate * over_h + egress,
-                rent_label=_("{n}x {gpu} on {provider} ({instance})").format(
-                    n=c.count, gpu=c.gpu.name, provider=inst.provider, instance=inst.instance_type + times),
+            reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(wall * self.rpy / HOURS_PER_YEAR))
+                             + st_h * max(wall, 1.0) * self.rpy)
+            rent_total = min(rent_run * self.rpy, reserved_year) * self.y
+            new = dict(
+                rent_run=rent_run, overhead=rate * over_h + egress, rent_inst=inst, rent_n=n,
                 rent_gpu_hour=usd_h / inst.gpu_count, tier=inst.tier,
-                idle=inst.gpu_count * n - c.count,  # GPUs paid for but unused (smallest offer >= count)
-                spot_run=(spot_h * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
-                          if spot_h else None),
-                reserved_year=reserved_year, rent_total=min(rent_run * self.rpy, reserved_year) * self.y)
-        c = c.but(**rent)
-        used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
-        unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
-        pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        sold_here = self.sold_cache.get(c.gpu.id)
+                idle=inst.gpu_count * n - count,  # GPUs paid for but unused (smallest offer >= count)
+                spot_run=(spot_h * n * wall * (1 + self.spot_over) if spot_h else None),
+                reserved_year=reserved_year, rent_total=rent_total)
+        used = self.d.used_hardware or gpu.price_new_usd is None  # no longer sold new: used only
+        unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
+        sold_here = self.sold_cache.get(gpu.id)
         if sold_here is None:  # no export rule, and sold there
-            sold_here = self.sold_cache[c.gpu.id] = market.can_buy(self.cat, self.d.country, c.gpu)
+            sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
+        capex: float | None = None
+        buy_total: float | None = None
         # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
-        if unit and (pinned or (sold_here and self._buyable(c))):  # a pinned build is priced as asked
+        if unit and (self.pinned or (sold_here and self._buyable(c))):
             # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
-            share = min(max(self.cat.fac("server_overhead_frac"), 0.0), 0.9)
-            c = c.but(capex=unit * c.count / (1 - share))
-            c = c.but(buy_total=self._buy_total_rough(c))
-        return self._score(c)
+            capex = new["capex"] = unit * count / (1 - self.share)
+            buy_total = new["buy_total"] = self._buy_total_rough(c, capex)
+        score, how, drop = self._scored(wall, rent_total, buy_total, capex)
+        new["score"], new["drop"] = score, drop
+        if how is not None:
+            new["mode"] = how
+        return c.but(**new)
 
     def risky_rent(self, c: Cand) -> bool:
         """A rented multi-GPU build of cards without peer-to-peer or NVLink (GeForce 40/50 series):
@@ -641,7 +671,7 @@ class _Recommender:
         for c in cands:
             if self.risky_rent(c):
                 c = self._score(c.but(rent_run=None, rent_total=None, reserved_year=None, spot_run=None,
-                                        rent_label=""))
+                                        rent_inst=None))
                 if math.isinf(c.score):  # renting was its way; buying is not (budget, price, capacity)
                     c = c.but(drop=DROP_NO_P2P)
             out.append(c)
@@ -654,47 +684,61 @@ class _Recommender:
             self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, c.gpu, c.gpn, self.d.site))
         return self.buyable_cache[key]
 
-    def _buy_total_rough(self, c: Cand) -> float:
+    def _buy_total_rough(self, c: Cand, capex: float) -> float:
         """The horizon cost of owning before the system is sized: cost.onprem_parts on a footprint
         (power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform)."""
-        assert c.capex is not None
-        hgx = c.gpu.form_factor in ("sxm", "oam")
-        gpu_w = c.gpn * c.gpu.tdp_w
-        max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
-        sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
-        fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
-                               rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
-        parts = costmod.onprem_parts(self.req, self.cat, fp, capex=c.capex)
-        return parts.total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.count))
+        # The parts of one footprint and capex, kept per catalog on what onprem_parts reads (the
+        # footprint follows from the GPU and the shape), so a candidate seen before builds no footprint.
+        key = (c.gpu.id, c.gpn, c.nodes, capex, self.onprem_key)
+        parts = self.rough_parts.get(key) if self.rough_parts is not None else memo.MISS
+        if parts is memo.MISS:
+            hgx = c.gpu.form_factor in ("sxm", "oam")
+            gpu_w = c.gpn * c.gpu.tdp_w
+            max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
+            sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
+            fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
+                                   rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
+            parts = costmod.onprem_parts(self.req, self.cat, fp, capex=capex)
+            if self.rough_parts is not None:
+                self.rough_parts.put(key, parts)
+        return parts.total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))  # type: ignore[no-any-return]
 
     def _score(self, c: Cand) -> Cand:
         """The candidate with its score (the cheaper allowed way over the horizon) and mode, or no
         score and the reason (budget, capacity, price)."""
+        score, how, drop = self._scored(c.q.wall_hours, c.rent_total, c.buy_total, c.capex)
+        if how is None:
+            return c.but(score=score, drop=drop)
+        return c.but(score=score, mode=how, drop=drop)
+
+    def _scored(self, wall: float, rent_total: float | None, buy_total: float | None,
+                capex: float | None) -> tuple[float, str | None, str | None]:
+        """(score, mode, drop) of ``_score``: mode None when there is no score (the drop says why)."""
         budget = self.d.budget_usd
         mode = self.d.mode
         opts: list[tuple[float, str]] = []
         # An owned build must fit the month's runs into the month; renting can run them in parallel.
-        keeps_up = c.q.wall_hours * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
-        if (mode in ("rent", "either") and c.rent_total is not None
-                and (budget is None or c.rent_total / self.y <= budget)):
-            opts.append((c.rent_total, "rent"))
-        if (mode in ("buy", "either") and c.buy_total is not None and keeps_up
-                and (budget is None or (c.capex or 0) <= budget)):
+        keeps_up = wall * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
+        if (mode in ("rent", "either") and rent_total is not None
+                and (budget is None or rent_total / self.y <= budget)):
+            opts.append((rent_total, "rent"))
+        if (mode in ("buy", "either") and buy_total is not None and keeps_up
+                and (budget is None or (capex or 0) <= budget)):
             # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
             # verdict's own rule), so the ranking and the verdict agree.
-            opts.append((c.buy_total / costmod.BUY_MARGIN if mode == "either" else c.buy_total, "buy"))
+            opts.append((buy_total / costmod.BUY_MARGIN if mode == "either" else buy_total, "buy"))
         if not opts:
-            can_rent = mode in ("rent", "either") and c.rent_total is not None
-            can_buy = mode in ("buy", "either") and c.buy_total is not None
+            can_rent = mode in ("rent", "either") and rent_total is not None
+            can_buy = mode in ("buy", "either") and buy_total is not None
             if can_rent or (can_buy and keeps_up):
                 why = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
             elif can_buy:
                 why = DROP_CAPACITY
             else:
                 why = DROP_PRICE
-            return c.but(score=math.inf, drop=why)
+            return math.inf, None, why
         score, how = min(opts)
-        return c.but(score=score, mode=how, drop=None)
+        return score, how, None
 
     def exact(self, c: Cand, w: sysmod.Workload) -> Cand:
         """Replace the rough buy cost with the sized system's TCO (its real bill of materials). Over
