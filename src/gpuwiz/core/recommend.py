@@ -161,6 +161,10 @@ class _Scanner:
         self.p10: dict[tuple[str, int, int], float | None] = (
             hit[1].setdefault("recommend.p10", {}) if hit is not None else {})
         self._spread = getattr(est_mod, "_speed_spread", None)
+        self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
+        # ... and the part of each plan's Quick that the data size does not change (``_stem``)
+        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int]] = (
+            hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
@@ -170,42 +174,55 @@ class _Scanner:
                 r = self.mod.quick(self.ctx, gpu, count, gpn)
                 if self.memo is not None:
                     self.memo[key] = r
+                wall, gpu_hours = r.wall_hours, r.gpu_hours
+            elif self._wall is not None:  # requote's run time, without a new QuickResult
+                d = r.detail
+                wall = self._wall(self.ctx, d.units_per_s_per_gpu, d.count)
+                gpu_hours = r.gpu_hours if wall == r.wall_hours else wall * d.count
             else:
                 r = self.mod.requote(self.ctx, r)
+                wall, gpu_hours = r.wall_hours, r.gpu_hours
             if self.quotes is not None:
-                qkey = (*key, r.wall_hours)
+                qkey = (*key, wall)
                 got = self.quotes.get(qkey)
                 if got is None:
-                    got = self.quotes[qkey] = self._quote(r)
+                    got = self.quotes[qkey] = self._quote(r, key, wall, gpu_hours)
                 return got
-            return self._quote(r)
+            return self._quote(r, key, wall, gpu_hours)
         e = self.full(gpu, count, gpn)
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
                      per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib,
                      replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
 
-    def _quote(self, r: Any) -> Quick:
-        """The recommender's view of one fast-path result (an ``estimate.QuickResult``)."""
+    def _quote(self, r: Any, key: tuple[str, int, int], wall: float, gpu_hours: float) -> Quick:
+        """The recommender's view of one fast-path result (an ``estimate.QuickResult``; ``key`` its
+        plan) at a run time (``wall``, ``gpu_hours``: the result's own, or requoted for this data
+        size): the plan's ``_stem`` and the run time."""
+        stem = self.stems.get(key)
+        if stem is None:
+            stem = self.stems[key] = self._stem(r)
+        fits, per_gpu, host, problems, replicas = stem
+        new = object.__new__(Quick)  # a frozen dataclass, built without its __init__ (one per shape tried)
+        new.__dict__.update(fits=fits, wall_hours=float(wall or math.inf), gpu_hours=float(gpu_hours or math.inf),
+                            per_gpu_gib=per_gpu, problems=problems, host_ram_gib=host, replicas=replicas,
+                            wall_hours_p90=self._p90(r, wall) if fits else None)
+        return new
+
+    def _stem(self, r: Any) -> tuple[bool, float, float, tuple[str, ...], int]:
+        """(fits, GiB per GPU, host GiB per node, problems, replicas) of a plan: what requote keeps."""
         detail = r.detail
         blocked = bool(detail is not None and getattr(detail, "problems", None))
         choice = getattr(detail, "choice", None)
         dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
-        fits = bool(r.fits) and not blocked
-        return Quick(
-            fits=fits,
-            wall_hours=float(r.wall_hours or math.inf),
-            gpu_hours=float(r.gpu_hours or math.inf),
-            per_gpu_gib=float(r.per_gpu_gib or 0.0),
-            host_ram_gib=float(r.host_ram_gib or 0.0),
-            problems=(str(r.reason),) if r.reason else (),
-            replicas=max(1, dp),
-            wall_hours_p90=self._p90(r) if fits else None,
-        )
+        return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0),
+                (str(r.reason),) if r.reason else (), max(1, dp))
 
-    def _p90(self, r: Any) -> float | None:
-        """``estimate.wall_hours_high`` of ``r`` through the plan's memoised spread (same arithmetic)."""
-        wall = r.wall_hours
+    def _p90(self, r: Any, wall: float) -> float | None:
+        """``estimate.wall_hours_high`` of ``r`` at run time ``wall`` through the plan's memoised spread
+        (same arithmetic)."""
         if self._spread is None or r.detail is None or not wall or wall == math.inf:
+            if wall != r.wall_hours:
+                r = self.mod.requote(self.ctx, r)
             return self.mod.wall_hours_high(self.ctx, r)
         d = r.detail
         key = (d.gpu.id, d.count, d.gpn)
@@ -559,19 +576,14 @@ class _Recommender:
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
             t.drop(DROP_ERROR)
             return None
-        c = Cand.of(gpu, gpn, nodes, q)
         if pinned:
-            return c
+            return Cand.of(gpu, gpn, nodes, q)
         if self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
             if count_drops:
                 t.drop(DROP_SITE)
             return None
-        if q.fits and q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
-            q = Quick(fits=False, wall_hours=q.wall_hours, gpu_hours=q.gpu_hours, per_gpu_gib=q.per_gpu_gib,
-                      problems=("CPU offload needs more host RAM than the platform takes",),
-                      host_ram_gib=q.host_ram_gib)
-            c = c.but(q=q)
-        if not q.fits:
+        if not q.fits or q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
+            # does not fit (or its CPU offload needs more host RAM than the platform takes)
             if count_drops:
                 t.drop(DROP_FIT)
             return None
@@ -579,8 +591,8 @@ class _Recommender:
             t.fastest_miss = min(t.fastest_miss, q.wall_hours)
             if count_drops:
                 t.drop(DROP_DEADLINE)
-            return c if not count_drops else None
-        return c
+                return None
+        return Cand.of(gpu, gpn, nodes, q)
 
     def max_host_ram_gb(self, gpu: GPU, gpn: int) -> float:
         """Most host RAM any chassis + CPU for these GPUs can hold (offload must fit in it)."""
