@@ -117,6 +117,7 @@ class Quick:
 
 
 QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
+FULLS_MAX = 256  # full estimates kept per plan key (an answer makes 1-3)
 
 # Pruning: candidates whose outcome a cheap check proves (a desk that takes no chassis for them, ...)
 # are booked without calling the estimator. The differential test (tests/core/test_prune.py) turns it
@@ -162,6 +163,14 @@ class _Scanner:
             hit[1].setdefault("recommend.p10", {}) if hit is not None else {})
         self._spread = getattr(est_mod, "_speed_spread", None)
         self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
+        # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
+        # the plan key leaves out), and per shape the last one made (``plan_estimate``)
+        self.fulls: dict[tuple[str, int, int, Any], Estimate] | None = (
+            hit[1].setdefault("recommend.fulls", {}) if hit is not None else None)
+        if self.fulls is not None and len(self.fulls) > FULLS_MAX:
+            self.fulls.clear()
+        self.plan_ests: dict[tuple[str, int, int], Estimate] = (
+            hit[1].setdefault("recommend.plan_ests", {}) if hit is not None else {})
         # ... and the part of each plan's Quick that the data size does not change (``_stem``)
         self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int]] = (
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
@@ -242,8 +251,21 @@ class _Scanner:
 
     def full(self, gpu: GPU, count: int, gpn: int) -> Estimate:
         if self.fast and hasattr(self.mod, "estimate_from"):
-            return self.mod.estimate_from(self.ctx, gpu, count, gpn)
+            if self.fulls is None:
+                return self.mod.estimate_from(self.ctx, gpu, count, gpn)
+            key = (gpu.id, count, gpn, self.req.data)
+            got = self.fulls.get(key)
+            if got is None:
+                got = self.fulls[key] = self.plan_ests[key[:3]] = self.mod.estimate_from(self.ctx, gpu, count, gpn)
+            return got
         return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)
+
+    def plan_estimate(self, gpu: GPU, count: int, gpn: int) -> Estimate:
+        """A full estimate of this shape's plan, maybe made for another data size of the same plan
+        key: for what does not depend on the data size (the plan, memory, per-GPU throughput; what
+        ``system.workload_from`` reads besides the requirements), never for run times."""
+        got = self.plan_ests.get((gpu.id, count, gpn))
+        return got if got is not None else self.full(gpu, count, gpn)
 
 
 # ---- candidates ----------------------------------------------------------------------------------
@@ -961,6 +983,10 @@ class _Recommender:
         est = scan.full(c.gpu, c.count, c.gpn)
         return est, sysmod.workload_from(self.req, self.cat, est)
 
+    def _plan_workload(self, scan: _Scanner, c: Cand) -> sysmod.Workload:
+        """``_workload``'s sizing inputs alone (they read the plan, not the run time: _Scanner.plan_estimate)."""
+        return sysmod.workload_from(self.req, self.cat, scan.plan_estimate(c.gpu, c.count, c.gpn))
+
     def overhead(self, inst: CloudInstance | None, w: sysmod.Workload) -> tuple[float, float]:
         """(hours, egress $) a rented run pays besides training: provisioning + image pull
         (cloud_setup_hours), staging the dataset over the instance's network at ~50 % of line rate
@@ -1022,7 +1048,7 @@ class _Recommender:
                 label=win.rent_label, usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year,
                 spot_usd_per_run=win.spot_run)
             if buy is not None:
-                _unused, bw = self._workload(scan, buy)
+                bw = self._plan_workload(scan, buy)
                 buy_build = self._sized(buy, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
                                            **self._decided(win, buy))
@@ -1039,7 +1065,7 @@ class _Recommender:
         else:
             ref = self._best_rent(win, ranked)
             if ref is not None and ref is not win:
-                _unused, offer_w = self._workload(scan, ref)
+                offer_w = self._plan_workload(scan, ref)
                 extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
                                               storage_tb=build.storage_needed_tb, host_ram_gib=ref.q.host_ram_gib)
                 cloud = cloud + extra[:1]
