@@ -19,7 +19,7 @@ Formulas follow ../shared/research/tco_and_pitfalls.md §C (defaults and sources
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -118,6 +118,55 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     out: list[CloudOption] = []
     split_or_idle: dict[int, tuple[bool, bool]] = {}  # id(option) -> (split over Ethernet, paid-but-idle GPUs)
+    for inst, n, slow, note, is_split, idle, usd_h, spot_h, res_h, tradeoff in _offer_rows(
+            req, cat, gpu_id, gpus_total, gpus_per_node, split, host_ram_gib):
+        # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
+        hours = wall_hours * slow
+        storage = storage_tb * st_rate * max(hours, 1.0) / HOURS_PER_MONTH
+        rate = usd_h * n
+        per_run = rate * hours + storage
+        spot = (spot_h * n * hours * (1 + spot_over) + storage) if spot_h else None
+        res_rate = (res_h or usd_h * (1 - r1)) * n
+        # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
+        reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
+        res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
+        out.append(opt := CloudOption(
+            provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
+            gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
+            usd_per_hour=round(rate, 4), cost_per_run_usd=round(per_run, 2),
+            cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
+            cost_per_run_reserved_usd=round(res_per_run, 2),
+            cost_per_year_usd=round(per_run * rpy, 2), source=inst.source, note=note,
+            country=inst.country, tier=inst.tier, currency=inst.currency,
+            price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
+            tradeoff=tradeoff,
+        ))
+        split_or_idle[id(opt)] = (is_split, idle > 0)
+    out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
+    # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
+    exact = [o.cost_per_run_usd for o in out
+             if o.gpus_per_instance * o.instances == gpus_total or split_or_idle[id(o)][0]]
+    if exact:
+        out = [o for o in out if not split_or_idle[id(o)][1] or o.cost_per_run_usd < min(exact)]
+    return out
+
+
+_OfferRow = tuple[CloudInstance, int, float, str, bool, int, float, float | None, float | None, str]
+
+
+def _offer_rows(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
+                split: SplitJob | None, host_ram_gib: float) -> tuple[_OfferRow, ...]:
+    """cloud_options' offers that hold the job, each with what does not depend on the run time:
+    (offer, instances, time factor, note, split over Ethernet, idle GPUs, $/h, spot $/h, reserved
+    $/h, data trade-off). Memoised (core.memo) on what it reads: the shape, the split, the host RAM
+    and the policy fields of ``req`` (market.policy_key: check_offer's and tradeoff's fields)."""
+    key = (gpu_id, gpus_total, gpus_per_node, split, host_ram_gib, market.policy_key(req))
+    return memo.cached(cat, "cloud_offer_rows", key, lambda: tuple(
+        _offer_rows_of(req, cat, gpu_id, gpus_total, gpus_per_node, split, host_ram_gib)), maxsize=1024)
+
+
+def _offer_rows_of(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
+                   split: SplitJob | None, host_ram_gib: float) -> Iterator[_OfferRow]:
     for inst in offers_for(cat, gpu_id):
         if not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
             continue
@@ -142,35 +191,8 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             note = (_("smallest offer for {n} GPUs: {idle} of {paid} paid but idle") if gpus_total != 1
                     else _("smallest offer for {n} GPU: {idle} of {paid} paid but idle")).format(
                 n=gpus_total, idle=idle, paid=inst.gpu_count * n)
-        # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
-        hours = wall_hours * slow
-        storage = storage_tb * st_rate * max(hours, 1.0) / HOURS_PER_MONTH
-        rate = inst.price_usd_per_hour * n
-        per_run = rate * hours + storage
-        spot = (inst.spot_usd_per_hour * n * hours * (1 + spot_over) + storage) if inst.spot_usd_per_hour else None
-        res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
-        # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
-        reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
-        res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
-        out.append(opt := CloudOption(
-            provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
-            gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
-            usd_per_hour=round(rate, 4), cost_per_run_usd=round(per_run, 2),
-            cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
-            cost_per_run_reserved_usd=round(res_per_run, 2),
-            cost_per_year_usd=round(per_run * rpy, 2), source=inst.source, note=note,
-            country=inst.country, tier=inst.tier, currency=inst.currency,
-            price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
-            tradeoff=market.tradeoff(req, inst) or "",
-        ))
-        split_or_idle[id(opt)] = (is_split, idle > 0)
-    out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
-    # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
-    exact = [o.cost_per_run_usd for o in out
-             if o.gpus_per_instance * o.instances == gpus_total or split_or_idle[id(o)][0]]
-    if exact:
-        out = [o for o in out if not split_or_idle[id(o)][1] or o.cost_per_run_usd < min(exact)]
-    return out
+        yield (inst, n, slow, note, is_split, idle, inst.price_usd_per_hour, inst.spot_usd_per_hour,
+               inst.reserved_1y_usd_per_hour, market.tradeoff(req, inst) or "")
 
 
 def offers_for(cat: Catalog, gpu_id: str) -> tuple[CloudInstance, ...]:
