@@ -473,6 +473,10 @@ class _Recommender:
         self.pinned = bool(req.hardware and req.hardware.gpu)
         self.onprem_key = costmod.onprem_key(req)
         self.rough_parts = memo.table(cat, "rough_onprem_parts")
+        # every requirement field price_rough's run-time-free facts read (_rough_facts)
+        self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned,
+                          self.onprem_key)
+        self.facts = memo.table(cat, "rough_price_facts")
         # the catalog's pricing factors, read once per answer
         self.r1 = cat.fac("reserved_1y_discount")
         self.spot_over = cat.fac("spot_overhead_frac")
@@ -641,12 +645,11 @@ class _Recommender:
         if st is None or st[0] is not w:
             st = self.storage_cache[id(w)] = (w, self.storage_per_hour(w))
         st_h = st[1]
-        gpu, q, count = c.gpu, c.q, c.gpn * c.nodes
+        q, count = c.q, c.gpn * c.nodes
         wall = q.wall_hours
         new: dict[str, Any] = {}
         rent_total: float | None = None
-        # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
-        hit = costmod.cheapest_rate(self.cat, gpu.id, count, c.gpn, req=self.req, host_ram_gib=q.host_ram_gib)
+        hit, capex, parts = self._rough_facts(c)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
@@ -668,23 +671,43 @@ class _Recommender:
                 idle=inst.gpu_count * n - count,  # GPUs paid for but unused (smallest offer >= count)
                 spot_run=(spot_h * n * wall * (1 + self.spot_over) if spot_h else None),
                 reserved_year=reserved_year, rent_total=rent_total)
-        used = self.d.used_hardware or gpu.price_new_usd is None  # no longer sold new: used only
-        unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
-        sold_here = self.sold_cache.get(gpu.id)
-        if sold_here is None:  # no export rule, and sold there
-            sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
-        capex: float | None = None
         buy_total: float | None = None
-        # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
-        if unit and (self.pinned or (sold_here and self._buyable(c))):
-            # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
-            capex = new["capex"] = unit * count / (1 - self.share)
-            buy_total = new["buy_total"] = self._buy_total_rough(c, capex)
+        if capex is not None and parts is not None:
+            new["capex"] = capex
+            buy_total = new["buy_total"] = parts.total(self.y, costmod.busy_hours(self.req, q.gpu_hours, count))
         score, how, drop = self._scored(wall, rent_total, buy_total, capex)
         new["score"], new["drop"] = score, drop
         if how is not None:
             new["mode"] = how
         return c.but(**new)
+
+    def _rough_facts(self, c: Cand) -> tuple[tuple[float, CloudInstance, int] | None, float | None,
+                                             costmod.OnPremParts | None]:
+        """What price_rough reads besides the run time: the cheapest offer (rate, offer, instances),
+        the rough capex and the footprint's owning parts (None: not bought). Kept per catalog on the
+        shape, the host RAM and every requirement field read (``facts_key``)."""
+        key = (c.gpu.id, c.gpn, c.nodes, c.q.host_ram_gib, self.facts_key)
+        got = self.facts.get(key) if self.facts is not None else memo.MISS
+        if got is memo.MISS:
+            gpu, count = c.gpu, c.gpn * c.nodes
+            # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
+            hit = costmod.cheapest_rate(self.cat, gpu.id, count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
+            used = self.d.used_hardware or gpu.price_new_usd is None  # no longer sold new: used only
+            unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
+            sold_here = self.sold_cache.get(gpu.id)
+            if sold_here is None:  # no export rule, and sold there
+                sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
+            capex: float | None = None
+            parts: costmod.OnPremParts | None = None
+            # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
+            if unit and (self.pinned or (sold_here and self._buyable(c))):
+                # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
+                capex = unit * count / (1 - self.share)
+                parts = self._rough_parts(c, capex)
+            got = (hit, capex, parts)
+            if self.facts is not None:
+                self.facts.put(key, got)
+        return got  # type: ignore[no-any-return]
 
     def risky_rent(self, c: Cand) -> bool:
         """A rented multi-GPU build of cards without peer-to-peer or NVLink (GeForce 40/50 series):
@@ -721,6 +744,10 @@ class _Recommender:
     def _buy_total_rough(self, c: Cand, capex: float) -> float:
         """The horizon cost of owning before the system is sized: cost.onprem_parts on a footprint
         (power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform)."""
+        return self._rough_parts(c, capex).total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
+
+    def _rough_parts(self, c: Cand, capex: float) -> costmod.OnPremParts:
+        """``_buy_total_rough``'s owning parts of the candidate's footprint."""
         # The parts of one footprint and capex, kept per catalog on what onprem_parts reads (the
         # footprint follows from the GPU and the shape), so a candidate seen before builds no footprint.
         key = (c.gpu.id, c.gpn, c.nodes, capex, self.onprem_key)
@@ -735,7 +762,7 @@ class _Recommender:
             parts = costmod.onprem_parts(self.req, self.cat, fp, capex=capex)
             if self.rough_parts is not None:
                 self.rough_parts.put(key, parts)
-        return parts.total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))  # type: ignore[no-any-return]
+        return parts  # type: ignore[no-any-return]
 
     def _score(self, c: Cand) -> Cand:
         """The candidate with its score (the cheaper allowed way over the horizon) and mode, or no
