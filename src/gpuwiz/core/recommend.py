@@ -118,6 +118,7 @@ class Quick:
 
 QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
 FULLS_MAX = 256  # full estimates kept per plan key (an answer makes 1-3)
+ENUMERATED_MAX = 64  # searches (stage 1) kept per plan key: one per data / schedule / site / policy edit
 
 # Pruning: candidates whose outcome a cheap check proves (a desk that takes no chassis for them, ...)
 # are booked without calling the estimator. The differential test (tests/core/test_prune.py) turns it
@@ -171,6 +172,11 @@ class _Scanner:
             self.fulls.clear()
         self.plan_ests: dict[tuple[str, int, int], Estimate] = (
             hit[1].setdefault("recommend.plan_ests", {}) if hit is not None else {})
+        # the search's stage 1 on this plan key (_Recommender.enumerated): it reads no money field
+        self.enumerated: dict[tuple[Any, ...], Enumerated] | None = (
+            hit[1].setdefault("recommend.enumerated", {}) if hit is not None else None)
+        if self.enumerated is not None and len(self.enumerated) > ENUMERATED_MAX:
+            self.enumerated.clear()
         # ... and the part of each plan's Quick that the data size does not change (``_stem``)
         self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int]] = (
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
@@ -590,6 +596,20 @@ class _Recommender:
                 prev = q
         return Enumerated(cands=tuple(out), dropped=t.frozen(), considered=t.considered, fastest_miss=t.fastest_miss)
 
+    def enumerated(self, scan: _Scanner) -> Enumerated:
+        """``enumerate``, kept per plan key on every other field it reads (the data and schedule
+        sections, the site, the mode, the export / CUDA policy, the objective): an edit of the money
+        fields (budget, horizon, electricity, ...) re-prices the same candidates."""
+        memo_ = scan.enumerated
+        if memo_ is None:
+            return self.enumerate(scan)
+        d = self.d
+        key = (self.obj, self.req.data, self.req.schedule, d.site, d.mode, d.country, d.require_cuda, prune)
+        got = memo_.get(key)
+        if got is None:
+            got = memo_[key] = self.enumerate(scan)
+        return got
+
     def _try(self, scan: _Scanner, t: _Tally, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
              count_drops: bool = True) -> Cand | None:
         if prune and not pinned and self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
@@ -915,7 +935,7 @@ class _Recommender:
                                       if scan.ctx.model.is_token_model else
                                       _("needed: this model counts samples "
                                         "(give samples, or dataset and sample size)")))
-        found = self.enumerate(scan)
+        found = self.enumerated(scan)
         w0 = self.workload0(scan)
         priced = self.price(found, w0)
         if not priced.ok:
