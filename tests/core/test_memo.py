@@ -320,3 +320,28 @@ def test_a_money_edit_reprices_the_same_search(monkeypatch: pytest.MonkeyPatch) 
     assert searches == [1]
     with memo.disabled():
         assert _json(data) == got
+
+
+def test_the_same_question_again_gets_the_answer_it_had() -> None:
+    """A redraw or an undone edit asks the same question: the answer is the one made for it (a frozen
+    value), per objective and language; a cleared or disabled memo makes a new, equal one."""
+    from gpuwiz import i18n
+
+    req = load_config(ROOT / "examples" / "resnet50-imagenet.yaml")
+    memo.clear()
+    first = recommend(req, CAT)
+    assert recommend(req.model_copy(), CAT) is first
+    assert recommend(req, CAT, objective="fastest") is not first
+    saved = i18n.current_language()
+    try:
+        i18n.set_language("zh-CN")
+        zh = recommend(req, CAT)
+    finally:
+        i18n.set_language(saved)
+    assert zh is not first and zh.model_dump_json() != first.model_dump_json()
+    with memo.disabled():
+        plain = recommend(req, CAT)
+    assert plain is not first and plain.model_dump_json() == first.model_dump_json()
+    memo.clear()
+    again = recommend(req, CAT)
+    assert again is not first and again.model_dump_json() == first.model_dump_json()

@@ -118,6 +118,7 @@ class Quick:
 
 QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
 FULLS_MAX = 256  # full estimates kept per plan key (an answer makes 1-3)
+ANSWERS_MAX = 16  # whole answers kept per catalog (memo.table): the last few questions asked
 ENUMERATED_MAX = 64  # searches (stage 1) kept per plan key: one per data / schedule / site / policy edit
 
 # Pruning: candidates whose outcome a cheap check proves (a desk that takes no chassis for them, ...)
@@ -448,11 +449,21 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
         raise GpuwizError("hardware.gpu: " + _("unknown GPU id {gid!r}").format(gid=gid)
                           + did_you_mean(gid, [g.id for g in catalog.gpus]),
                           fields=("hardware.gpu",), reason=_("not a GPU in the catalog"))
+    # The same question again (a redraw, an edit undone): the answer it had (core.memo; an answer is
+    # a frozen value, a pure function of the requirements, the objective and the catalog).
+    answers = memo.table(catalog, "recommend.answers", maxsize=ANSWERS_MAX)
+    key = (obj, req.model_dump_json()) if answers is not None else None
+    if answers is not None:
+        hit = answers.get(key)
+        if hit is not memo.MISS:
+            return hit  # type: ignore[no-any-return]
     rec = _Recommender(req, catalog, obj).run()
     if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
         from gpuwiz.core.owned import with_owned
 
         rec = with_owned(req, catalog, rec)
+    if answers is not None:
+        answers.put(key, rec)
     return rec
 
 
