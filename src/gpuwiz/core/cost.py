@@ -311,44 +311,76 @@ def onprem_key(req: Requirements) -> tuple[object, ...]:
 
 
 def _onprem_parts(req: Requirements, cat: Catalog, fp: Footprint, capex: float) -> OnPremParts:
+    return own_rates(req, cat).parts(fp, capex)
+
+
+@dataclass(frozen=True)
+class OwnRates:
+    """What owning costs per unit for one deployment (``onprem_key``'s fields and the catalog): the
+    rates ``parts`` applies to a footprint and its capex."""
+
+    site: str
+    pue_colo: float
+    pue_office: float
+    kwh: float
+    colo_rate: float
+    office_space: float
+    maint_frac: float
+    salary: float
+    nodes_per_fte: float
+    residual_factor: float  # of the capex left at the end of the horizon
+
+    def parts(self, fp: Footprint, capex: float) -> OnPremParts:
+        """Yearly pieces of owning ``fp`` bought for ``capex`` (onprem_parts)."""
+        gpus = fp.gpus_per_node * fp.nodes
+        colo = self.site == "colo" or (self.site in ("any", "cloud") and fp.rack)
+        pue = self.pue_colo if colo else self.pue_office
+        kwh = self.kwh
+        max_kw = fp.max_power_w / 1000.0
+        sustained_kw = fp.power_w / 1000.0
+        idle_kw = IDLE_FRAC * max_kw
+        power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
+        power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue * kwh
+        space = fp.nodes * max_kw * self.colo_rate * 12 if colo else gpus * self.office_space
+        maint = self.maint_frac * capex
+        # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
+        # cluster needs a real part-time admin (ml-engineering ai-battlefield; 0.25-0.5 FTE per 4-GPU
+        # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.
+        # One box is one box to run, whatever GPUs it holds: the staff share does not depend on the
+        # GPU count inside it (marginal cost, not a sunk salary, when comparing GPUs in one box).
+        if fp.nodes > 1:
+            min_fte = 0.25
+        elif colo:
+            min_fte = 0.1
+        else:
+            min_fte = 0.05
+        fte = max(min_fte, fp.nodes / self.nodes_per_fte)
+        staff = fte * self.salary
+        residual = capex * self.residual_factor
+        return OnPremParts(capex=capex, residual=residual, power_idle_per_year=power_idle,
+                           power_per_gpu_hour=power_per_gpu_hour, space=space, maintenance=maint, staff=staff,
+                           gpus=gpus, colo=colo)
+
+
+def own_rates(req: Requirements, cat: Catalog) -> OwnRates:
+    """The deployment's owning rates (memoised per catalog on ``onprem_key``)."""
+    return memo.cached(cat, "own_rates", onprem_key(req), lambda: _own_rates(req, cat), maxsize=64)
+
+
+def _own_rates(req: Requirements, cat: Catalog) -> OwnRates:
     d = req.deployment
     y = years(req)
-    gpus = fp.gpus_per_node * fp.nodes
-    colo = d.site == "colo" or (d.site in ("any", "cloud") and fp.rack)
     econ = market.economics(cat, d.country)  # the country's electricity, PUE, colocation, staff
-    pue = d.pue or (econ.pue if colo else cat.fac("pue_office"))
-    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else econ.electricity_usd_per_kwh
-    max_kw = fp.max_power_w / 1000.0
-    sustained_kw = fp.power_w / 1000.0
-    idle_kw = IDLE_FRAC * max_kw
-    power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
-    power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue * kwh
-    if colo:
-        rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else econ.colo_usd_per_kw_month
-        space = fp.nodes * max_kw * rate * 12
-    else:
-        space = gpus * cat.fac("office_space_usd_per_gpu_year")
-    maint = cat.fac("maintenance_frac_per_year") * capex
-    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else econ.staff_usd_per_year
-    # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
-    # cluster needs a real part-time admin (ml-engineering ai-battlefield; 0.25-0.5 FTE per 4-GPU
-    # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.
-    # One box is one box to run, whatever GPUs it holds: the staff share does not depend on the
-    # GPU count inside it (marginal cost, not a sunk salary, when comparing GPUs in one box).
-    if fp.nodes > 1:
-        min_fte = 0.25
-    elif colo:
-        min_fte = 0.1
-    else:
-        min_fte = 0.05
-    fte = max(min_fte, fp.nodes / max(cat.fac("staff_nodes_per_fte"), 1e-9))
-    staff = fte * salary
     depr = cat.fac("depreciation_years")
     resid_frac = cat.fac("residual_value_frac")
-    residual = capex * resid_frac ** (y / max(depr, 1e-9))
-    return OnPremParts(capex=capex, residual=residual, power_idle_per_year=power_idle,
-                       power_per_gpu_hour=power_per_gpu_hour, space=space, maintenance=maint, staff=staff,
-                       gpus=gpus, colo=colo)
+    return OwnRates(
+        site=d.site, pue_colo=d.pue or econ.pue, pue_office=d.pue or cat.fac("pue_office"),
+        kwh=d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else econ.electricity_usd_per_kwh,
+        colo_rate=d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else econ.colo_usd_per_kw_month,
+        office_space=cat.fac("office_space_usd_per_gpu_year"), maint_frac=cat.fac("maintenance_frac_per_year"),
+        salary=d.staff_usd_per_year if d.staff_usd_per_year is not None else econ.staff_usd_per_year,
+        nodes_per_fte=max(cat.fac("staff_nodes_per_fte"), 1e-9),
+        residual_factor=resid_frac ** (y / max(depr, 1e-9)))
 
 
 def onprem_tco(req: Requirements, parts: OnPremParts, busy_gpu_hours_per_year: float) -> OnPremTCO:
