@@ -297,9 +297,8 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, cape
     if capex is None:
         assert isinstance(build, Build), "a footprint needs its capex"
         capex = build.capex_usd
-    # Memoised (core.memo) on everything read below: the shape, the capex and the money fields.
-    key = (fp, capex, *onprem_key(req))
-    return memo.cached(cat, "onprem_parts", key, lambda: _onprem_parts(req, cat, fp, capex))
+    # The deployment's rates are memoised (own_rates, on onprem_key); applying them is a few products.
+    return own_rates(req, cat).parts(fp, capex)
 
 
 def onprem_key(req: Requirements) -> tuple[object, ...]:
@@ -308,10 +307,6 @@ def onprem_key(req: Requirements) -> tuple[object, ...]:
     d = req.deployment
     return (d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month, d.staff_usd_per_year,
             d.horizon_years)
-
-
-def _onprem_parts(req: Requirements, cat: Catalog, fp: Footprint, capex: float) -> OnPremParts:
-    return own_rates(req, cat).parts(fp, capex)
 
 
 @dataclass(frozen=True)

@@ -491,8 +491,7 @@ class _Recommender:
         self.onprem_key = costmod.onprem_key(req)
         self.rough_parts = memo.table(cat, "rough_onprem_parts")
         # every requirement field price_rough's run-time-free facts read (_rough_facts)
-        self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned,
-                          self.onprem_key)
+        self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)
         self.facts = memo.table(cat, "rough_price_facts")
         # the catalog's pricing factors, read once per answer
         self.r1 = cat.fac("reserved_1y_discount")
@@ -680,7 +679,7 @@ class _Recommender:
         wall = q.wall_hours
         new: dict[str, Any] = {}
         rent_total: float | None = None
-        hit, capex, parts = self._rough_facts(c)
+        hit, capex = self._rough_facts(c)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
@@ -703,19 +702,19 @@ class _Recommender:
                 spot_run=(spot_h * n * wall * (1 + self.spot_over) if spot_h else None),
                 reserved_year=reserved_year, rent_total=rent_total)
         buy_total: float | None = None
-        if capex is not None and parts is not None:
+        if capex is not None:
             new["capex"] = capex
-            buy_total = new["buy_total"] = parts.total(self.y, costmod.busy_hours(self.req, q.gpu_hours, count))
+            buy_total = new["buy_total"] = self._rough_parts(c, capex).total(
+                self.y, costmod.busy_hours(self.req, q.gpu_hours, count))
         score, how, drop = self._scored(wall, rent_total, buy_total, capex)
         new["score"], new["drop"] = score, drop
         if how is not None:
             new["mode"] = how
         return c.but(**new)
 
-    def _rough_facts(self, c: Cand) -> tuple[tuple[float, CloudInstance, int] | None, float | None,
-                                             costmod.OnPremParts | None]:
-        """What price_rough reads besides the run time: the cheapest offer (rate, offer, instances),
-        the rough capex and the footprint's owning parts (None: not bought). Kept per catalog on the
+    def _rough_facts(self, c: Cand) -> tuple[tuple[float, CloudInstance, int] | None, float | None]:
+        """What price_rough reads besides the run time and the owning rates: the cheapest offer
+        (rate, offer, instances) and the rough capex (None: not bought). Kept per catalog on the
         shape, the host RAM and every requirement field read (``facts_key``)."""
         key = (c.gpu.id, c.gpn, c.nodes, c.q.host_ram_gib, self.facts_key)
         got = self.facts.get(key) if self.facts is not None else memo.MISS
@@ -729,13 +728,11 @@ class _Recommender:
             if sold_here is None:  # no export rule, and sold there
                 sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
             capex: float | None = None
-            parts: costmod.OnPremParts | None = None
             # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
             if unit and (self.pinned or (sold_here and self._buyable(c))):
                 # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
                 capex = unit * count / (1 - self.share)
-                parts = self._rough_parts(c, capex)
-            got = (hit, capex, parts)
+            got = (hit, capex)
             if self.facts is not None:
                 self.facts.put(key, got)
         return got  # type: ignore[no-any-return]
