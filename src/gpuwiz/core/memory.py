@@ -18,7 +18,7 @@ Sources (research note ``sizing_formulas_and_peers.md``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from gpuwiz.core.arch import count_params
 from gpuwiz.core.units import GIB
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gpuwiz.core.models import ResolvedModel, VisionArch
 
 CKPT_MODES = ("none", "selective", "full")
+CK = TypeVar("CK", bound=str)  # a checkpointing mode (models.Checkpointing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -669,6 +670,20 @@ def max_micro_batch(
         return (1 << 30) if fixed <= budget_bytes else 0, fixed, per
     room = budget_bytes - fixed
     return (int(room // per) if room > 0 else 0), fixed, per
+
+
+def micro_batch_terms(
+    mc: MemoryConsts, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, ckpts: tuple[CK, ...],
+    *, cp: int = 1, ep: int = 1, vp: int = 1,
+) -> tuple[float, tuple[tuple[CK, float, float], ...]]:
+    """``max_micro_batch``'s (fixed, per-sample) bytes for each checkpointing mode of one layout, with the
+    host bytes per GPU (CPU offload, else 0): the model states and the fixed overhead, which do not depend
+    on the checkpointing, computed once (the same arithmetic, so the same figures)."""
+    w, g, o, host = states(mc, dp, tp, pp, zero, offload, ep)
+    k = 1.0 + mc.params.fragmentation
+    fixed = fixed_overhead(mc, count, dp, tp, zero, offload, ep) + k * (w + g + o)
+    return (host if offload != "none" else 0.0), tuple(
+        (ck, fixed, k * activation_per_sample(mc, tp, pp, ck, cp, vp)) for ck in ckpts)
 
 
 def layer_shapes(model: ResolvedModel) -> tuple[LayerShape, int, int]:

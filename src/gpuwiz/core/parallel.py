@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpuwiz.core.memory import MemoryConsts, max_micro_batch, states
+from gpuwiz.core.memory import MemoryConsts, micro_batch_terms
 from gpuwiz.core.models import Checkpointing, Offload
 from gpuwiz.i18n import N_, Msg
 
@@ -253,13 +253,8 @@ def memory_table(
                 rows.append(hit)
                 continue
         dp = max(1, count // (s.tp * s.pp))
-        host = states(mc, dp, s.tp, s.pp, s.zero, s.offload, s.ep)[3] if s.offload != "none" else 0.0
-        per_ck = []
-        for ck in ckpts:
-            _, fixed, per = max_micro_batch(mc, 0.0, count, dp, s.tp, s.pp, s.zero, s.offload, ck, cp=s.cp, ep=s.ep,
-                                            vp=s.vp)
-            per_ck.append((ck, fixed, per))
-        row = (s, dp, host, tuple(per_ck))
+        host, per_ck = micro_batch_terms(mc, count, dp, s.tp, s.pp, s.zero, s.offload, ckpts, cp=s.cp, ep=s.ep, vp=s.vp)
+        row = (s, dp, host, per_ck)
         if cache is not None:
             cache[(count, s)] = row
         rows.append(row)
