@@ -78,11 +78,14 @@ from gpuwiz.core.parallel import (
     Choice,
     Pinned,
     Row,
+    RowIndex,
     Shape,
     candidate_shapes,
     choose_from_table,
+    choose_indexed,
     ckpt_options,
     memory_table,
+    row_index,
     shape_problem,
     vp_for,
 )
@@ -201,6 +204,10 @@ class Context:
     _arch_cache: dict[str, str] = field(default_factory=dict)  # compute.arch_key by GPU architecture
     _rows_cache: dict[tuple[object, ...], list[Row]] = field(default_factory=dict)  # filtered layout tables
     _choice_cache: dict[tuple[tuple[object, ...], float, float], Choice] = field(default_factory=dict)  # _choose
+    _step_cache: dict[tuple[object, ...], StepTime] = field(default_factory=dict)  # plans timed by _step_units_per_s
+    _host_need_cache: dict[tuple[int, Shape], float] = field(default_factory=dict)  # offload host bytes per GPU
+    _act_cache: dict[tuple[int, int, str, int, int], float] = field(default_factory=dict)  # memory.micro_batch_terms
+    _index_cache: dict[tuple[object, ...], RowIndex] = field(default_factory=dict)  # _choose's tables, indexed
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
@@ -686,9 +693,12 @@ def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: i
     s = ch.shape
     dpd = max(1, ch.dp // s.cp)
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
-    st = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb,
-                   ga,
-                   ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+    key = (g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")
+    st = ctx._step_cache.get(key)
+    if st is None:
+        st = ctx._step_cache[key] = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp,
+                                              s.zero, s.offload, ch.mb, ga, ch.ckpt, intra, inter,
+                                              **_op_kwargs(ctx, g, s))
     return ch.mb * ga * dpd / st.step_s if st.step_s > 0 else 0.0
 
 
@@ -726,7 +736,11 @@ def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choi
             sh = row[0]
             if sh.offload != "none" or not sh.model_parallel or (sh.ep > 1) != ep_pass:
                 continue
-            c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_budget)
+            rkey = ("row", count, sh)  # a row's figures depend on the count and the layout alone (memory_table)
+            one = ctx._rows_cache.get(rkey)
+            if one is None:
+                one = ctx._rows_cache[rkey] = [row]
+            c = _choose(ctx, rkey, one, budget, host_budget)
             if not c.fits:
                 continue
             m = -(-ctx.global_batch // (c.mb * max(1, c.dp // sh.cp)))
@@ -764,8 +778,11 @@ def _interleave(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, budget: float,
             tp=sv.tp, pp=sv.pp, cp=sv.cp, ep=sv.ep, vp=v, zero=sv.zero, offload=sv.offload,
             method=ctx.req.training.method, vendor=g.vendor):
         return ch
-    row = memory_table(ctx.mc, [sv], count, (ch.ckpt,))[0]
-    c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch)
+    rkey = ("vp-row", count, sv, ch.ckpt)
+    rows = ctx._rows_cache.get(rkey)
+    if rows is None:
+        rows = ctx._rows_cache[rkey] = memory_table(ctx.mc, [sv], count, (ch.ckpt,), act_cache=ctx._act_cache)
+    c = _choose(ctx, rkey, rows, budget, float("inf"))
     m = -(-ctx.global_batch // (c.mb * max(1, c.dp // s.cp)))
     if not c.fits or m < s.pp or m % s.pp:
         return ch
@@ -782,7 +799,14 @@ def _choose(ctx: Context, tkey: tuple[object, ...], rows: list[Row], budget: flo
     ckey = (tkey, budget, host_pg)
     hit = ctx._choice_cache.get(ckey)
     if hit is None:
-        hit = ctx._choice_cache[ckey] = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
+        if len(rows) > 2:  # many entries: the index skips the ones that cannot fit (the same Choice)
+            idx = ctx._index_cache.get(tkey)
+            if idx is None:
+                idx = ctx._index_cache[tkey] = row_index(rows, ctx.pinned.micro_batch)
+            hit = choose_indexed(idx, budget, ctx._mb_cap_fn, host_pg)
+        else:
+            hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
+        ctx._choice_cache[ckey] = hit
     return hit
 
 
@@ -797,6 +821,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     problems: list[Msg] = []
     notes: list[Msg] = []
     model = ctx.model
+    timed = False  # the plan search timed plans (_step_units_per_s): the chosen one may be among them
 
     nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
     key = (count, gpn, nodes, nvlink_tp)
@@ -805,7 +830,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         shapes = candidate_shapes(count, gpn, nodes, nvlink_tp, model.is_token_model, model.heads or 1,
                                   model.kv_heads or model.heads or 1, model.layers or 1, ctx.pinned,
                                   experts=int(model.experts or 1), seq=ctx.seq)
-        cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache))
+        cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache, ctx._act_cache))
         ctx._shape_cache[key] = cached
     shapes, table = cached
     want = ctx.stack_override or ctx.req.training.stack
@@ -867,6 +892,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         large = count >= LARGE_SCALE_GPUS and model.params_total >= LARGE_SCALE_PARAMS
         moe_ep = (model.experts or 1) > 1 and count >= MOE_EP_GPUS and ctx.pinned.ep is None
         if large or moe_ep or ch.shape.zero >= 3:
+            timed = True
             ch = _fastest(ctx, g, gf, table, ch, budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
                           else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large,
                           prefer_ep=moe_ep)
@@ -874,6 +900,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     if ch.fits and s.pp > 1 and s.vp == 1 and ctx.pinned.vp is None and not ctx.any_layout \
             and model.is_token_model:
         ch = _interleave(ctx, g, gf, ch, usable * GIB / ctx.mem_scale, count, gpn, nodes)
+        timed = True
     s = ch.shape
     if s.pp > 1 and ctx.pinned.micro_batch is None:
         # keep at least as many micro-batches per step as pipeline stages: a smaller micro-batch only
@@ -881,7 +908,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         rep = max(1, ch.dp // s.cp)
         while ch.mb > 1 and -(-ctx.global_batch // (ch.mb * rep)) < s.pp:
             ch = dc_replace(ch, mb=ch.mb // 2)
-    problems += _extra_dim_problems(ctx, s, count)
+    if s.cp > 1 or s.ep > 1 or s.vp > 1:  # (none otherwise)
+        problems += _extra_dim_problems(ctx, s, count)
     dpd = max(1, ch.dp // s.cp)  # data-parallel replicas: a CP group shares each micro-batch's sequences
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
     if s.pp > 1 and ga < s.pp:
@@ -914,8 +942,12 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
             headroom=ctx.headroom))
         off = [x for x in shapes if x.offload != "none"]
         if off:
-            need = states(ctx.mc, max(1, count // (off[-1].tp * off[-1].pp)), off[-1].tp, off[-1].pp, off[-1].zero,
-                          off[-1].offload)[3] * gpn / GIB
+            hkey = (count, off[-1])
+            host_b = ctx._host_need_cache.get(hkey)
+            if host_b is None:
+                host_b = ctx._host_need_cache[hkey] = states(ctx.mc, max(1, count // (off[-1].tp * off[-1].pp)),
+                                                             off[-1].tp, off[-1].pp, off[-1].zero, off[-1].offload)[3]
+            need = host_b * gpn / GIB
             if need > host_gib:
                 problems.append(Msg(N_("CPU offload would need {need:.0f} GiB of host RAM per node; a platform "
                                        "for {gpn}× {gpu} takes at most {host:.0f} GiB"), need=need, gpn=gpn,
@@ -924,8 +956,11 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     core_gpu, peak, pnote, intra, inter = gf
     if pnote:  # gpu_factor's note (memoised with the GPU factors): rendered from the same facts
         notes.append(_precision_note(g, ctx.req.training.precision))
-    st = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
-                   ch.mb, ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+    hit_st = ctx._step_cache.get((g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")) \
+        if timed else None
+    st = hit_st if hit_st is not None else step_time(
+        _cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
+        ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
     units_step = ch.mb * ga * dpd * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:

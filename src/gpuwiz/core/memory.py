@@ -674,16 +674,25 @@ def max_micro_batch(
 
 def micro_batch_terms(
     mc: MemoryConsts, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, ckpts: tuple[CK, ...],
-    *, cp: int = 1, ep: int = 1, vp: int = 1,
+    *, cp: int = 1, ep: int = 1, vp: int = 1, act_cache: dict[tuple[int, int, str, int, int], float] | None = None,
 ) -> tuple[float, tuple[tuple[CK, float, float], ...]]:
     """``max_micro_batch``'s (fixed, per-sample) bytes for each checkpointing mode of one layout, with the
     host bytes per GPU (CPU offload, else 0): the model states and the fixed overhead, which do not depend
-    on the checkpointing, computed once (the same arithmetic, so the same figures)."""
+    on the checkpointing, computed once (the same arithmetic, so the same figures). ``act_cache``: the
+    per-sample bytes by (tp, pp, checkpointing, cp, vp), which is all they depend on for one ``mc``."""
     w, g, o, host = states(mc, dp, tp, pp, zero, offload, ep)
     k = 1.0 + mc.params.fragmentation
     fixed = fixed_overhead(mc, count, dp, tp, zero, offload, ep) + k * (w + g + o)
-    return (host if offload != "none" else 0.0), tuple(
-        (ck, fixed, k * activation_per_sample(mc, tp, pp, ck, cp, vp)) for ck in ckpts)
+    out: list[tuple[CK, float, float]] = []
+    for ck in ckpts:
+        if act_cache is None:
+            per = k * activation_per_sample(mc, tp, pp, ck, cp, vp)
+        else:
+            akey = (tp, pp, ck, cp, vp)
+            got = act_cache.get(akey)
+            per = act_cache[akey] = k * activation_per_sample(mc, tp, pp, ck, cp, vp) if got is None else got
+        out.append((ck, fixed, per))
+    return (host if offload != "none" else 0.0), tuple(out)
 
 
 def layer_shapes(model: ResolvedModel) -> tuple[LayerShape, int, int]:

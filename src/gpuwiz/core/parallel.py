@@ -32,6 +32,7 @@ The search is closed-form per layout (memory is linear in the micro-batch), so i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -241,10 +242,12 @@ Row = tuple[Shape, int, float, tuple[tuple[Checkpointing, float, float], ...]]
 def memory_table(
     mc: MemoryConsts, shapes: list[Shape], count: int, ckpts: tuple[Checkpointing, ...],
     cache: dict[tuple[int, Shape], Row] | None = None,
+    act_cache: dict[tuple[int, int, str, int, int], float] | None = None,
 ) -> list[Row]:
     """Per layout: data-parallel degree, host bytes per GPU (offload) and, per checkpointing mode, the
     (fixed, per-sample) bytes of ``memory.max_micro_batch``. Independent of the GPU type, so the
-    recommender's sweep over GPU types reuses rows (``cache``, keyed by (count, layout))."""
+    recommender's sweep over GPU types reuses rows (``cache``, keyed by (count, layout)); ``act_cache``: see
+    ``memory.micro_batch_terms``."""
     rows: list[Row] = []
     for s in shapes:
         if cache is not None:
@@ -253,7 +256,8 @@ def memory_table(
                 rows.append(hit)
                 continue
         dp = max(1, count // (s.tp * s.pp))
-        host, per_ck = micro_batch_terms(mc, count, dp, s.tp, s.pp, s.zero, s.offload, ckpts, cp=s.cp, ep=s.ep, vp=s.vp)
+        host, per_ck = micro_batch_terms(mc, count, dp, s.tp, s.pp, s.zero, s.offload, ckpts, cp=s.cp, ep=s.ep, vp=s.vp,
+                                         act_cache=act_cache)
         row = (s, dp, host, per_ck)
         if cache is not None:
             cache[(count, s)] = row
@@ -268,17 +272,20 @@ def choose_from_table(
     """First (layout, checkpointing) that fits with micro-batch ≥ 1; else the least-memory one.
 
     Offload layouts also need their pinned host memory within ``host_budget_per_gpu`` (bytes)."""
-    best: Choice | None = None
+    # the leanest so far, as plain values (a Choice is made once, at the end): its key (not host_ok, need)
+    best: tuple[Shape, int, Checkpointing, float, int, bool] | None = None
+    best_bad, best_need = True, 0.0
     for i, (s, dp, host, per_ck) in enumerate(rows):
         host_ok = host <= host_budget_per_gpu
         for ck, fixed, per in per_ck:
-            room = budget_bytes - fixed
-            if per > 0:
-                mbmax = int(room // per) if room > 0 else 0
-            else:
-                mbmax = (1 << 30) if room >= 0 else 0
             if not host_ok:
                 mbmax = 0
+            else:
+                room = budget_bytes - fixed
+                if per > 0:
+                    mbmax = int(room // per) if room > 0 else 0
+                else:
+                    mbmax = (1 << 30) if room >= 0 else 0
             if want is not None:
                 if mbmax >= want:
                     return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
@@ -291,12 +298,80 @@ def choose_from_table(
                 return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
             else:
                 need = fixed + per
-            # report the leanest layout the host can carry (offload beyond host RAM is no answer)
-            if best is None or (not host_ok, need) < (not best.host_ok, best.need_bytes):
-                best = Choice(s, dp, want or 1, ck, False, need, i + 1, host_ok)
+            # report the leanest layout the host can carry (offload beyond host RAM is no answer): the least
+            # (not host_ok, need), the first of equals
+            bad = not host_ok
+            if best is None or bad < best_bad or (bad == best_bad and need < best_need):
+                best, best_bad, best_need = (s, dp, ck, need, i, host_ok), bad, need
     assert best is not None
-    best.shapes_tried = len(rows)
-    return best
+    s, dp, ck, need, _i, host_ok = best
+    return Choice(s, dp, want or 1, ck, False, need, len(rows), host_ok)
+
+
+@dataclass(frozen=True, slots=True)
+class RowIndex:
+    """A memory table prepared for ``choose_indexed``: its (layout, checkpointing) entries in order, the least
+    budget each suffix of them needs to have any entry fit, and the entries by the memory they need at the
+    smallest micro-batch (the answer when none fits). Built once per table and pinned micro-batch."""
+
+    rows: int
+    entries: tuple[tuple[Shape, int, float, Checkpointing, float, float, int], ...]  # s, dp, host, ck, fixed, per, i
+    floor: tuple[float, ...]  # floor[j]: a budget ≤ it fits no entry from j on
+    lean: tuple[tuple[float, int], ...]  # (need, entry index), least first, the first of equals first
+    want: int | None
+
+
+def row_index(rows: list[Row], want: int | None) -> RowIndex:
+    entries = tuple((s, dp, host, ck, fixed, per, i) for i, (s, dp, host, per_ck) in enumerate(rows)
+                    for ck, fixed, per in per_ck)
+    # an entry fits only if its room (budget - fixed) is > 0 (per > 0: micro-batch ≥ 1) or ≥ 0 (per ≤ 0)
+    floor = [0.0] * len(entries)
+    low = math.inf
+    for j in range(len(entries) - 1, -1, -1):
+        fixed, per = entries[j][4], entries[j][5]
+        low = min(low, fixed if per > 0 else math.nextafter(fixed, -math.inf))
+        floor[j] = low
+    need = [fixed + per * want if want is not None else fixed + per for _s, _d, _h, _c, fixed, per, _i in entries]
+    lean = tuple(sorted((n, j) for j, n in enumerate(need)))
+    return RowIndex(len(rows), entries, tuple(floor), lean, want)
+
+
+def choose_indexed(idx: RowIndex, budget_bytes: float, mb_cap_fn: Callable[[int], int],
+                   host_budget_per_gpu: float = float("inf")) -> Choice:
+    """``choose_from_table(rows, budget_bytes, mb_cap_fn, idx.want, host_budget_per_gpu)`` -- the same Choice --
+    without scanning the entries that cannot fit: the scan stops where no later entry fits the budget, and
+    the leanest entry (when none fits) is read from the index."""
+    want = idx.want
+    entries, floor = idx.entries, idx.floor
+    for j in range(len(entries)):
+        if budget_bytes <= floor[j]:
+            break
+        s, dp, host, ck, fixed, per, i = entries[j]
+        if host > host_budget_per_gpu:
+            continue
+        room = budget_bytes - fixed
+        if per > 0:
+            mbmax = int(room // per) if room > 0 else 0
+        else:
+            mbmax = (1 << 30) if room >= 0 else 0
+        if want is not None:
+            if mbmax >= want:
+                return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
+        elif mbmax >= 1:
+            lim = min(mbmax, mb_cap_fn(dp))
+            mb = 1
+            while mb * 2 <= lim:
+                mb *= 2
+            return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
+    # nothing fits: the least (not host_ok, need), the first of equals (choose_from_table's rule)
+    pick = idx.lean[0]
+    host_ok = False
+    for n, j in idx.lean:
+        if entries[j][2] <= host_budget_per_gpu:
+            pick, host_ok = (n, j), True
+            break
+    s, dp, _host, ck, _fixed, _per, _i = entries[pick[1]]
+    return Choice(s, dp, want or 1, ck, False, pick[0], idx.rows, host_ok)
 
 
 def choose(
