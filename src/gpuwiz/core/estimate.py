@@ -207,7 +207,7 @@ class Context:
     _step_cache: dict[tuple[object, ...], StepTime] = field(default_factory=dict)  # plans timed by _step_units_per_s
     _host_need_cache: dict[tuple[int, Shape], float] = field(default_factory=dict)  # offload host bytes per GPU
     _act_cache: dict[tuple[int, int, str, int, int], float] = field(default_factory=dict)  # memory.micro_batch_terms
-    _index_cache: dict[tuple[object, ...], RowIndex] = field(default_factory=dict)  # _choose's tables, indexed
+    _index_cache: dict[tuple[object, ...], RowIndex | None] = field(default_factory=dict)  # _choose (None: seen once)
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
@@ -799,12 +799,17 @@ def _choose(ctx: Context, tkey: tuple[object, ...], rows: list[Row], budget: flo
     ckey = (tkey, budget, host_pg)
     hit = ctx._choice_cache.get(ckey)
     if hit is None:
-        if len(rows) > 2:  # many entries: the index skips the ones that cannot fit (the same Choice)
-            idx = ctx._index_cache.get(tkey)
-            if idx is None:
-                idx = ctx._index_cache[tkey] = row_index(rows, ctx.pinned.micro_batch)
+        # from a table's second budget on (GPUs of other memory sizes), an index skips the entries that cannot
+        # fit (the same Choice); the first one scans it
+        seen = len(rows) > 2 and tkey in ctx._index_cache
+        idx = ctx._index_cache[tkey] if seen else None
+        if seen and idx is None:
+            idx = ctx._index_cache[tkey] = row_index(rows, ctx.pinned.micro_batch)
+        if idx is not None:
             hit = choose_indexed(idx, budget, ctx._mb_cap_fn, host_pg)
         else:
+            if len(rows) > 2:
+                ctx._index_cache[tkey] = None  # seen once
             hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
         ctx._choice_cache[ckey] = hit
     return hit

@@ -530,18 +530,19 @@ def states(
     under ZeRO-3) and the scaling history to the weights."""
     dense, experts, tr = _shard_params(mc, tp, pp, ep)
     edp = max(1, dp // max(1, ep))
-
-    def div(stage: int, n: int) -> float:
-        return float(n) if zero >= stage else 1.0
-
+    # the divisor of each state under ZeRO: the ranks (dp, or the expert ranks edp) from the stage that shards it
+    fdp, fedp = float(dp), float(edp)
+    d1, e1 = (fdp, fedp) if zero >= 1 else (1.0, 1.0)  # optimizer states
+    d2, e2 = (fdp, fedp) if zero >= 2 else (1.0, 1.0)  # gradients
+    d3, e3 = (fdp, fedp) if zero >= 3 else (1.0, 1.0)  # parameters
     if mc.lora:
-        weights = mc.frozen_bytes * (dense / div(3, dp) + experts / div(3, edp)) + mc.w_bytes * tr / div(3, dp)
-        grads = mc.g_bytes * tr / div(2, dp)
-        opt = mc.o_bytes * tr / div(1, dp)
+        weights = mc.frozen_bytes * (dense / d3 + experts / e3) + mc.w_bytes * tr / d3
+        grads = mc.g_bytes * tr / d2
+        opt = mc.o_bytes * tr / d1
     else:
-        weights = mc.w_bytes * (dense / div(3, dp) + experts / div(3, edp))
-        grads = mc.g_bytes * (dense / div(2, dp) + experts / div(2, edp))
-        opt = mc.o_bytes * (dense / div(1, dp) + experts / div(1, edp))
+        weights = mc.w_bytes * (dense / d3 + experts / e3)
+        grads = mc.g_bytes * (dense / d2 + experts / e2)
+        opt = mc.o_bytes * (dense / d1 + experts / e1)
     host = 0.0
     if offload != "none":
         # DeepSpeed ZeRO-Offload: fp32 grads + optimizer states (+ master) live on the CPU:
