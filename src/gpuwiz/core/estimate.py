@@ -207,6 +207,7 @@ class Context:
     _step_cache: dict[tuple[object, ...], StepTime] = field(default_factory=dict)  # plans timed by _step_units_per_s
     _host_need_cache: dict[tuple[int, Shape], float] = field(default_factory=dict)  # offload host bytes per GPU
     _act_cache: dict[tuple[int, int, str, int, int], float] = field(default_factory=dict)  # memory.micro_batch_terms
+    _shape_intern: dict[tuple[int, int, int, int, int, int], Shape] = field(default_factory=dict)  # candidate_shapes
     _index_cache: dict[tuple[object, ...], RowIndex | None] = field(default_factory=dict)  # _choose (None: seen once)
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
@@ -834,7 +835,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     if cached is None:
         shapes = candidate_shapes(count, gpn, nodes, nvlink_tp, model.is_token_model, model.heads or 1,
                                   model.kv_heads or model.heads or 1, model.layers or 1, ctx.pinned,
-                                  experts=int(model.experts or 1), seq=ctx.seq)
+                                  experts=int(model.experts or 1), seq=ctx.seq, intern=ctx._shape_intern)
         cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache, ctx._act_cache))
         ctx._shape_cache[key] = cached
     shapes, table = cached

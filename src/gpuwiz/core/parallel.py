@@ -132,31 +132,49 @@ def vp_for(layers: int, pp: int) -> int:
     return 1
 
 
+# the layouts every search starts and ends with (a Shape is immutable)
+_DDP = Shape(0, 1, 1, "none")
+_ZERO = (Shape(1, 1, 1, "none"), Shape(2, 1, 1, "none"), Shape(3, 1, 1, "none"))
+_OFFLOAD_MULTI = (Shape(3, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params"))
+_OFFLOAD_ONE = (Shape(2, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params"))
+
+
 def candidate_shapes(
     count: int, gpn: int, nodes: int, nvlink_tp_max: int, is_token: bool, heads: int, kv_heads: int,
     layers: int, pinned: Pinned, experts: int = 1, seq: int = 0,
+    intern: dict[tuple[int, int, int, int, int, int], Shape] | None = None,
 ) -> list[Shape]:
-    """Layouts in order of simplicity (see module docstring), filtered by pinned values."""
-    shapes: list[Shape] = [Shape(0, 1, 1, "none")]
+    """Layouts in order of simplicity (see module docstring), filtered by pinned values. ``intern``: Shapes
+    made before, by (zero, tp, pp, cp, ep, vp) of their in-GPU layout, reused (the caller's table)."""
+    shapes: list[Shape] = [_DDP]
     moe = is_token and experts > 1 and count >= EP_MIN_GPUS
     cps = cp_options(count, seq) if is_token and count > 1 else []
 
+    def mk(zero: int, tp: int, pp: int, cp: int, ep: int, vp: int) -> Shape:
+        if intern is None:
+            return Shape(zero, tp, pp, "none", cp, ep, vp)
+        k = (zero, tp, pp, cp, ep, vp)
+        got = intern.get(k)
+        if got is None:
+            got = intern[k] = Shape(zero, tp, pp, "none", cp, ep, vp)
+        return got
+
     def with_ep(zero: int, tp: int, pp: int, cp: int = 1, vp: int = 1) -> list[Shape]:
-        out = [Shape(zero, tp, pp, "none", cp, 1, vp)]
+        out = [mk(zero, tp, pp, cp, 1, vp)]
         dp = count // (tp * pp)
         if moe and zero < 3:
             # the all-to-all inside the node (tp·ep ≤ GPUs per node), then the widest EP the ranks allow
             for ep in sorted({ep_for(experts, dp, max(1, gpn // tp)), ep_for(experts, dp)}):
                 if ep > 1:
-                    out.append(Shape(1 if dp > 1 else zero, tp, pp, "none", cp, ep, vp))
+                    out.append(mk(1 if dp > 1 else zero, tp, pp, cp, ep, vp))
         return out
 
     if count > 1:
-        shapes += [Shape(1, 1, 1, "none"), Shape(2, 1, 1, "none"), Shape(3, 1, 1, "none")]
+        shapes += _ZERO
         if moe:
             shapes += with_ep(1, 1, 1)[1:]
         for cp in cps:
-            shapes += [*with_ep(1, 1, 1, cp), Shape(3, 1, 1, "none", cp)]
+            shapes += [*with_ep(1, 1, 1, cp), mk(3, 1, 1, cp, 1, 1)]
     if is_token and count > 1:
         tps = [t for t in _pow2_upto(min(8, gpn, nvlink_tp_max))
                if count % t == 0 and heads % t == 0 and (kv_heads % t == 0 or t % kv_heads == 0)]
@@ -175,9 +193,9 @@ def candidate_shapes(
                 for cp in [1] + [c for c in cps if dp % c == 0]:
                     shapes += with_ep(z, tp_fill, pp, cp)
     if count > 1:
-        shapes += [Shape(3, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
+        shapes += _OFFLOAD_MULTI
     else:
-        shapes += [Shape(2, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
+        shapes += _OFFLOAD_ONE
     if pinned.cp is not None or pinned.ep is not None or pinned.vp is not None:
         # a configured cp / ep / vp applies to every layout searched (dimensions it does not fit are
         # reported by core.estimate, never silently dropped)
@@ -186,7 +204,7 @@ def candidate_shapes(
             seen[Shape(s.zero, s.tp, s.pp, s.offload, pinned.cp or s.cp, pinned.ep or s.ep,
                        pinned.vp or s.vp)] = None
         shapes = list(seen)
-    if pinned.any_layout:
+    if pinned.zero is not None or pinned.tp is not None or pinned.pp is not None or pinned.offload is not None:
         keep = [s for s in shapes if (pinned.zero is None or s.zero == pinned.zero)
                 and (pinned.tp is None or s.tp == pinned.tp) and (pinned.pp is None or s.pp == pinned.pp)
                 and (pinned.offload is None or s.offload == pinned.offload)]
