@@ -154,7 +154,16 @@ GpuFactors = tuple[float, float, str, float, float]
 
 @dataclass(slots=True)
 class Context:
-    """Everything that depends only on the requirements (built once by ``prepare``)."""
+    """Everything that depends only on the requirements (built once by ``prepare``).
+
+    The ``_*`` dict fields are the fast path's lookup tables, filled as ``quick`` meets candidates and
+    keyed by what their values depend on below the (GPU, count, GPUs per node) of a candidate: layouts and
+    memory rows per count, plan choices per (rows, memory budget, host budget) -- shared by GPUs of the same
+    memory --, GPU factors per GPU id, stack picks per (vendor, layout), operator-model times per rate
+    identity (``_wmemo``: this context times one work shape). They live as long as the context (one
+    requirements object; core.memo shares them between contexts of the same plan key) and hold only
+    values the same arithmetic would compute again (tests/core/test_fastpath.py checks a filled context
+    against fresh ones)."""
 
     req: Requirements
     catalog: Catalog
