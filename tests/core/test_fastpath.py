@@ -1,10 +1,11 @@
 """The estimator fast path's per-context lookup tables (core.estimate.Context) are keyed on everything their
 values depend on: a candidate evaluated in a context that has already evaluated many others gets exactly
-the answer a fresh context gives it, and the indexed plan choice is the plain one."""
+the answer a fresh context gives it; and the plan choice's scan picks what the plain rule picks."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from gpuwiz.core import estimate as E
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.models import Requirements
-from gpuwiz.core.parallel import Row, Shape, choose_from_table, choose_indexed, row_index
+from gpuwiz.core.parallel import Choice, Row, Shape, choose_from_table
 from gpuwiz.core.units import GIB
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
@@ -77,6 +78,27 @@ def test_host_limit_table_by_platform_facts(cat: Catalog) -> None:
             assert E._host_limit_gib(ctx, g, gpn) == E._platform_host_gib(cat, g, form, gpn)
 
 
+def _plain_choice(rows: list[Row], budget: float, cap: Callable[[int], int], want: int | None,
+                  host_budget: float) -> Choice:
+    """The rule, written out plainly: the first (layout, checkpointing) entry whose largest micro-batch (linear
+    memory, solved) is at least ``want`` (else 1, rounded down to a power of two under the cap); if none, the
+    least (host RAM over budget, bytes needed) -- the first of equals."""
+    leanest: list[tuple[bool, float, int, Choice]] = []
+    for i, (s, dp, host, per_ck) in enumerate(rows):
+        for ck, fixed, per in per_ck:
+            room = budget - fixed
+            mbmax = (int(room // per) if room > 0 else 0) if per > 0 else ((1 << 30) if room >= 0 else 0)
+            if host > host_budget:
+                mbmax = 0
+            if mbmax >= (want or 1):
+                mb = want or max(m for m in (1 << k for k in range(31)) if m <= min(mbmax, cap(dp)))
+                return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
+            need = fixed + per * (want or 1)
+            leanest.append((host > host_budget, need, len(leanest),
+                            Choice(s, dp, want or 1, ck, False, need, len(rows), host <= host_budget)))
+    return min(leanest, key=lambda t: (t[0], t[1], t[2]))[3]
+
+
 def _random_rows(rng: random.Random) -> list[Row]:
     rows: list[Row] = []
     for i in range(rng.randint(1, 12)):
@@ -91,20 +113,19 @@ def _random_rows(rng: random.Random) -> list[Row]:
     return rows
 
 
-def test_choose_indexed_is_choose_from_table() -> None:
-    """The index (skip what cannot fit, read the leanest) returns the Choice the plain scan returns -- budgets
-    at and around every entry's fixed bytes and fixed + per-sample bytes included, zero per-sample bytes,
-    host budgets that rule out offload rows, a pinned micro-batch."""
+def test_choose_from_table_is_the_plain_rule() -> None:
+    """The scan (no Choice made until the end) picks what the plain rule picks -- budgets at and around every
+    entry's fixed bytes and fixed + per-sample bytes, zero per-sample bytes, host budgets that rule out
+    offload rows, a pinned micro-batch."""
     rng = random.Random(7)
-    for _ in range(300):
+    for _ in range(200):
         rows = _random_rows(rng)
         edges = [x for _s, _d, _h, per_ck in rows for _c, fixed, per in per_ck for x in (fixed, fixed + per)]
         budgets = [*edges, *(e * (1 + d) for e in edges[:6] for d in (-1e-12, 1e-12)), 0.0, 1e15,
                    *(rng.uniform(0, 120) * GIB for _ in range(8))]
         for want in (None, 1, 2):
-            idx = row_index(rows, want)
             for host_budget in (float("inf"), 500 * GIB, 0.0):
                 for b in budgets:
                     cap = lambda dp: 4 * dp  # noqa: E731
-                    assert choose_indexed(idx, b, cap, host_budget) == choose_from_table(rows, b, cap, want,
-                                                                                         host_budget)
+                    assert choose_from_table(rows, b, cap, want, host_budget) == _plain_choice(rows, b, cap, want,
+                                                                                               host_budget)

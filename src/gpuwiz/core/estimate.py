@@ -78,14 +78,11 @@ from gpuwiz.core.parallel import (
     Choice,
     Pinned,
     Row,
-    RowIndex,
     Shape,
     candidate_shapes,
     choose_from_table,
-    choose_indexed,
     ckpt_options,
     memory_table,
-    row_index,
     shape_problem,
     vp_for,
 )
@@ -217,7 +214,6 @@ class Context:
     _host_need_cache: dict[tuple[int, Shape], float] = field(default_factory=dict)  # offload host bytes per GPU
     _act_cache: dict[tuple[int, int, str, int, int], float] = field(default_factory=dict)  # memory.micro_batch_terms
     _shape_intern: dict[tuple[int, int, int, int, int, int], Shape] = field(default_factory=dict)  # candidate_shapes
-    _index_cache: dict[tuple[object, ...], RowIndex | None] = field(default_factory=dict)  # _choose (None: seen once)
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
@@ -809,18 +805,7 @@ def _choose(ctx: Context, tkey: tuple[object, ...], rows: list[Row], budget: flo
     ckey = (tkey, budget, host_pg)
     hit = ctx._choice_cache.get(ckey)
     if hit is None:
-        # from a table's second budget on (GPUs of other memory sizes), an index skips the entries that cannot
-        # fit (the same Choice); the first one scans it
-        seen = len(rows) > 2 and tkey in ctx._index_cache
-        idx = ctx._index_cache[tkey] if seen else None
-        if seen and idx is None:
-            idx = ctx._index_cache[tkey] = row_index(rows, ctx.pinned.micro_batch)
-        if idx is not None:
-            hit = choose_indexed(idx, budget, ctx._mb_cap_fn, host_pg)
-        else:
-            if len(rows) > 2:
-                ctx._index_cache[tkey] = None  # seen once
-            hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
+        hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
         ctx._choice_cache[ckey] = hit
     return hit
 

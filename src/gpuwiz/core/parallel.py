@@ -32,9 +32,8 @@ The search is closed-form per layout (memory is linear in the micro-batch), so i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuwiz.core.memory import MemoryConsts, micro_batch_terms
 from gpuwiz.core.models import Checkpointing, Offload
@@ -57,6 +56,15 @@ class Shape:
     cp: int = 1
     ep: int = 1
     vp: int = 1
+    # the fields' hash, computed once: a layout keys many of the estimator's lookup tables (the value the
+    # generated __hash__ would return each time)
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.zero, self.tp, self.pp, self.offload, self.cp, self.ep, self.vp)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def model_parallel(self) -> bool:
@@ -324,72 +332,6 @@ def choose_from_table(
     assert best is not None
     s, dp, ck, need, _i, host_ok = best
     return Choice(s, dp, want or 1, ck, False, need, len(rows), host_ok)
-
-
-@dataclass(frozen=True, slots=True)
-class RowIndex:
-    """A memory table prepared for ``choose_indexed``: its (layout, checkpointing) entries in order, the least
-    budget each suffix of them needs to have any entry fit, and the entries by the memory they need at the
-    smallest micro-batch (the answer when none fits). Built once per table and pinned micro-batch."""
-
-    rows: int
-    entries: tuple[tuple[Shape, int, float, Checkpointing, float, float, int], ...]  # s, dp, host, ck, fixed, per, i
-    floor: tuple[float, ...]  # floor[j]: a budget ≤ it fits no entry from j on
-    lean: tuple[tuple[float, int], ...]  # (need, entry index), least first, the first of equals first
-    want: int | None
-
-
-def row_index(rows: list[Row], want: int | None) -> RowIndex:
-    entries = tuple((s, dp, host, ck, fixed, per, i) for i, (s, dp, host, per_ck) in enumerate(rows)
-                    for ck, fixed, per in per_ck)
-    # an entry fits only if its room (budget - fixed) is > 0 (per > 0: micro-batch ≥ 1) or ≥ 0 (per ≤ 0)
-    floor = [0.0] * len(entries)
-    low = math.inf
-    for j in range(len(entries) - 1, -1, -1):
-        fixed, per = entries[j][4], entries[j][5]
-        low = min(low, fixed if per > 0 else math.nextafter(fixed, -math.inf))
-        floor[j] = low
-    need = [fixed + per * want if want is not None else fixed + per for _s, _d, _h, _c, fixed, per, _i in entries]
-    lean = tuple(sorted((n, j) for j, n in enumerate(need)))
-    return RowIndex(len(rows), entries, tuple(floor), lean, want)
-
-
-def choose_indexed(idx: RowIndex, budget_bytes: float, mb_cap_fn: Callable[[int], int],
-                   host_budget_per_gpu: float = float("inf")) -> Choice:
-    """``choose_from_table(rows, budget_bytes, mb_cap_fn, idx.want, host_budget_per_gpu)`` -- the same Choice --
-    without scanning the entries that cannot fit: the scan stops where no later entry fits the budget, and
-    the leanest entry (when none fits) is read from the index."""
-    want = idx.want
-    entries, floor = idx.entries, idx.floor
-    for j in range(len(entries)):
-        if budget_bytes <= floor[j]:
-            break
-        s, dp, host, ck, fixed, per, i = entries[j]
-        if host > host_budget_per_gpu:
-            continue
-        room = budget_bytes - fixed
-        if per > 0:
-            mbmax = int(room // per) if room > 0 else 0
-        else:
-            mbmax = (1 << 30) if room >= 0 else 0
-        if want is not None:
-            if mbmax >= want:
-                return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
-        elif mbmax >= 1:
-            lim = min(mbmax, mb_cap_fn(dp))
-            mb = 1
-            while mb * 2 <= lim:
-                mb *= 2
-            return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
-    # nothing fits: the least (not host_ok, need), the first of equals (choose_from_table's rule)
-    pick = idx.lean[0]
-    host_ok = False
-    for n, j in idx.lean:
-        if entries[j][2] <= host_budget_per_gpu:
-            pick, host_ok = (n, j), True
-            break
-    s, dp, _host, ck, _fixed, _per, _i = entries[pick[1]]
-    return Choice(s, dp, want or 1, ck, False, pick[0], idx.rows, host_ok)
 
 
 def choose(
