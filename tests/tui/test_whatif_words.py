@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from textual.widgets import Static
 from wizhelp import settle
@@ -88,17 +89,21 @@ async def test_a_refused_config_with_no_answer_says_so_not_nothing_fits(make_app
         assert "refused" in shown and "Tokens (Data step)" in shown, shown
 
 
-async def test_the_live_panel_at_80_columns_never_wraps_inside_a_range(make_app: MakeApp,
-                                                                        config_file: Path) -> None:
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+async def test_the_live_panel_at_80_columns_never_wraps_inside_a_range(make_app: MakeApp, config_file: Path,
+                                                                        lang: str) -> None:
     """80×24: the time range wrapped as `(12.2 h–21.0` / `h)`. A range stays on one line."""
-    app = make_app(config_file)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
-        for step in ("model", "data", "schedule", "deployment"):
-            app.goto(step)
+    i18n.set_language(lang)
+    try:
+        app = make_app(config_file)
+        async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot, app)
-            panel = app.screen.query_one(LivePanel)
-            lines = on_screen(panel)
-            assert any("–" in line for line in lines), lines  # the config has P10-P90 ranges
-            for line in lines:
-                assert line.count("(") == line.count(")"), (step, lines)  # no line ends inside a range
+            for step in ("model", "data", "schedule", "deployment"):
+                app.goto(step)
+                await settle(pilot, app)
+                lines = on_screen(app.screen.query_one(LivePanel))
+                assert any("–" in line for line in lines), lines  # the config has P10-P90 ranges
+                for line in lines:
+                    assert line.count("(") == line.count(")"), (step, lines)  # no line ends inside a range
+    finally:
+        i18n.set_language("en")
