@@ -127,3 +127,18 @@ def test_bad_config_names_file_line_and_field(tmp_path):
     assert out.returncode == 2
     assert out.stderr.startswith(f"{cfg}:5: training.precision: ")
     assert cfg.read_bytes() == before
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_help_names_every_subcommand(lang):
+    """`gpuwiz --help`'s subcommands line lists each subparser (launch, calibrate and probe were missing)."""
+    import argparse
+
+    from gpuwiz.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    out = run_cli("--lang", lang, "--help")
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if "gpuwiz COMMAND --help" in x)
+    names = set(line.split("：" if lang != "en" else ":", 1)[1].replace("、", ",").replace(" ", "").split(","))
+    assert set(sub.choices) <= names, sorted(set(sub.choices) - names)

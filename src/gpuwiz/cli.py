@@ -73,7 +73,7 @@ training their model, and why.
 
 
 WIZARD_EPILOG = N_("""\
-subcommands (gpuwiz COMMAND --help): estimate, recommend, catalog, validate
+subcommands (gpuwiz COMMAND --help): estimate, recommend, catalog, validate, launch, calibrate, probe
 
 environment: NO_COLOR=1 (no colour; the focus marker is ▶ and reverse video), GPUWIZ_STATE_DIR (where
 the draft and recent files live), GPUWIZ_CONFIG_DIR (where settings.yaml with key bindings lives)

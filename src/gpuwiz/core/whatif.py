@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from gpuwiz.core import pitfall_titles
 from gpuwiz.core.models import SEVERITY_ORDER, CurrencyInfo, Pitfall, Range, Recommendation, Requirements
 from gpuwiz.i18n import _
 
@@ -266,10 +267,18 @@ def diff(base: KeyNumbers, now: KeyNumbers) -> list[Delta]:
         _num_delta("capex", "Capex (buy)", base.capex_usd, now.capex_usd, money),
         _text_delta("verdict", "Verdict", base.verdict, now.verdict),
     ]
-    wp_a = base.worst_pitfall.severity + ": " + base.worst_pitfall.id if base.worst_pitfall else None
-    wp_b = now.worst_pitfall.severity + ": " + now.worst_pitfall.id if now.worst_pitfall else None
+    wp_a = _pitfall_words(base.worst_pitfall)
+    wp_b = _pitfall_words(now.worst_pitfall)
     out.append(_text_delta("pitfall", "Worst pitfall", wp_a or "none", wp_b or "none"))
     return out
+
+
+def _pitfall_words(p: Pitfall | None) -> str | None:
+    """``medium: stale cloud price``: the severity and the rule's title in the interface language."""
+    if p is None:
+        return None
+    return _("{severity}: {title}").format(severity=pitfall_titles.severity_word(p.severity),
+                                          title=pitfall_titles.title(p.id))
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -315,29 +324,29 @@ def _cycle(options: tuple[str, ...], current: str, step: int) -> str:
 
 def cycle_method(req: Requirements, step: int = 1) -> tuple[Requirements, str]:
     new = _cycle(METHODS, req.training.method, step)
-    return _update(req, "training", method=new), f"method → {new}"
+    return _update(req, "training", method=new), _("method → {value}").format(value=new)
 
 
 def cycle_precision(req: Requirements, step: int = 1) -> tuple[Requirements, str]:
     new = _cycle(PRECISIONS, req.training.precision, step)
-    return _update(req, "training", precision=new), f"precision → {new}"
+    return _update(req, "training", precision=new), _("precision → {value}").format(value=new)
 
 
 def cycle_mode(req: Requirements, step: int = 1) -> tuple[Requirements, str]:
     new = _cycle(MODES, req.deployment.mode, step)
-    return _update(req, "deployment", mode=new), f"rent/buy → {new}"
+    return _update(req, "deployment", mode=new), _("rent/buy → {value}").format(value=new)
 
 
 def cycle_gpu(req: Requirements, gpu_ids: list[str], current: str | None, step: int = 1) -> tuple[Requirements, str]:
     """Pin the next (or previous) GPU type of the catalog; keeps a pinned count."""
     if not gpu_ids:
-        return req, "no GPUs in the catalog"
+        return req, _("no GPUs in the catalog")
     cur = (req.hardware.gpu if req.hardware and req.hardware.gpu else None) or current
     if cur in gpu_ids:
         new = gpu_ids[(gpu_ids.index(cur) + step) % len(gpu_ids)]
     else:
         new = gpu_ids[0] if step > 0 else gpu_ids[-1]
-    return _update(req, "hardware", gpu=new), f"GPU → {new}"
+    return _update(req, "hardware", gpu=new), _("GPU → {gpu}").format(gpu=new)
 
 
 def step_count(req: Requirements, current: int | None, step: int,
@@ -351,13 +360,13 @@ def step_count(req: Requirements, current: int | None, step: int,
     values: dict[str, Any] = {"count": new}
     if current_gpu and not (req.hardware and req.hardware.gpu):
         values["gpu"] = current_gpu
-    return _update(req, "hardware", **values), f"GPU count → {new}"
+    return _update(req, "hardware", **values), _("GPU count → {n}").format(n=new)
 
 
 def unpin_hardware(req: Requirements) -> tuple[Requirements, str]:
     data = req.model_dump()
     data["hardware"] = None
-    return Requirements.model_validate(data), "hardware → automatic pick"
+    return Requirements.model_validate(data), _("hardware → automatic pick")
 
 
 def scale_data(req: Requirements, factor: float) -> tuple[Requirements, str]:
@@ -369,13 +378,13 @@ def scale_data(req: Requirements, factor: float) -> tuple[Requirements, str]:
         if v is not None:
             values[name] = v * factor
     if not values:
-        return req, "no dataset size set (Data step)"
+        return req, _("no dataset size set (Data step)")
     try:
         new = _update(req, "data", **values)
     except ValidationError:  # past a documented limit: keep the old answer
-        return req, "dataset size is at its limit"
+        return req, _("dataset size is at its limit")
     word = f"×{factor:g}" if factor >= 1 else f"÷{1 / factor:g}"
-    return new, f"dataset {word}"
+    return new, _("dataset {factor}").format(factor=word)
 
 
 def shift_deadline(req: Requirements, step: int) -> tuple[Requirements, str]:
@@ -387,4 +396,5 @@ def shift_deadline(req: Requirements, step: int) -> tuple[Requirements, str]:
         new = next((c for c in DEADLINE_LADDER if c > cur), cur)
     else:
         new = next((c for c in reversed(DEADLINE_LADDER) if c < cur), cur)
-    return _update(req, "schedule", deadline_days=new), f"deadline → {new:g} {'day' if new == 1 else 'days'}"
+    words = _("deadline → {n} day") if new == 1 else _("deadline → {n} days")
+    return _update(req, "schedule", deadline_days=new), words.format(n=f"{new:g}")

@@ -154,6 +154,12 @@ class ResultScreen(WizScreen):
             subtitle = "⚠ " + (app.engine_error_words() or app.engine_error) + (
                 _(" (showing the last valid answer)") if app.recommendation is not None else "")
         box.border_subtitle = escaped(subtitle)
+        if app.recommendation is None:  # no answer at all: never "nothing fits" against the baseline
+            why = app.engine_error_words()
+            box.update(plain(_("No answer: the engine refused this config ({why})").format(why=why), "yellow")
+                       if why else plain(_("computing…"), "dim"))
+            self.deltas = []
+            return
         spans = {"time": whatif.fmt_span(now.wall_hours_range, whatif.fmt_hours),  # P10-P90, as the live panel
                  "cost": whatif.fmt_span(now.cost_per_run_usd_range, whatif.money_fmt(now.currency))}
         box.update(deltas_table(deltas, two_columns=True, width=box.content_size.width or None, spans=spans))
@@ -177,8 +183,8 @@ class ResultScreen(WizScreen):
             data += _(" × {n} epochs").format(n=whatif.fmt_human(d.epochs))
         deadline = (_("deadline {n} d").format(n=whatif.fmt_human(r.schedule.deadline_days))
                     if r.schedule.deadline_days else _("no deadline"))
-        line = (f"{r.training.method} · {r.training.precision} · {data} · {deadline} · "
-                f"{r.deployment.mode}")
+        mode = _("rent/buy: {mode}").format(mode=r.deployment.mode)  # the value as the form shows it
+        line = f"{r.training.method} · {r.training.precision} · {data} · {deadline} · {mode}"
         self.query_one("#result-req", Static).update(plain(line, "dim"))
 
     def _after_gpu_change(self) -> None:
@@ -192,7 +198,8 @@ class ResultScreen(WizScreen):
         if kn.count is not None and old_count is not None and kn.count != old_count:
             note = _("the GPU count changed too: {old} → {new} (what fits {gpu})").format(
                 old=old_count, new=kn.count, gpu=kn.gpu or _("it"))
-            self.wiz.last_change = f"GPU → {kn.gpu}; count {old_count} → {kn.count}"
+            self.wiz.last_change = _("GPU → {gpu}; count {old} → {new}").format(gpu=kn.gpu, old=old_count,
+                                                                               new=kn.count)
             self.wiz.notify(note, title="GPU changed", timeout=4)
             self._draw_whatif()
 

@@ -25,6 +25,18 @@ def _label(text: str) -> str:
     return text + " " * max(1, LABEL_CELLS - cell_len(text))
 
 
+def _with_span(line: Text, span: str, width: int) -> list[Text]:
+    """``line`` with its P10-P90 ``span`` after it, or, where both do not fit ``width``, the span on
+    the next line under the value: a range wraps as a whole, never inside (``(12.2 h–21.0`` / ``h)``)."""
+    if not span:
+        return [line]
+    if cell_len(line.plain) + cell_len(span) <= width:
+        line.append(span, style="dim")
+        return [line]
+    indent = " " * LABEL_CELLS if LABEL_CELLS + cell_len(span.strip()) <= width else ""
+    return [line, Text(indent + span.strip(), style="dim")]
+
+
 SEVERITY_STYLE = {"block": "bold white on red", "high": "bold red", "medium": "yellow", "info": "dim"}
 
 
@@ -80,14 +92,12 @@ class LivePanel(Widget):
             t = Text()
             t.append(_label(_("Time/run")), style="dim")
             t.append(fmt_hours(kn.wall_hours), style="bold")
-            t.append(fmt_span(kn.wall_hours_range, fmt_hours), style="dim")  # the cross-validated P10-P90
-            parts.append(t)
+            parts.extend(_with_span(t, fmt_span(kn.wall_hours_range, fmt_hours), width))  # cross-validated P10-P90
             c = Text()
             c.append(_label(_("Cost/run")), style="dim")
             money = money_fmt(kn.currency)  # the user's currency (deployment.currency / country)
             c.append(money(kn.cost_per_run_usd), style="bold")
-            c.append(fmt_span(kn.cost_per_run_usd_range, money), style="dim")
-            parts.append(c)
+            parts.extend(_with_span(c, fmt_span(kn.cost_per_run_usd_range, money), width))
             if kn.cost_per_year_usd is not None:
                 y = Text()
                 y.append(_label(_("Cost/year")), style="dim")
