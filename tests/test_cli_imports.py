@@ -48,3 +48,43 @@ def test_headless_commands_import_only_what_they_use(command: str) -> None:
     assert {"gpuwiz.core.catalog", "gpuwiz.core.config_io"} <= mods
     unused = UI | VALIDATE_ONLY | (RECOMMEND_ONLY if command == "estimate" else set())
     assert _loaded(mods, unused) == []
+
+
+ESTIMATE_AT = ("--gpu", "a100-80gb-sxm", "--count", "8")
+
+
+@pytest.mark.parametrize("command", ["estimate", "recommend"])
+def test_headless_commands_do_not_import_pydantics_plugin_loader(command: str) -> None:
+    """With plugins off (gpuwiz's default), importing the loader would only import importlib.metadata."""
+    mods = imported(command, CONFIG, "--format", "json", *(ESTIMATE_AT if command == "estimate" else ()))
+    assert _loaded(mods, {"importlib.metadata", "pydantic.plugin._loader"}) == []
+
+
+STANDIN = """
+import sys
+from gpuwiz import cli
+cli.skip_plugin_loader()
+from pydantic import BaseModel
+class M(BaseModel):
+    x: int
+assert M(x="3").x == 3
+assert "importlib.metadata" not in sys.modules
+from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP  # anything else: the real loader
+assert "importlib.metadata" in sys.modules
+print(PYDANTIC_ENTRY_POINT_GROUP)
+"""
+
+
+def test_the_plugin_loader_stand_in_validates_and_hands_over_to_the_real_loader() -> None:
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    out = subprocess.run([sys.executable, "-c", STANDIN], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "pydantic"
+
+
+def test_an_explicit_plugin_setting_loads_the_real_loader() -> None:
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "some-plugin"}
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpuwiz", "estimate", CONFIG, *ESTIMATE_AT],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "pydantic.plugin._loader" in out.stderr

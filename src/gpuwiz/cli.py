@@ -693,11 +693,44 @@ COMMANDS = {"estimate": cmd_estimate, "recommend": cmd_recommend, "catalog": cmd
 STDOUT_DASH = frozenset({"recommend", "validate", "calibrate", "probe"})
 
 
+PLUGINS_OFF = ("__all__", "1", "true")  # the values of PYDANTIC_DISABLE_PLUGINS that turn every plugin off
+PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def skip_plugin_loader() -> None:
+    """With plugins off, pydantic's plugin loader returns no plugins, but importing it imports
+    importlib.metadata (email, zipfile, csv, ...): ~70 M instructions, a fifth of the
+    `import pydantic, yaml` floor. Stand in for it with a module whose ``get_plugins`` returns what the
+    loader returns then (nothing); anything else a pydantic version reads from it loads the real one."""
+    if PLUGIN_LOADER in sys.modules:
+        return
+    import types
+
+    stub = types.ModuleType(PLUGIN_LOADER, "gpuwiz's stand-in: plugins are off (PYDANTIC_DISABLE_PLUGINS)")
+
+    def get_plugins() -> tuple[()]:
+        return ()
+
+    def real(name: str) -> Any:
+        if name.startswith("__"):  # a probe for __file__, __path__, ... (a module without them)
+            raise AttributeError(name)
+        import importlib
+
+        if sys.modules.get(PLUGIN_LOADER) is stub:
+            del sys.modules[PLUGIN_LOADER]
+        return getattr(importlib.import_module(PLUGIN_LOADER), name)
+
+    stub.get_plugins = get_plugins  # type: ignore[attr-defined]
+    stub.__getattr__ = real  # type: ignore[method-assign]
+    sys.modules[PLUGIN_LOADER] = stub
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # pydantic looks for plugins in every installed package's metadata before it builds the first
     # schema (~7 % of a headless run); gpuwiz uses none. An explicit PYDANTIC_DISABLE_PLUGINS wins.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__") in PLUGINS_OFF:
+        skip_plugin_loader()
     try:
         set_language(argv)
         if (argv and argv[0] in SUBCOMMANDS) or argv[:1] in (["-h"], ["--help"]):
