@@ -88,3 +88,30 @@ def test_an_explicit_plugin_setting_loads_the_real_loader() -> None:
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "pydantic.plugin._loader" in out.stderr
+
+
+def test_the_engine_runs_with_the_cycle_collector_on_and_main_leaves_it_as_it_found_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Start-up runs without the cycle collector (cli.STARTUP_WITHOUT_GC); the engine and the caller do not."""
+    import gc
+
+    from gpuwiz import cli
+    from gpuwiz.core import estimate as est_mod
+
+    seen: list[bool] = []
+    real = est_mod.estimate
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(est_mod, "estimate", spy)
+    assert gc.isenabled()
+    assert cli.main(["estimate", CONFIG, *ESTIMATE_AT, "--format", "json"]) == 0
+    assert seen == [True]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nmodel: [\n", encoding="utf-8")
+    assert cli.main(["estimate", str(bad)]) == 2  # an error before the inputs were loaded
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    capsys.readouterr()
