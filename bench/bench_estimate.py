@@ -1,18 +1,32 @@
 """Benchmark the estimator: median time of estimate() and of the quick() fast path per preset model.
 
-Run: .venv/bin/python bench/bench_estimate.py
+Run: .venv/bin/python bench/bench_estimate.py [--calls-only]
 Targets: estimate() median < 1 ms; ~1000 quick() candidates (GPU × count) in < 20 ms.
+
+The second table replays, per example config, the fast-path calls recommend() makes (``quick`` for every
+candidate it sizes, ``wall_hours_high`` for those that fit, ``estimate_from`` for the finalists) on a fresh
+context each run -- a config just opened, its lookup tables empty -- and prints the CPU time
+(``time.process_time``) per call: median and min of the runs (issue 16 asks the per-call cost down).
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from functools import partial
+from pathlib import Path
+from typing import Any
 
+from gpuwiz.core import estimate as est_mod
+from gpuwiz.core import memo
 from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core.config_io import load_config
 from gpuwiz.core.estimate import estimate, prepare, quick
 from gpuwiz.core.models import Requirements
+from gpuwiz.core.recommend import recommend
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -32,8 +46,65 @@ def _sweep(req: Requirements, cat: Catalog, cands: list[tuple[str, int]]) -> Non
         quick(c, g, n)
 
 
+def _recorded(req: Requirements, cat: Catalog) -> tuple[list[tuple[Any, int, Any]], list[tuple[Any, int, Any]]]:
+    """The (GPU, count, GPUs per node) of every quick() and estimate_from() call one cold recommend() makes."""
+    calls: list[tuple[Any, int, Any]] = []
+    full: list[tuple[Any, int, Any]] = []
+    q0, f0 = est_mod.quick, est_mod.estimate_from
+
+    def q(ctx: Any, g: Any, n: int, gpn: Any = None) -> Any:
+        calls.append((g, n, gpn))
+        return q0(ctx, g, n, gpn)
+
+    def f(ctx: Any, g: Any, n: int, gpn: Any = None) -> Any:
+        full.append((g, n, gpn))
+        return f0(ctx, g, n, gpn)
+
+    est_mod.quick, est_mod.estimate_from = q, f  # type: ignore[assignment]
+    try:
+        memo.clear()
+        recommend(req, cat)
+    finally:
+        est_mod.quick, est_mod.estimate_from = q0, f0  # type: ignore[assignment]
+    return calls, full
+
+
+def recommend_calls(cat: Catalog, repeat: int = 21) -> None:
+    print(f"{'example':28} {'quick calls':>11} {'quick us/call med':>17} {'min':>6} {'warm':>6} "
+          f"{'wall_hours_high us':>19} {'estimate_from us':>17}")
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        loaded = load_config(path)
+        req = loaded[0] if isinstance(loaded, tuple) else loaded
+        calls, full = _recorded(req, cat)
+        cold, warm, high, fin = [], [], [], []
+        for _ in range(repeat):
+            ctx = prepare(req, cat)
+            c0 = time.process_time()
+            rs = [quick(ctx, g, n, gpn) for g, n, gpn in calls]
+            c1 = time.process_time()
+            for r in rs:
+                if r.fits:
+                    est_mod.wall_hours_high(ctx, r)
+            c2 = time.process_time()
+            for g, n, gpn in full:
+                est_mod.estimate_from(ctx, g, n, gpn)
+            c3 = time.process_time()
+            for g, n, gpn in calls:  # the same calls again: every table filled
+                quick(ctx, g, n, gpn)
+            c4 = time.process_time()
+            cold.append((c1 - c0) / len(calls) * 1e6)
+            high.append((c2 - c1) / max(1, sum(r.fits for r in rs)) * 1e6)
+            fin.append((c3 - c2) / max(1, len(full)) * 1e6)
+            warm.append((c4 - c3) / len(calls) * 1e6)
+        print(f"{path.stem:28} {len(calls):11d} {statistics.median(cold):17.1f} {min(cold):6.1f} "
+              f"{statistics.median(warm):6.1f} {statistics.median(high):19.1f} {statistics.median(fin):17.1f}")
+
+
 def main() -> None:
     cat = load_catalog()
+    if "--calls-only" in sys.argv:
+        recommend_calls(cat)
+        return
     cands = [(g.id, n) for g in cat.gpus for n in COUNTS]
     print(f"{len(cat.models)} presets, {len(cands)} GPU x count candidates per sweep\n")
     print(f"{'preset':24} {'estimate() ms':>14} {'prepare() ms':>13} {'quick() us':>11} {'sweep ms':>9}")
@@ -53,6 +124,8 @@ def main() -> None:
     print(f"\nmedian estimate(): {statistics.median(est_all) * 1e3:.3f} ms")
     print(f"median quick():    {statistics.median(q_all) * 1e6:.1f} us")
     print(f"median 1000-candidate sweep (prepare + quick x 1000): {statistics.median(sweep_all) * 1e3:.1f} ms")
+    print("\nper call, over the calls one cold recommend() makes (CPU time, fresh context per run):")
+    recommend_calls(cat)
 
 
 if __name__ == "__main__":

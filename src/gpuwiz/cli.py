@@ -552,6 +552,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_wizard(args: argparse.Namespace) -> int:
+    from gpuwiz.tui.engine import engine_process_wanted, prestart_engine_process
+
+    if engine_process_wanted():  # the engine's child loads the core while this process loads Textual
+        from gpuwiz.i18n import current_language
+
+        prestart_engine_process(args.catalog, current_language())
     from gpuwiz.core.catalog import load_catalog
 
     load_catalog(args.catalog)  # fail fast, before the screen switches, on a broken overlay
@@ -560,7 +566,6 @@ def cmd_wizard(args: argparse.Namespace) -> int:
 
         read_text(args.config)  # a missing/unreadable file is a CLI error, not a blank wizard
     from gpuwiz.tui.app import create_app
-    from gpuwiz.tui.engine import engine_process_wanted
 
     app = create_app(args.config, catalog_overlay=args.catalog, no_mouse=args.no_mouse, theme=args.theme,
                      engine_process=engine_process_wanted())

@@ -16,8 +16,9 @@ from wizhelp import settle
 
 from gpuwiz.core.config_io import load_config
 from gpuwiz.tui import drafts
+from gpuwiz.tui import engine as engine_mod
 from gpuwiz.tui.app import GpuwizApp
-from gpuwiz.tui.engine import Engine, engine_process_wanted
+from gpuwiz.tui.engine import Engine, engine_process_wanted, prestart_engine_process, take_prestarted
 
 MakeApp = Callable[..., GpuwizApp]
 
@@ -65,6 +66,62 @@ async def test_the_child_process_answers_as_the_thread_would(make_app: MakeApp, 
         assert sent and sent[-1] == app._seq  # asked of the child, not of the thread
         assert app.recommendation == Engine().run(app.requirements).rec
         assert app.answer_for == app.requirements
+
+
+async def test_a_child_started_before_the_app_answers_from_the_first_question_on(
+        make_app: MakeApp, config_file: Path) -> None:
+    prestart_engine_process(None, "en")  # as `gpuwiz FILE.yaml` does, before Textual is imported
+    early = engine_mod._prestarted
+    assert early is not None
+    deadline = time.monotonic() + 60
+    while not early.ready:  # the command line's head start: here the child is up before the app
+        assert time.monotonic() < deadline and not early.broken, "the prestarted child never came up"
+        await asyncio.sleep(0.02)
+    sent: list[int] = []
+    submit = early.submit
+
+    def spy(seq: int, req: Any) -> bool:
+        sent.append(seq)
+        return submit(seq, req)
+
+    early.submit = spy  # type: ignore[method-assign]
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.answered and app.recommendation is not None, "the first answer")
+        assert app._engine_proc is early and engine_mod._prestarted is None  # taken over, once
+        assert sent == [app._seq]  # the first answer came from the child, not from the thread
+        assert app.recommendation == Engine().run(app.requirements).rec
+    assert early._proc is None  # closed with the app
+
+
+def test_a_prestarted_child_for_another_catalog_or_language_is_not_used(tmp_path: Path) -> None:
+    prestart_engine_process(None, "en")
+    early = engine_mod._prestarted
+    assert early is not None and early._proc is not None
+    assert take_prestarted(None, "zh_CN") is None  # the app's language differs: closed, not used
+    assert early._proc is None and engine_mod._prestarted is None
+    prestart_engine_process(None, "en")
+    assert take_prestarted(tmp_path / "overlay.yaml", "en") is None
+    assert engine_mod._prestarted is None
+
+
+async def test_a_prestarted_child_that_died_leaves_the_thread(make_app: MakeApp, config_file: Path) -> None:
+    prestart_engine_process(None, "en")
+    early = engine_mod._prestarted
+    assert early is not None and early._proc is not None
+    early._proc.kill()
+    early._proc.wait()
+    deadline = time.monotonic() + 30
+    while not early.broken:  # its reader thread sees the end of the pipe
+        assert time.monotonic() < deadline, "the dead child was never noticed"
+        await asyncio.sleep(0.02)
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)  # the thread answers
+        assert app.recommendation is not None and app._engine_proc is not early
+        await type_epochs(pilot, app, "3")
+        await settle(pilot, app)
+        assert app.requirements.data.epochs == 3 and app.answer_for == app.requirements
 
 
 async def test_a_dead_child_hands_over_to_the_thread(make_app: MakeApp, config_file: Path) -> None:
@@ -142,3 +199,45 @@ async def test_an_exit_right_after_an_edit_writes_the_draft(make_app: MakeApp, c
     draft = drafts.read_draft(state_dir)
     assert draft is not None and draft.requirements == edited
     assert load_config(config_file).data.epochs != 8  # only the draft has it
+
+
+def test_the_event_loop_reader_puts_frames_split_across_reads_together() -> None:
+    """Answers read on the event loop arrive in whatever pieces the pipe gives: each is handed on
+    once whole, in order; the end of the pipe marks the child gone."""
+    import os
+    import pickle
+    import struct
+    from types import SimpleNamespace
+
+    from gpuwiz.tui.engine import EngineProcess, Outcome
+
+    got: list[tuple[int, str | None]] = []
+    lost: list[bool] = []
+    proc = EngineProcess(None, "en")
+    proc.attach(lambda seq, out: got.append((seq, out.error)), lambda: lost.append(True))
+    proc._proc = SimpleNamespace()  # type: ignore[assignment]  # "running": an end of file is a death
+    r, w = os.pipe()
+    try:
+        os.set_blocking(r, False)
+
+        def frame(obj: object) -> bytes:
+            data = pickle.dumps(obj)
+            return struct.pack(">I", len(data)) + data
+
+        data = frame(("answer", 1, Outcome(None, "one", 1.0))) + frame(("answer", 2, Outcome(None, "two", 2.0)))
+        for piece in (data[:3], data[3:40], data[40:-1]):
+            os.write(w, piece)
+            proc._on_readable(r)
+        assert got == [(1, "one")]  # the second frame is still one byte short
+        proc._on_readable(r)  # nothing to read now: nothing happens
+        os.write(w, data[-1:])
+        proc._on_readable(r)
+        assert got == [(1, "one"), (2, "two")] and not lost
+        os.close(w)
+        w = -1
+        proc._on_readable(r)
+        assert lost == [True] and proc.broken
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)

@@ -86,7 +86,16 @@ from gpuwiz.core.parallel import (
     shape_problem,
     vp_for,
 )
-from gpuwiz.core.ranges import RangeTable, Spread, around, basis_text, bundled_ranges, group_keys, range_for
+from gpuwiz.core.ranges import (
+    RangeTable,
+    Spread,
+    around,
+    basis_text,
+    bundled_ranges,
+    group_keys,
+    range_for,
+    scale_group,
+)
 from gpuwiz.core.schedule import WorkShape
 from gpuwiz.core.stacks import StackEntry, auto_stack
 from gpuwiz.core.units import GIB
@@ -142,7 +151,16 @@ GpuFactors = tuple[float, float, str, float, float]
 
 @dataclass(slots=True)
 class Context:
-    """Everything that depends only on the requirements (built once by ``prepare``)."""
+    """Everything that depends only on the requirements (built once by ``prepare``).
+
+    The ``_*`` dict fields are the fast path's lookup tables, filled as ``quick`` meets candidates and
+    keyed by what their values depend on below the (GPU, count, GPUs per node) of a candidate: layouts and
+    memory rows per count, plan choices per (rows, memory budget, host budget) -- shared by GPUs of the same
+    memory --, GPU factors per GPU id, stack picks per (vendor, layout), operator-model times per rate
+    identity (``_wmemo``: this context times one work shape). They live as long as the context (one
+    requirements object; core.memo shares them between contexts of the same plan key) and hold only
+    values the same arithmetic would compute again (tests/core/test_fastpath.py checks a filled context
+    against fresh ones)."""
 
     req: Requirements
     catalog: Catalog
@@ -183,9 +201,24 @@ class Context:
     _stack_cache: dict[tuple[str, Shape, str], tuple[StackEntry | None, str]] = field(default_factory=dict)
     _relspeed: dict[tuple[str, str, str, int, int, int], RelSpeed] = field(default_factory=dict)
     _cc_cache: dict[int, ComputeConsts] = field(default_factory=dict)  # by expert-parallel degree (_cc_for)
+    # operator-model times of this context's one work shape, by rate identities (compute.RelSpeed.wmemo)
+    _wmemo: dict[tuple[object, ...], float] = field(default_factory=dict)
+    _gf_cache: dict[str, tuple[float, float, str]] = field(default_factory=dict)  # gpu_factor by GPU id
+    _ref_stack_cache: dict[tuple[str, Shape], StackEntry | None] = field(default_factory=dict)  # by (vendor, layout)
+    # the speed spread (wall_hours_high) by (GPU id, layout, scale group, stack override)
+    _spread_cache: dict[tuple[str, Shape, str, str], Spread | None] = field(default_factory=dict)
+    _arch_cache: dict[str, str] = field(default_factory=dict)  # compute.arch_key by GPU architecture
+    _rows_cache: dict[tuple[object, ...], list[Row]] = field(default_factory=dict)  # filtered layout tables
+    _choice_cache: dict[tuple[tuple[object, ...], float, float], Choice] = field(default_factory=dict)  # _choose
+    _step_cache: dict[tuple[object, ...], StepTime] = field(default_factory=dict)  # plans timed by _step_units_per_s
+    _host_need_cache: dict[tuple[int, Shape], float] = field(default_factory=dict)  # offload host bytes per GPU
+    _act_cache: dict[tuple[int, int, str, int, int], float] = field(default_factory=dict)  # memory.micro_batch_terms
+    _shape_intern: dict[tuple[int, int, int, int, int, int], Shape] = field(default_factory=dict)  # candidate_shapes
+    any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
         self._mb_cap_fn = lambda dp: _mb_cap(self, dp)
+        self.any_layout = self.pinned.any_layout
 
 
 # --------------------------------------------------------------------------------------------------
@@ -404,10 +437,27 @@ def _op_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
     return hit
 
 
+def _arch(ctx: Context, g: GPU) -> str:
+    """``compute.arch_key`` of the GPU's architecture, looked up once per context."""
+    a = ctx._arch_cache.get(g.architecture)
+    if a is None:
+        a = ctx._arch_cache[g.architecture] = arch_key(g.architecture)
+    return a
+
+
+def _ref_stack(ctx: Context, g: GPU, s: Shape) -> StackEntry | None:
+    """The stack ``auto`` picks for this layout without FP8 (the efficiency model's reference), per (vendor, layout)."""
+    key = (g.vendor, s)
+    if key in ctx._ref_stack_cache:
+        return ctx._ref_stack_cache[key]
+    hit = ctx._ref_stack_cache[key] = _auto(ctx, fp8=False, tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep, vp=s.vp, zero=s.zero,
+                                             offload=s.offload, method=ctx.req.training.method, vendor=g.vendor)
+    return hit
+
+
 def _rel_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
     st, _ = _stack_for(ctx, g, s)
-    ref_st = _auto(ctx, fp8=False, tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep, vp=s.vp, zero=s.zero, offload=s.offload,
-                   method=ctx.req.training.method, vendor=g.vendor) or st
+    ref_st = _ref_stack(ctx, g, s) or st
     if st is None or ref_st is None:
         return {}
     key = (g.id, st.id, ref_st.id, s.cp, s.ep, s.vp)
@@ -431,14 +481,18 @@ OP_SHAPE = True  # carry the size / sequence curves to other generations by the 
 def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape) -> RelSpeed:
     prec = ctx.req.training.precision
     fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
-    entry = ctx.perf.get(arch_key(g.architecture))
+    arch = _arch(ctx, g)
+    entry = ctx.perf.get(arch)
     ref_g = ctx.gpus.get(entry.reference_gpu or "") if entry is not None else None
     rg = ref_g or g
     ref_prec = "bf16" if prec == "fp8" else prec
     o, r = st.overlap, ref_st.overlap
     anchor = ctx.perf.get(SHAPE_ANCHOR)
     ag = ctx.gpus.get(anchor.reference_gpu or "") if anchor is not None else None
-    shape = OP_SHAPE and ag is not None and arch_key(g.architecture) != SHAPE_ANCHOR
+    shape = OP_SHAPE and ag is not None and arch != SHAPE_ANCHOR
+    # the arguments each _rates() below is memoised by: the front memo's keys for the operator times
+    keys = ((g.id, prec if fp8 else ref_prec, st.attention, True), (rg.id, ref_prec, ref_st.attention, ref_g is None),
+            (ag.id, ref_prec, ref_st.attention, False) if shape and ag else ())
     return RelSpeed(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
                     # the reference's rates from its generation's entry alone: a per-GPU (overlay) entry on the
                     # reference GPU itself then still moves that GPU's estimate
@@ -448,7 +502,8 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape
                     vp=s.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep),
                     ref_peak=rg.peak_tflops(ref_prec) * 1e12,
                     anchor_rates=_rates(ctx, ag, ref_prec, ref_st.attention, own=False) if shape and ag else None,
-                    anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0)
+                    anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0,
+                    wmemo=ctx._wmemo, rate_keys=keys)
 
 
 def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[Msg]:
@@ -592,8 +647,19 @@ def _host_limit_gib(ctx: Context, g: GPU, gpn: int) -> float:
     hit = ctx._host_cache.get(key)
     if hit is not None:
         return hit
-    plat = ctx.catalog.platforms
     form = "pcie" if g.form_factor in ("pcie", "nvl") else g.form_factor
+    # the same for every GPU of this form factor, slot width and segment: a table of the catalog's
+    ckey = ("host-limit", form, g.slot_width if form == "pcie" else 0, g.segment == "datacenter", gpn)
+    derived = ctx.catalog.derived
+    hit = derived.get(ckey)
+    if hit is None:
+        hit = derived[ckey] = _platform_host_gib(ctx.catalog, g, form, gpn)
+    ctx._host_cache[key] = hit
+    return hit
+
+
+def _platform_host_gib(catalog: Catalog, g: GPU, form: str, gpn: int) -> float:
+    plat = catalog.platforms
     fits = [c for c in plat.chassis if c.gpu_form == form and c.max_gpus >= gpn
             and (form != "pcie" or c.max_slot_width >= g.slot_width)]
     if g.segment == "datacenter":
@@ -604,7 +670,6 @@ def _host_limit_gib(ctx: Context, g: GPU, gpn: int) -> float:
         mems = [c.max_memory_gb * min(ch.sockets, c.max_sockets) for c in plat.cpus if c.segment == ch.cpu_segment]
         if mems:
             limit = max(mems) * 1e9 / GIB
-    ctx._host_cache[key] = limit
     return limit
 
 
@@ -634,9 +699,12 @@ def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: i
     s = ch.shape
     dpd = max(1, ch.dp // s.cp)
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
-    st = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb,
-                   ga,
-                   ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+    key = (g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")
+    st = ctx._step_cache.get(key)
+    if st is None:
+        st = ctx._step_cache[key] = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp,
+                                              s.zero, s.offload, ch.mb, ga, ch.ckpt, intra, inter,
+                                              **_op_kwargs(ctx, g, s))
     return ch.mb * ga * dpd / st.step_s if st.step_s > 0 else 0.0
 
 
@@ -674,13 +742,17 @@ def _fastest(ctx: Context, g: GPU, gf: GpuFactors, table: list[Row], first: Choi
             sh = row[0]
             if sh.offload != "none" or not sh.model_parallel or (sh.ep > 1) != ep_pass:
                 continue
-            c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_budget)
+            rkey = ("row", count, sh)  # a row's figures depend on the count and the layout alone (memory_table)
+            one = ctx._rows_cache.get(rkey)
+            if one is None:
+                one = ctx._rows_cache[rkey] = [row]
+            c = _choose(ctx, rkey, one, budget, host_budget)
             if not c.fits:
                 continue
             m = -(-ctx.global_batch // (c.mb * max(1, c.dp // sh.cp)))
             if sh.pp > 1 and (m < sh.pp or (sh.vp > 1 and m % sh.pp)):
                 continue  # fewer micro-batches than stages: most of the pipeline would idle (1F1B needs m >= p)
-            if sh.pp > 1 and sh.vp == 1 and ctx.pinned.vp is None and not ctx.pinned.any_layout:
+            if sh.pp > 1 and sh.vp == 1 and ctx.pinned.vp is None and not ctx.any_layout:
                 c = _interleave(ctx, g, gf, c, budget, count, gpn, nodes)  # each pipeline at its best schedule
             ups = _step_units_per_s(ctx, g, gf, c, count, gpn, nodes)
             if ups > mp_ups:
@@ -712,14 +784,30 @@ def _interleave(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, budget: float,
             tp=sv.tp, pp=sv.pp, cp=sv.cp, ep=sv.ep, vp=v, zero=sv.zero, offload=sv.offload,
             method=ctx.req.training.method, vendor=g.vendor):
         return ch
-    row = memory_table(ctx.mc, [sv], count, (ch.ckpt,))[0]
-    c = choose_from_table([row], budget, ctx._mb_cap_fn, ctx.pinned.micro_batch)
+    rkey = ("vp-row", count, sv, ch.ckpt)
+    rows = ctx._rows_cache.get(rkey)
+    if rows is None:
+        rows = ctx._rows_cache[rkey] = memory_table(ctx.mc, [sv], count, (ch.ckpt,), act_cache=ctx._act_cache)
+    c = _choose(ctx, rkey, rows, budget, float("inf"))
     m = -(-ctx.global_batch // (c.mb * max(1, c.dp // s.cp)))
     if not c.fits or m < s.pp or m % s.pp:
         return ch
     if _step_units_per_s(ctx, g, gf, c, count, gpn, nodes) > _step_units_per_s(ctx, g, gf, ch, count, gpn, nodes):
         return c
     return ch
+
+
+def _choose(ctx: Context, tkey: tuple[object, ...], rows: list[Row], budget: float, host_pg: float) -> Choice:
+    """``choose_from_table`` through a per-context table: ``tkey`` names the rows (layouts for a count, GPUs per
+    node, nodes, NVLink TP limit, and the filter applied); the choice depends on them, the memory budget and
+    the host budget only (the micro-batch cap and a pinned micro-batch are the context's). GPUs with the same
+    memory share it. The Choice is shared: nothing changes one after it is made (dataclasses.replace copies)."""
+    ckey = (tkey, budget, host_pg)
+    hit = ctx._choice_cache.get(ckey)
+    if hit is None:
+        hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
+        ctx._choice_cache[ckey] = hit
+    return hit
 
 
 def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> QuickResult:
@@ -733,6 +821,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     problems: list[Msg] = []
     notes: list[Msg] = []
     model = ctx.model
+    timed = False  # the plan search timed plans (_step_units_per_s): the chosen one may be among them
 
     nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
     key = (count, gpn, nodes, nvlink_tp)
@@ -740,17 +829,22 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     if cached is None:
         shapes = candidate_shapes(count, gpn, nodes, nvlink_tp, model.is_token_model, model.heads or 1,
                                   model.kv_heads or model.heads or 1, model.layers or 1, ctx.pinned,
-                                  experts=int(model.experts or 1), seq=ctx.seq)
-        cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache))
+                                  experts=int(model.experts or 1), seq=ctx.seq, intern=ctx._shape_intern)
+        cached = (shapes, memory_table(ctx.mc, shapes, count, ctx.ckpts, ctx._row_cache, ctx._act_cache))
         ctx._shape_cache[key] = cached
     shapes, table = cached
     want = ctx.stack_override or ctx.req.training.stack
+    tkey: tuple[object, ...] = key  # what the rows chosen from depend on (the choice cache's key)
     if want != "auto" and want in ctx.stacks:
         # a configured stack: only the layouts it runs (e.g. no TP/PP on plain PyTorch, one GPU on Unsloth)
         pin = ctx.stacks[want]
-        ok = [r for r in table if pin.supports(tp=r[0].tp, pp=r[0].pp, cp=r[0].cp, ep=r[0].ep, vp=r[0].vp,
-                                             zero=r[0].zero, offload=r[0].offload, method=ctx.req.training.method,
-                                             vendor=g.vendor)]
+        tkey = (*key, want, g.vendor)
+        ok = ctx._rows_cache.get(tkey)
+        if ok is None:
+            ok = ctx._rows_cache[tkey] = [
+                r for r in table if pin.supports(tp=r[0].tp, pp=r[0].pp, cp=r[0].cp, ep=r[0].ep, vp=r[0].vp,
+                                                 zero=r[0].zero, offload=r[0].offload,
+                                                 method=ctx.req.training.method, vendor=g.vendor)]
         if not ok:
             problems.append(Msg(N_("{field}: {stack} runs none of the layouts {count}× {gpu} needs (it supports: "
                                    "{supports})"), field="training.stack", stack=pin.name, count=count, gpu=g.name,
@@ -759,7 +853,7 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
                                    "one GPU only)"), field="training.stack", stack=pin.name, count=count, gpu=g.name))
         else:
             table = ok
-    if ctx.pinned.any_layout:
+    if ctx.any_layout:
         bad = shape_problem(shapes[0], count, model.heads or 1, model.layers or 1, gpn, nvlink_tp > 1)
         if bad:
             problems.append(bad)
@@ -771,36 +865,42 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     gkey = (g.id, gpn)
     gf = ctx._gpu_cache.get(gkey)
     if gf is None:
-        gf = (*gpu_factor(g, ctx.req.training.precision, ctx.eff, op=ctx.cc.work is not None),
-              intra_node_bw(g, gpn, ctx.eff)[0],
-              inter_node_bw(g, gpn, ctx.eff)[0])
+        per_gpu_f = ctx._gf_cache.get(g.id)  # gpu_factor does not depend on the GPUs per node
+        if per_gpu_f is None:
+            per_gpu_f = ctx._gf_cache[g.id] = gpu_factor(g, ctx.req.training.precision, ctx.eff,
+                                                         op=ctx.cc.work is not None)
+        gf = (*per_gpu_f, intra_node_bw(g, gpn, ctx.eff)[0], inter_node_bw(g, gpn, ctx.eff)[0])
         ctx._gpu_cache[gkey] = gf
     host_pg = host_gib * GIB / gpn
-    ch = choose_from_table(table, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
+    ch = _choose(ctx, tkey, table, budget, host_pg)
     if ((not ch.fits or ch.shape.offload != "none") and ctx.pinned.offload in (None, "none")
             and ctx.headroom > TIGHT_HEADROOM):
         # CPU offload is the last resort: first try the in-GPU layouts against a smaller headroom
-        in_gpu = [r for r in table if r[0].offload == "none"]
+        ikey = (*tkey, "in-gpu")
+        in_gpu = ctx._rows_cache.get(ikey)
+        if in_gpu is None:
+            in_gpu = ctx._rows_cache[ikey] = [r for r in table if r[0].offload == "none"]
         tight_usable = capacity * (1.0 - TIGHT_HEADROOM)
-        tight = choose_from_table(in_gpu, tight_usable * GIB / ctx.mem_scale, ctx._mb_cap_fn,
-                                  ctx.pinned.micro_batch, host_pg) if in_gpu else None
+        tight = _choose(ctx, ikey, in_gpu, tight_usable * GIB / ctx.mem_scale, host_pg) if in_gpu else None
         if tight is not None and tight.fits:
             ch, usable = tight, tight_usable
             notes.append(Msg(N_("TIGHT: fits only with less than the {asked:.0%} headroom asked "
                                 "(deployment.headroom); planned against {tight:.0%} instead of CPU offload"),
                              asked=ctx.headroom, tight=TIGHT_HEADROOM))
-    if (ch.fits and nodes > 1 and ch.shape.offload == "none" and not ctx.pinned.any_layout
+    if (ch.fits and nodes > 1 and ch.shape.offload == "none" and not ctx.any_layout
             and model.is_token_model):
         large = count >= LARGE_SCALE_GPUS and model.params_total >= LARGE_SCALE_PARAMS
         moe_ep = (model.experts or 1) > 1 and count >= MOE_EP_GPUS and ctx.pinned.ep is None
         if large or moe_ep or ch.shape.zero >= 3:
+            timed = True
             ch = _fastest(ctx, g, gf, table, ch, budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
                           else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large,
                           prefer_ep=moe_ep)
     s = ch.shape
-    if ch.fits and s.pp > 1 and s.vp == 1 and ctx.pinned.vp is None and not ctx.pinned.any_layout \
+    if ch.fits and s.pp > 1 and s.vp == 1 and ctx.pinned.vp is None and not ctx.any_layout \
             and model.is_token_model:
         ch = _interleave(ctx, g, gf, ch, usable * GIB / ctx.mem_scale, count, gpn, nodes)
+        timed = True
     s = ch.shape
     if s.pp > 1 and ctx.pinned.micro_batch is None:
         # keep at least as many micro-batches per step as pipeline stages: a smaller micro-batch only
@@ -808,7 +908,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         rep = max(1, ch.dp // s.cp)
         while ch.mb > 1 and -(-ctx.global_batch // (ch.mb * rep)) < s.pp:
             ch = dc_replace(ch, mb=ch.mb // 2)
-    problems += _extra_dim_problems(ctx, s, count)
+    if s.cp > 1 or s.ep > 1 or s.vp > 1:  # (none otherwise)
+        problems += _extra_dim_problems(ctx, s, count)
     dpd = max(1, ch.dp // s.cp)  # data-parallel replicas: a CP group shares each micro-batch's sequences
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
     if s.pp > 1 and ga < s.pp:
@@ -841,8 +942,12 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
             headroom=ctx.headroom))
         off = [x for x in shapes if x.offload != "none"]
         if off:
-            need = states(ctx.mc, max(1, count // (off[-1].tp * off[-1].pp)), off[-1].tp, off[-1].pp, off[-1].zero,
-                          off[-1].offload)[3] * gpn / GIB
+            hkey = (count, off[-1])
+            host_b = ctx._host_need_cache.get(hkey)
+            if host_b is None:
+                host_b = ctx._host_need_cache[hkey] = states(ctx.mc, max(1, count // (off[-1].tp * off[-1].pp)),
+                                                             off[-1].tp, off[-1].pp, off[-1].zero, off[-1].offload)[3]
+            need = host_b * gpn / GIB
             if need > host_gib:
                 problems.append(Msg(N_("CPU offload would need {need:.0f} GiB of host RAM per node; a platform "
                                        "for {gpn}× {gpu} takes at most {host:.0f} GiB"), need=need, gpn=gpn,
@@ -851,8 +956,11 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     core_gpu, peak, pnote, intra, inter = gf
     if pnote:  # gpu_factor's note (memoised with the GPU factors): rendered from the same facts
         notes.append(_precision_note(g, ctx.req.training.precision))
-    st = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload,
-                   ch.mb, ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+    hit_st = ctx._step_cache.get((g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")) \
+        if timed else None
+    st = hit_st if hit_st is not None else step_time(
+        _cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
+        ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
     units_step = ch.mb * ga * dpd * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:
@@ -1024,13 +1132,21 @@ def wall_hours_high(ctx: Context, q: QuickResult) -> float | None:
     without a range; the recommender's deadline slack reads it."""
     if q.detail is None or not q.wall_hours or q.wall_hours == float("inf"):
         return None
-    sp = _speed_spread(ctx, q)
-    return around(q.wall_hours, sp, inverse=True).high if sp is not None else None
+    if ctx.ranges is None or ctx.thr_direct is not None or ctx.thr_scale != 1.0:
+        return None  # no spread (_speed_spread)
+    d = q.detail
+    # the group keys read the generation (the GPU), the stack (GPU vendor, layout, override) and the scale
+    key = (d.gpu.id, d.choice.shape, scale_group(d.count), ctx.stack_override or "")
+    if key in ctx._spread_cache:
+        sp = ctx._spread_cache[key]
+    else:
+        sp = ctx._spread_cache[key] = _speed_spread(ctx, q)
+    return q.wall_hours / sp.p10 if sp is not None else None  # around(wall, sp, inverse=True).high
 
 
 def _group_keys(ctx: Context, q: QuickResult) -> dict[str, str]:
     d = q.detail
-    return group_keys(generation=arch_key(d.gpu.architecture), family=ctx.model.family,
+    return group_keys(generation=_arch(ctx, d.gpu), family=ctx.model.family,
                       stack=_stack_name(ctx, d.gpu, d.choice.shape), gpus=d.count)
 
 

@@ -18,7 +18,7 @@ Sources (research note ``sizing_formulas_and_peers.md``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from gpuwiz.core.arch import count_params
 from gpuwiz.core.units import GIB
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gpuwiz.core.models import ResolvedModel, VisionArch
 
 CKPT_MODES = ("none", "selective", "full")
+CK = TypeVar("CK", bound=str)  # a checkpointing mode (models.Checkpointing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -529,18 +530,19 @@ def states(
     under ZeRO-3) and the scaling history to the weights."""
     dense, experts, tr = _shard_params(mc, tp, pp, ep)
     edp = max(1, dp // max(1, ep))
-
-    def div(stage: int, n: int) -> float:
-        return float(n) if zero >= stage else 1.0
-
+    # the divisor of each state under ZeRO: the ranks (dp, or the expert ranks edp) from the stage that shards it
+    fdp, fedp = float(dp), float(edp)
+    d1, e1 = (fdp, fedp) if zero >= 1 else (1.0, 1.0)  # optimizer states
+    d2, e2 = (fdp, fedp) if zero >= 2 else (1.0, 1.0)  # gradients
+    d3, e3 = (fdp, fedp) if zero >= 3 else (1.0, 1.0)  # parameters
     if mc.lora:
-        weights = mc.frozen_bytes * (dense / div(3, dp) + experts / div(3, edp)) + mc.w_bytes * tr / div(3, dp)
-        grads = mc.g_bytes * tr / div(2, dp)
-        opt = mc.o_bytes * tr / div(1, dp)
+        weights = mc.frozen_bytes * (dense / d3 + experts / e3) + mc.w_bytes * tr / d3
+        grads = mc.g_bytes * tr / d2
+        opt = mc.o_bytes * tr / d1
     else:
-        weights = mc.w_bytes * (dense / div(3, dp) + experts / div(3, edp))
-        grads = mc.g_bytes * (dense / div(2, dp) + experts / div(2, edp))
-        opt = mc.o_bytes * (dense / div(1, dp) + experts / div(1, edp))
+        weights = mc.w_bytes * (dense / d3 + experts / e3)
+        grads = mc.g_bytes * (dense / d2 + experts / e2)
+        opt = mc.o_bytes * (dense / d1 + experts / e1)
     host = 0.0
     if offload != "none":
         # DeepSpeed ZeRO-Offload: fp32 grads + optimizer states (+ master) live on the CPU:
@@ -669,6 +671,29 @@ def max_micro_batch(
         return (1 << 30) if fixed <= budget_bytes else 0, fixed, per
     room = budget_bytes - fixed
     return (int(room // per) if room > 0 else 0), fixed, per
+
+
+def micro_batch_terms(
+    mc: MemoryConsts, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, ckpts: tuple[CK, ...],
+    *, cp: int = 1, ep: int = 1, vp: int = 1, act_cache: dict[tuple[int, int, str, int, int], float] | None = None,
+) -> tuple[float, tuple[tuple[CK, float, float], ...]]:
+    """``max_micro_batch``'s (fixed, per-sample) bytes for each checkpointing mode of one layout, with the
+    host bytes per GPU (CPU offload, else 0): the model states and the fixed overhead, which do not depend
+    on the checkpointing, computed once (the same arithmetic, so the same figures). ``act_cache``: the
+    per-sample bytes by (tp, pp, checkpointing, cp, vp), which is all they depend on for one ``mc``."""
+    w, g, o, host = states(mc, dp, tp, pp, zero, offload, ep)
+    k = 1.0 + mc.params.fragmentation
+    fixed = fixed_overhead(mc, count, dp, tp, zero, offload, ep) + k * (w + g + o)
+    out: list[tuple[CK, float, float]] = []
+    for ck in ckpts:
+        if act_cache is None:
+            per = k * activation_per_sample(mc, tp, pp, ck, cp, vp)
+        else:
+            akey = (tp, pp, ck, cp, vp)
+            got = act_cache.get(akey)
+            per = act_cache[akey] = k * activation_per_sample(mc, tp, pp, ck, cp, vp) if got is None else got
+        out.append((ck, fixed, per))
+    return (host if offload != "none" else 0.0), tuple(out)
 
 
 def layer_shapes(model: ResolvedModel) -> tuple[LayerShape, int, int]:

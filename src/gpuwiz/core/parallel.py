@@ -33,9 +33,9 @@ The search is closed-form per layout (memory is linear in the micro-batch), so i
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from gpuwiz.core.memory import MemoryConsts, max_micro_batch, states
+from gpuwiz.core.memory import MemoryConsts, micro_batch_terms
 from gpuwiz.core.models import Checkpointing, Offload
 from gpuwiz.i18n import N_, Msg
 
@@ -56,6 +56,15 @@ class Shape:
     cp: int = 1
     ep: int = 1
     vp: int = 1
+    # the fields' hash, computed once: a layout keys many of the estimator's lookup tables (the value the
+    # generated __hash__ would return each time)
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.zero, self.tp, self.pp, self.offload, self.cp, self.ep, self.vp)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def model_parallel(self) -> bool:
@@ -131,31 +140,49 @@ def vp_for(layers: int, pp: int) -> int:
     return 1
 
 
+# the layouts every search starts and ends with (a Shape is immutable)
+_DDP = Shape(0, 1, 1, "none")
+_ZERO = (Shape(1, 1, 1, "none"), Shape(2, 1, 1, "none"), Shape(3, 1, 1, "none"))
+_OFFLOAD_MULTI = (Shape(3, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params"))
+_OFFLOAD_ONE = (Shape(2, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params"))
+
+
 def candidate_shapes(
     count: int, gpn: int, nodes: int, nvlink_tp_max: int, is_token: bool, heads: int, kv_heads: int,
     layers: int, pinned: Pinned, experts: int = 1, seq: int = 0,
+    intern: dict[tuple[int, int, int, int, int, int], Shape] | None = None,
 ) -> list[Shape]:
-    """Layouts in order of simplicity (see module docstring), filtered by pinned values."""
-    shapes: list[Shape] = [Shape(0, 1, 1, "none")]
+    """Layouts in order of simplicity (see module docstring), filtered by pinned values. ``intern``: Shapes
+    made before, by (zero, tp, pp, cp, ep, vp) of their in-GPU layout, reused (the caller's table)."""
+    shapes: list[Shape] = [_DDP]
     moe = is_token and experts > 1 and count >= EP_MIN_GPUS
     cps = cp_options(count, seq) if is_token and count > 1 else []
 
+    def mk(zero: int, tp: int, pp: int, cp: int, ep: int, vp: int) -> Shape:
+        if intern is None:
+            return Shape(zero, tp, pp, "none", cp, ep, vp)
+        k = (zero, tp, pp, cp, ep, vp)
+        got = intern.get(k)
+        if got is None:
+            got = intern[k] = Shape(zero, tp, pp, "none", cp, ep, vp)
+        return got
+
     def with_ep(zero: int, tp: int, pp: int, cp: int = 1, vp: int = 1) -> list[Shape]:
-        out = [Shape(zero, tp, pp, "none", cp, 1, vp)]
+        out = [mk(zero, tp, pp, cp, 1, vp)]
         dp = count // (tp * pp)
         if moe and zero < 3:
             # the all-to-all inside the node (tp·ep ≤ GPUs per node), then the widest EP the ranks allow
             for ep in sorted({ep_for(experts, dp, max(1, gpn // tp)), ep_for(experts, dp)}):
                 if ep > 1:
-                    out.append(Shape(1 if dp > 1 else zero, tp, pp, "none", cp, ep, vp))
+                    out.append(mk(1 if dp > 1 else zero, tp, pp, cp, ep, vp))
         return out
 
     if count > 1:
-        shapes += [Shape(1, 1, 1, "none"), Shape(2, 1, 1, "none"), Shape(3, 1, 1, "none")]
+        shapes += _ZERO
         if moe:
             shapes += with_ep(1, 1, 1)[1:]
         for cp in cps:
-            shapes += [*with_ep(1, 1, 1, cp), Shape(3, 1, 1, "none", cp)]
+            shapes += [*with_ep(1, 1, 1, cp), mk(3, 1, 1, cp, 1, 1)]
     if is_token and count > 1:
         tps = [t for t in _pow2_upto(min(8, gpn, nvlink_tp_max))
                if count % t == 0 and heads % t == 0 and (kv_heads % t == 0 or t % kv_heads == 0)]
@@ -174,9 +201,9 @@ def candidate_shapes(
                 for cp in [1] + [c for c in cps if dp % c == 0]:
                     shapes += with_ep(z, tp_fill, pp, cp)
     if count > 1:
-        shapes += [Shape(3, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
+        shapes += _OFFLOAD_MULTI
     else:
-        shapes += [Shape(2, 1, 1, "optimizer"), Shape(3, 1, 1, "optimizer+params")]
+        shapes += _OFFLOAD_ONE
     if pinned.cp is not None or pinned.ep is not None or pinned.vp is not None:
         # a configured cp / ep / vp applies to every layout searched (dimensions it does not fit are
         # reported by core.estimate, never silently dropped)
@@ -185,7 +212,7 @@ def candidate_shapes(
             seen[Shape(s.zero, s.tp, s.pp, s.offload, pinned.cp or s.cp, pinned.ep or s.ep,
                        pinned.vp or s.vp)] = None
         shapes = list(seen)
-    if pinned.any_layout:
+    if pinned.zero is not None or pinned.tp is not None or pinned.pp is not None or pinned.offload is not None:
         keep = [s for s in shapes if (pinned.zero is None or s.zero == pinned.zero)
                 and (pinned.tp is None or s.tp == pinned.tp) and (pinned.pp is None or s.pp == pinned.pp)
                 and (pinned.offload is None or s.offload == pinned.offload)]
@@ -241,10 +268,12 @@ Row = tuple[Shape, int, float, tuple[tuple[Checkpointing, float, float], ...]]
 def memory_table(
     mc: MemoryConsts, shapes: list[Shape], count: int, ckpts: tuple[Checkpointing, ...],
     cache: dict[tuple[int, Shape], Row] | None = None,
+    act_cache: dict[tuple[int, int, str, int, int], float] | None = None,
 ) -> list[Row]:
     """Per layout: data-parallel degree, host bytes per GPU (offload) and, per checkpointing mode, the
     (fixed, per-sample) bytes of ``memory.max_micro_batch``. Independent of the GPU type, so the
-    recommender's sweep over GPU types reuses rows (``cache``, keyed by (count, layout))."""
+    recommender's sweep over GPU types reuses rows (``cache``, keyed by (count, layout)); ``act_cache``: see
+    ``memory.micro_batch_terms``."""
     rows: list[Row] = []
     for s in shapes:
         if cache is not None:
@@ -253,13 +282,9 @@ def memory_table(
                 rows.append(hit)
                 continue
         dp = max(1, count // (s.tp * s.pp))
-        host = states(mc, dp, s.tp, s.pp, s.zero, s.offload, s.ep)[3] if s.offload != "none" else 0.0
-        per_ck = []
-        for ck in ckpts:
-            _, fixed, per = max_micro_batch(mc, 0.0, count, dp, s.tp, s.pp, s.zero, s.offload, ck, cp=s.cp, ep=s.ep,
-                                            vp=s.vp)
-            per_ck.append((ck, fixed, per))
-        row = (s, dp, host, tuple(per_ck))
+        host, per_ck = micro_batch_terms(mc, count, dp, s.tp, s.pp, s.zero, s.offload, ckpts, cp=s.cp, ep=s.ep, vp=s.vp,
+                                         act_cache=act_cache)
+        row = (s, dp, host, per_ck)
         if cache is not None:
             cache[(count, s)] = row
         rows.append(row)
@@ -273,17 +298,20 @@ def choose_from_table(
     """First (layout, checkpointing) that fits with micro-batch ≥ 1; else the least-memory one.
 
     Offload layouts also need their pinned host memory within ``host_budget_per_gpu`` (bytes)."""
-    best: Choice | None = None
+    # the leanest so far, as plain values (a Choice is made once, at the end): its key (not host_ok, need)
+    best: tuple[Shape, int, Checkpointing, float, int, bool] | None = None
+    best_bad, best_need = True, 0.0
     for i, (s, dp, host, per_ck) in enumerate(rows):
         host_ok = host <= host_budget_per_gpu
         for ck, fixed, per in per_ck:
-            room = budget_bytes - fixed
-            if per > 0:
-                mbmax = int(room // per) if room > 0 else 0
-            else:
-                mbmax = (1 << 30) if room >= 0 else 0
             if not host_ok:
                 mbmax = 0
+            else:
+                room = budget_bytes - fixed
+                if per > 0:
+                    mbmax = int(room // per) if room > 0 else 0
+                else:
+                    mbmax = (1 << 30) if room >= 0 else 0
             if want is not None:
                 if mbmax >= want:
                     return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
@@ -296,12 +324,14 @@ def choose_from_table(
                 return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
             else:
                 need = fixed + per
-            # report the leanest layout the host can carry (offload beyond host RAM is no answer)
-            if best is None or (not host_ok, need) < (not best.host_ok, best.need_bytes):
-                best = Choice(s, dp, want or 1, ck, False, need, i + 1, host_ok)
+            # report the leanest layout the host can carry (offload beyond host RAM is no answer): the least
+            # (not host_ok, need), the first of equals
+            bad = not host_ok
+            if best is None or bad < best_bad or (bad == best_bad and need < best_need):
+                best, best_bad, best_need = (s, dp, ck, need, i, host_ok), bad, need
     assert best is not None
-    best.shapes_tried = len(rows)
-    return best
+    s, dp, ck, need, _i, host_ok = best
+    return Choice(s, dp, want or 1, ck, False, need, len(rows), host_ok)
 
 
 def choose(

@@ -254,6 +254,14 @@ class GpuwizApp(App[None]):
         self.install_screen(StartScreen(), "start")
         self.push_screen("start")
         self._install_signal_handlers()
+        if self._want_engine_process:  # a child the command line started early: ours from the first answer on
+            from gpuwiz.i18n import current_language
+            from gpuwiz.tui.engine import take_prestarted
+
+            proc = take_prestarted(self.engine.catalog_overlay, current_language())
+            if proc is not None:
+                self._want_engine_process = False
+                self._adopt_engine_process(proc)
 
     def on_ready(self) -> None:
         self.ready_at = time.perf_counter()
@@ -438,16 +446,21 @@ class GpuwizApp(App[None]):
         from gpuwiz.i18n import current_language
         from gpuwiz.tui.engine import EngineProcess
 
-        proc = EngineProcess(self.engine.catalog_overlay, current_language(), self._answer_from_process,
-                             self._engine_lost)
+        proc = EngineProcess(self.engine.catalog_overlay, current_language())
         if proc.start():
-            self._engine_proc = proc
+            self._adopt_engine_process(proc)
+
+    def _adopt_engine_process(self, proc: EngineProcess) -> None:
+        proc.attach(self._answer_from_process, self._engine_lost, asyncio.get_running_loop())
+        self._engine_proc = proc
+        if proc.broken:  # died before it was ours: the thread goes on answering
+            self._engine_lost()
 
     def _engine_lost(self) -> None:
-        self.post_message(EngineLost())  # on the engine reader's thread: handled on the event loop
+        self.post_message(EngineLost())  # from the event loop or the engine reader thread: handled on the loop
 
     def _answer_from_process(self, seq: int, outcome: Outcome) -> None:
-        """On the engine reader's thread: pass the answer to the event loop (a stale one is dropped)."""
+        """On the event loop (or the engine reader's thread): the answer as a message (a stale one is dropped)."""
         sent = self._last_sent
         if sent is not None and sent[0] == seq:
             self.post_message(EngineDone(seq, sent[1], outcome))
@@ -512,7 +525,8 @@ class GpuwizApp(App[None]):
         new, error = apply_edit(self.requirements, spec, raw, known)
         if error is not None or new is None:
             return error or _("invalid value")
-        if ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
+        edited = new != self.requirements  # the same value again (a step's reload) keeps the refusal
+        if edited and ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
             self.engine_fields = ()  # goes now (Next works at once); the engine's answer puts it back if needed
         self.requirements = new
         return None
@@ -528,7 +542,7 @@ class GpuwizApp(App[None]):
             for spec in STEPS:
                 for f in spec.fields:
                     if f.path == path:
-                        return spec.id, f, self.engine_reason or "the engine cannot use this value"
+                        return spec.id, f, self.engine_reason or _("the engine cannot use this value")
         return None
 
     def engine_yaml_key(self) -> tuple[str, str] | None:
@@ -554,7 +568,7 @@ class GpuwizApp(App[None]):
         if target is None:
             return self.engine_error
         step, f, why = target
-        return f"{f.label} ({STEP_TITLES[step]} step): {why}"
+        return _("{field} ({step} step): {why}").format(field=_(f.label), step=_(STEP_TITLES[step]), why=why)
 
     def replace_requirements(self, req: Requirements, change: str = "") -> None:
         """Replace the whole requirements (open, restore, what-if): input screens reload."""

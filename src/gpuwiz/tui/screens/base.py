@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import Widget
 
 from gpuwiz.tui.widgets.chrome import StepBar, TooSmall
@@ -22,9 +23,27 @@ class WizScreen(Screen[None]):
     LIVES_WITH_APP = True
     _focus_before_small: Widget | None = None  # focus taken away behind the too-small notice
 
+    _frame_timer: Timer | None = None
+
     @property
     def wiz(self) -> GpuwizApp:
         return cast("GpuwizApp", self.app)
+
+    @property
+    def _update_timer(self) -> Timer:
+        """Textual's frame clock, as a FrameTimer: a change (the live panel's answer) is painted as
+        soon as the last frame is one interval old, not on the slot after next (gpuwiz.tui.frames)."""
+        if self._frame_timer is None:
+            from textual import screen as textual_screen
+
+            from gpuwiz.tui.frames import FrameTimer
+
+            timer = FrameTimer(self, textual_screen.UPDATE_PERIOD, name="screen_update",
+                               callback=self._on_timer_update, pause=True)
+            timer._start()
+            self._timers.add(timer)
+            self._frame_timer = timer
+        return self._frame_timer
 
     def compose(self) -> ComposeResult:
         bar = StepBar(id="stepbar")

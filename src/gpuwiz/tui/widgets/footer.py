@@ -17,6 +17,9 @@ class LocalFooter(Footer):
     def compose(self) -> ComposeResult:
         for widget in super().compose():
             if isinstance(widget, FooterKey):
+                # the class its compact watcher sets on mount, set now: that watcher then changes
+                # nothing (otherwise a style update per key, ~0.5 ms each, ~30 ms to open a config)
+                widget.set_class(self.compact, "-compact", update=False)
                 widget.description = _(widget.description) if widget.description else ""
                 if isinstance(widget.tooltip, str) and widget.tooltip:
                     widget.tooltip = _(widget.tooltip)

@@ -1,0 +1,131 @@
+"""The estimator fast path's per-context lookup tables (core.estimate.Context) are keyed on everything their
+values depend on: a candidate evaluated in a context that has already evaluated many others gets exactly
+the answer a fresh context gives it; and the plan choice's scan picks what the plain rule picks."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuwiz.core import estimate as E
+from gpuwiz.core.catalog import Catalog, load_catalog
+from gpuwiz.core.config_io import load_config
+from gpuwiz.core.models import Requirements
+from gpuwiz.core.parallel import Choice, Row, Shape, choose_from_table
+from gpuwiz.core.units import GIB
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog()
+
+
+def _req(path: Path) -> Requirements:
+    r = load_config(path)
+    return r[0] if isinstance(r, tuple) else r
+
+
+def _same(a: E.QuickResult, b: E.QuickResult) -> None:
+    assert a[:-1] == b[:-1]  # every figure, the plan label and the reason
+    assert a.detail == b.detail  # plan, memory parts, step time, problems, notes
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_shared_context_answers_as_a_fresh_one(cat: Catalog, path: Path) -> None:
+    """Every GPU of the catalog at several counts, in one context (its tables filling up as the recommender's
+    do), against a fresh context per candidate. GPUs with the same memory but other speeds, form factors or
+    NVLink share some tables and not others: a key missing a field its value depends on shows up here."""
+    req = _req(path)
+    shared = E.prepare(req, cat)
+    gpus = sorted(cat.gpus, key=lambda g: (g.memory_gib, g.id))  # neighbours share the memory size
+    by_mem: dict[float, set[float]] = {}
+    for g in gpus:
+        by_mem.setdefault(g.memory_gib, set()).add(g.peak_tflops("bf16"))
+    assert any(len(peaks) > 1 for peaks in by_mem.values())  # the catalog has such pairs to tell apart
+    for count, gpn in ((1, None), (2, None), (8, 8), (16, 8), (64, 8), (16, 4)):
+        for g in gpus:
+            q = E.quick(shared, g, count, gpn)
+            fresh = E.prepare(req, cat)
+            f = E.quick(fresh, g, count, gpn)
+            _same(q, f)
+            assert E.wall_hours_high(shared, q) == E.wall_hours_high(fresh, f)
+
+
+def test_full_estimate_after_the_search_as_alone(cat: Catalog) -> None:
+    """estimate_from on a context the search has filled equals the stand-alone estimate (JSON)."""
+    req = _req(EXAMPLES[0])
+    ctx = E.prepare(req, cat)
+    for g in cat.gpus:
+        E.quick(ctx, g, 8, 8)
+    for gid in ("h100-sxm", "a100-80gb-sxm", "rtx-4090"):
+        a = E.estimate_from(ctx, gid, 16, 8).model_dump_json()
+        b = E.estimate(req, cat, gpu=gid, count=16, gpus_per_node=8).model_dump_json()
+        assert a == b
+
+
+def test_host_limit_table_by_platform_facts(cat: Catalog) -> None:
+    """The host-RAM limit comes from a catalog table keyed by form factor, slot width and segment: every GPU
+    reads the figure its own platform search gives, whichever GPU filled the entry."""
+    ctx = E.prepare(_req(EXAMPLES[0]), cat)
+    for gpn in (1, 2, 4, 8):
+        for g in cat.gpus:
+            form = "pcie" if g.form_factor in ("pcie", "nvl") else g.form_factor
+            assert E._host_limit_gib(ctx, g, gpn) == E._platform_host_gib(cat, g, form, gpn)
+
+
+def _plain_choice(rows: list[Row], budget: float, cap: Callable[[int], int], want: int | None,
+                  host_budget: float) -> Choice:
+    """The rule, written out plainly: the first (layout, checkpointing) entry whose largest micro-batch (linear
+    memory, solved) is at least ``want`` (else 1, rounded down to a power of two under the cap); if none, the
+    least (host RAM over budget, bytes needed) -- the first of equals."""
+    leanest: list[tuple[bool, float, int, Choice]] = []
+    for i, (s, dp, host, per_ck) in enumerate(rows):
+        for ck, fixed, per in per_ck:
+            room = budget - fixed
+            mbmax = (int(room // per) if room > 0 else 0) if per > 0 else ((1 << 30) if room >= 0 else 0)
+            if host > host_budget:
+                mbmax = 0
+            if mbmax >= (want or 1):
+                mb = want or max(m for m in (1 << k for k in range(31)) if m <= min(mbmax, cap(dp)))
+                return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
+            need = fixed + per * (want or 1)
+            leanest.append((host > host_budget, need, len(leanest),
+                            Choice(s, dp, want or 1, ck, False, need, len(rows), host <= host_budget)))
+    return min(leanest, key=lambda t: (t[0], t[1], t[2]))[3]
+
+
+def _random_rows(rng: random.Random) -> list[Row]:
+    rows: list[Row] = []
+    for i in range(rng.randint(1, 12)):
+        s = Shape(i % 4, 1, 1, "optimizer" if i % 5 == 4 else "none")
+        per_ck = []
+        for ck in ("none", "selective", "full"):
+            fixed = rng.choice([rng.uniform(1, 90), 40.0, 40.0 * (1 + i % 3)]) * GIB
+            per = rng.choice([rng.uniform(0.01, 30) * GIB, 0.0, 5.0 * GIB])
+            per_ck.append((ck, fixed, per))
+        host = rng.choice([0.0, rng.uniform(10, 2000) * GIB]) if s.offload != "none" else 0.0
+        rows.append((s, 1 + i % 8, host, tuple(per_ck)))  # type: ignore[arg-type]
+    return rows
+
+
+def test_choose_from_table_is_the_plain_rule() -> None:
+    """The scan (no Choice made until the end) picks what the plain rule picks -- budgets at and around every
+    entry's fixed bytes and fixed + per-sample bytes, zero per-sample bytes, host budgets that rule out
+    offload rows, a pinned micro-batch."""
+    rng = random.Random(7)
+    for _ in range(200):
+        rows = _random_rows(rng)
+        edges = [x for _s, _d, _h, per_ck in rows for _c, fixed, per in per_ck for x in (fixed, fixed + per)]
+        budgets = [*edges, *(e * (1 + d) for e in edges[:6] for d in (-1e-12, 1e-12)), 0.0, 1e15,
+                   *(rng.uniform(0, 120) * GIB for _ in range(8))]
+        for want in (None, 1, 2):
+            for host_budget in (float("inf"), 500 * GIB, 0.0):
+                for b in budgets:
+                    cap = lambda dp: 4 * dp  # noqa: E731
+                    assert choose_from_table(rows, b, cap, want, host_budget) == _plain_choice(rows, b, cap, want,
+                                                                                               host_budget)
