@@ -48,3 +48,70 @@ def test_headless_commands_import_only_what_they_use(command: str) -> None:
     assert {"gpuwiz.core.catalog", "gpuwiz.core.config_io"} <= mods
     unused = UI | VALIDATE_ONLY | (RECOMMEND_ONLY if command == "estimate" else set())
     assert _loaded(mods, unused) == []
+
+
+ESTIMATE_AT = ("--gpu", "a100-80gb-sxm", "--count", "8")
+
+
+@pytest.mark.parametrize("command", ["estimate", "recommend"])
+def test_headless_commands_do_not_import_pydantics_plugin_loader(command: str) -> None:
+    """With plugins off (gpuwiz's default), importing the loader would only import importlib.metadata."""
+    mods = imported(command, CONFIG, "--format", "json", *(ESTIMATE_AT if command == "estimate" else ()))
+    assert _loaded(mods, {"importlib.metadata", "pydantic.plugin._loader"}) == []
+
+
+STANDIN = """
+import sys
+from gpuwiz import cli
+cli.skip_plugin_loader()
+from pydantic import BaseModel
+class M(BaseModel):
+    x: int
+assert M(x="3").x == 3
+assert "importlib.metadata" not in sys.modules
+from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP  # anything else: the real loader
+assert "importlib.metadata" in sys.modules
+print(PYDANTIC_ENTRY_POINT_GROUP)
+"""
+
+
+def test_the_plugin_loader_stand_in_validates_and_hands_over_to_the_real_loader() -> None:
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    out = subprocess.run([sys.executable, "-c", STANDIN], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "pydantic"
+
+
+def test_an_explicit_plugin_setting_loads_the_real_loader() -> None:
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "some-plugin"}
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpuwiz", "estimate", CONFIG, *ESTIMATE_AT],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "pydantic.plugin._loader" in out.stderr
+
+
+def test_the_engine_runs_with_the_cycle_collector_on_and_main_leaves_it_as_it_found_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Start-up runs without the cycle collector (cli.STARTUP_WITHOUT_GC); the engine and the caller do not."""
+    import gc
+
+    from gpuwiz import cli
+    from gpuwiz.core import estimate as est_mod
+
+    seen: list[bool] = []
+    real = est_mod.estimate
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(est_mod, "estimate", spy)
+    assert gc.isenabled()
+    assert cli.main(["estimate", CONFIG, *ESTIMATE_AT, "--format", "json"]) == 0
+    assert seen == [True]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nmodel: [\n", encoding="utf-8")
+    assert cli.main(["estimate", str(bad)]) == 2  # an error before the inputs were loaded
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    capsys.readouterr()

@@ -4,7 +4,7 @@ concurrent writers all give the same Catalog as validating the YAML from scratch
 from __future__ import annotations
 
 import hashlib
-import json
+import marshal
 import os
 import subprocess
 import sys
@@ -38,7 +38,11 @@ def _parsed_yaml() -> bool:
 
 
 def _entries(folder: Path) -> list[Path]:
-    return sorted(folder.glob("catalog-*.json"))
+    return sorted(folder.glob("catalog-*.cache"))
+
+
+def _key(entry: Path) -> str:
+    return entry.name.removeprefix("catalog-").removesuffix(".cache")
 
 
 def _same(a: Catalog, b: Catalog) -> None:
@@ -85,7 +89,8 @@ def test_overlay_edit_is_never_served_stale(cache_dir: Path, tmp_path: Path) -> 
     assert len(_entries(cache_dir)) == 2
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "other-key", "empty", "bad-json"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "other-key", "empty", "not-marshal",
+                                    "not-a-catalog"])
 def test_corrupt_entry_is_rebuilt(cache_dir: Path, damage: str) -> None:
     good = load_catalog()
     (entry,) = _entries(cache_dir)
@@ -95,18 +100,21 @@ def test_corrupt_entry_is_rebuilt(cache_dir: Path, damage: str) -> None:
         entry.write_bytes(b"\x00\xff not a cache file")
     elif damage == "truncated":
         entry.write_bytes(raw[: len(raw) // 2])
-    elif damage == "flipped":  # valid JSON, wrong number: the digest catches it
-        entry.write_bytes(raw.replace(b'"tdp_w":700', b'"tdp_w":701', 1))
+    elif damage == "flipped":  # one number changed (700 W -> 701 W): the digest catches it
+        old = marshal.dumps(700)[1:]
+        assert old in payload
+        entry.write_bytes(raw.replace(old, marshal.dumps(701)[1:], 1))
         assert entry.read_bytes() != raw
     elif damage == "other-key":  # a whole, valid entry filed under the wrong key
-        cache.write("catalog", "0000", payload.decode())
-        entry.write_bytes((cache_dir / "catalog-0000.json").read_bytes())
+        cache.write_bytes("catalog", "0000", payload)
+        entry.write_bytes((cache_dir / "catalog-0000.cache").read_bytes())
     elif damage == "empty":
         entry.write_bytes(b"")
-    else:  # header and digest right, payload not a catalog: pydantic rejects it
-        key = entry.name.removeprefix("catalog-").removesuffix(".json")
-        cache.write("catalog", key, '{"gpus": "nope"}')
+    elif damage == "not-marshal":  # header and digest right, payload not marshal data
+        cache.write_bytes("catalog", _key(entry), b"\xff\x00 not marshal")
         assert header != entry.read_bytes().partition(b"\n")[0]
+    else:  # header and digest right, payload marshal data but not a catalog
+        cache.write_bytes("catalog", _key(entry), marshal.dumps({"gpus": "nope"}))
     _forget()
     again = load_catalog()
     assert _parsed_yaml()  # the damaged entry was not served
@@ -131,10 +139,13 @@ def test_unwritable_cache_dir_falls_back_silently(tmp_path: Path, monkeypatch: p
 
 
 def test_old_entries_are_pruned(cache_dir: Path) -> None:
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "catalog-old.json").write_text("{}", encoding="utf-8")  # a format-1 entry
     for i in range(cache.MAX_ENTRIES + 5):
         assert cache.write("catalog", f"k{i:02d}", "{}")
     assert len(_entries(cache_dir)) == cache.MAX_ENTRIES
     assert cache.read("catalog", f"k{cache.MAX_ENTRIES + 4:02d}") == "{}"
+    assert not (cache_dir / "catalog-old.json").exists()
 
 
 PROBE = """
@@ -248,18 +259,46 @@ def test_hit_restores_the_usd_rate_of_a_non_usd_offer(cache_dir: Path, tmp_path:
     assert served.price_usd_per_hour == first.price_usd_per_hour
 
 
-@pytest.mark.parametrize("payload", ['{"gpus": "nope"}', "[]", '{"as_of": "2026"}'])
-def test_a_payload_without_the_catalog_shape_is_not_served(cache_dir: Path, payload: str) -> None:
+def _bad_payloads(payload: bytes) -> dict[str, bytes]:
+    """Payloads with the right header and digest that are not this schema's catalog."""
+    fmt, names, tree = marshal.loads(payload)
+    renamed = [(m, q + "X" if q == "GPU" else q, f, n) for m, q, f, n in names]
+    fewer_fields = [(m, q, f[:-1] if q == "GPU" else f, n) for m, q, f, n in names]
+    gpu = next(i for i, (_, q, _, _) in enumerate(names) if q == "GPU")
+    gpu_field = next(i for i, f in enumerate(names[0][2]) if f == "gpus")  # names[0] is the Catalog
+
+    def short() -> object:  # one GPU object with a value missing
+        values = list(tree[1])
+        g = list(values[gpu_field])
+        g[0] = (gpu, g[0][1][:-1], g[0][2], g[0][3])
+        values[gpu_field] = g
+        return (tree[0], tuple(values), tree[2], tree[3])
+
+    return {
+        "a mapping": marshal.dumps({"gpus": "nope"}), "a list": marshal.dumps([]),
+        "another format": marshal.dumps(("gpuwiz-catalog-marshal 0", names, tree)),
+        "a class of another name": marshal.dumps((fmt, renamed, tree)),
+        "other field names": marshal.dumps((fmt, fewer_fields, tree)),
+        "an object with a value missing": marshal.dumps((fmt, names, short())),
+        "not a catalog at the top": marshal.dumps((fmt, names, tree[1][gpu_field][0])),
+        "no such module": marshal.dumps((fmt, [("gpuwiz.core.nope", *n[1:]) for n in names], tree)),
+    }
+
+
+def test_a_payload_without_the_catalog_shape_is_not_served(cache_dir: Path) -> None:
     good = load_catalog()
     (entry,) = _entries(cache_dir)
-    key = entry.name.removeprefix("catalog-").removesuffix(".json")
-    data = json.loads(entry.read_bytes().partition(b"\n")[2])
-    bad = {"extra-key": {**data, "unknown_section": []}, "missing": {k: v for k, v in data.items() if k != "gpus"}}
-    for text in [payload, json.dumps(bad["extra-key"]), json.dumps(bad["missing"])]:
-        assert cache.write("catalog", key, text)
+    bad = _bad_payloads(entry.read_bytes().partition(b"\n")[2])
+    for what, payload in bad.items():
+        assert cache.write_bytes("catalog", _key(entry), payload)
         _forget()
         _same(load_catalog(), good)
-        assert _parsed_yaml()  # rebuilt from the YAML
+        assert _parsed_yaml(), what  # rebuilt from the YAML
+
+
+def test_the_schema_module_list_is_the_walk() -> None:
+    walked = {c.__module__ for c in catmod._schema_classes(Catalog)}
+    assert walked == set(catmod.SCHEMA_MODULES)
 
 
 def test_cache_key_covers_every_module_of_the_schema() -> None:

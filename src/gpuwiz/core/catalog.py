@@ -11,11 +11,9 @@ import math
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, lru_cache
 from pathlib import Path
-from types import UnionType
-from typing import Any, Literal, Self, Union, get_args, get_origin
+from typing import Any, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -754,12 +752,17 @@ def _check_refs(cat: Catalog, name: str) -> None:
 
 
 def _builtin_text() -> str:
+    return _builtin_bytes().decode("utf-8")
+
+
+@lru_cache(maxsize=1)
+def _builtin_bytes() -> bytes:
     try:  # a plain file beside the package (pip, editable installs): no importlib.resources import
-        return (Path(__file__).parent.parent / "catalog.yaml").read_text(encoding="utf-8")
+        return (Path(__file__).parent.parent / "catalog.yaml").read_bytes()
     except FileNotFoundError:  # pragma: no cover - zipped installs
         from importlib import resources
 
-        return resources.files("gpuwiz").joinpath("catalog.yaml").read_text(encoding="utf-8")
+        return resources.files("gpuwiz").joinpath("catalog.yaml").read_bytes()
 
 
 @lru_cache(maxsize=1)
@@ -767,22 +770,26 @@ def _builtin_raw() -> tuple[Any, LineMap]:
     return parse(_builtin_text(), "catalog.yaml")
 
 
+# Every module that defines a class of the catalog's schema (found by walking it: _schema_classes;
+# tests/core/test_catalog_cache.py checks this list against the walk, which costs ~0.4 ms per start).
+SCHEMA_MODULES = ("gpuwiz.core.catalog", "gpuwiz.core.hardware", "gpuwiz.core.models", "gpuwiz.core.stacks")
+
+
 @lru_cache(maxsize=1)
 def _builtin_digest() -> str:
     """Digest of everything but the overlay that decides what a validated catalog is: the built-in
-    catalog text, this module's and the YAML reader's source (the schema and the merge rules), and
-    the gpuwiz and pydantic versions. A change to any of them invalidates every cached catalog."""
+    catalog text, the source of the schema's modules and of the YAML reader (the schema and the merge
+    rules), and the gpuwiz and pydantic versions. A change to any of them invalidates every cached catalog."""
     import pydantic_core
 
     from gpuwiz import __version__
     from gpuwiz.core import yamlio
 
-    # every module that defines a class of the catalog's schema (catalog, hardware, stacks, ...), found
-    # by walking the schema: a schema edit anywhere invalidates the cache (construct() trusts it)
-    modules = sorted({sys.modules[c.__module__].__file__ or "" for c in _schema_classes(Catalog)} | {yamlio.__file__})
+    # a schema edit anywhere invalidates the cache (the cache's objects are restored without validation)
+    modules = sorted({sys.modules[m].__file__ or "" for m in SCHEMA_MODULES} | {yamlio.__file__})
     sources = [Path(m).read_bytes() for m in modules]
     return cache.digest(b"gpuwiz-catalog", __version__.encode(), pydantic_core.__version__.encode(),
-                        _builtin_text().encode("utf-8"), *sources)
+                        _builtin_bytes(), *sources)
 
 
 def _cache_key(overlay_text: str | None) -> str | None:
@@ -813,34 +820,51 @@ def _validated(overlay: str | None, overlay_text: str | None) -> Catalog:
 @lru_cache(maxsize=8)
 def _load_cached(key: str | None, overlay: str | None, overlay_text: str | None) -> Catalog:
     """In-process cache by content key; then the on-disk cache (core/cache.py); then YAML + validation.
-    A cached document is re-validated by pydantic's JSON parser (sub-millisecond); anything that does not
-    validate, or does not match its digest, is rebuilt from the YAML and rewritten."""
+    A cache entry is the validated catalog in marshal form (below): loading it builds the same objects
+    validation built, without validating again; anything that does not match its digest or the schema
+    is rebuilt from the YAML and rewritten."""
     if key is None:
         return _validated(overlay, overlay_text)
-    text = cache.read("catalog", key)
-    if text is not None:
+    payload = cache.read_bytes("catalog", key)
+    if payload is not None:
+        import gc
+
+        collecting = gc.isenabled()
+        gc.disable()  # ~15k new objects, none of them garbage: the collector's passes would be a third of the load
         try:
-            return _from_cache(text)
-        except (ValueError, TypeError):  # json.JSONDecodeError is a ValueError; so is ValidationError
+            return _from_cache(payload)
+        except (ValueError, TypeError, EOFError, KeyError, AttributeError):  # not a catalog of this schema
             pass
+        finally:
+            if collecting:
+                gc.enable()
     cat = _validated(overlay, overlay_text)
-    # exclude_unset: the entry keeps which fields the YAML set (model_fields_set), which the engine
-    # reads (hardware._merge overrides only what a perf entry sets); construct() restores it exactly
-    cache.write("catalog", key, cat.model_dump_json(exclude_unset=True))
+    try:
+        blob = _to_cache(cat)
+    except (ValueError, TypeError):  # a value marshal cannot hold: no cache entry, the answer is the same
+        return cat
+    cache.write_bytes("catalog", key, blob)
     return cat
 
 
-# ---- the cache's fast path: build the models without validating (and without building their schemas) ----
+# ---- the cache's fast path: the validated objects, restored without validating ----------------------
 #
-# A cache entry is a document this code validated and wrote itself, filed under the digest of the catalog
-# text, the overlay and the schema's source (``_builtin_digest``), with a digest of its own payload
-# (core/cache.py). Validating it again would only re-check what was checked; ``model_construct`` skips
-# that, so the catalog's pydantic schemas (``defer_build``) are never built in a process that reads the
-# cache. The document's *shape* is still checked (mappings where a model is expected, lists where a list
-# is, every required field present, no unknown key), so a payload that is not a catalog falls back to
-# the YAML. What validation computes beyond the fields (each offer's USD rate) is recomputed.
+# A cache entry is a payload this code wrote itself from a catalog it had just validated, filed under the
+# digest of the catalog text, the overlay and the schema's source (``_builtin_digest``), with a digest of
+# its own (core/cache.py). Validating it again would only re-check what was checked, and building the
+# catalog's pydantic schemas (``defer_build``) would cost more than the whole load. So the payload is each
+# model object's state as pydantic keeps it -- its field values (``__dict__``), which fields the YAML set
+# (``model_fields_set``: hardware._merge reads it) and its private attributes (an offer's USD rate) --
+# and loading it makes the same objects directly (what ``model_construct`` does, without its per-field
+# work). The state is marshalled: plain values (str, int, float, bool, None, lists and dicts of them)
+# keep their exact types (80 stays an int, 80.0 a float). A model object is the tuple
+# ``(class number, field values in the class's field order, fields set, private values)``; the payload
+# names its classes with their field names and, per class, the fields that can hold models, so loading
+# walks only those. Its shape is still checked (the class names and field names, each object's number of
+# values): a payload that is not this schema's falls back to the YAML.
 
-_Build = Callable[[Any], Any]
+_PAYLOAD_FORMAT = "gpuwiz-catalog-marshal 1"
+_object_setattr = object.__setattr__
 
 
 def _schema_classes(root: type[BaseModel]) -> list[type[BaseModel]]:
@@ -862,106 +886,89 @@ def _schema_classes(root: type[BaseModel]) -> list[type[BaseModel]]:
     return out
 
 
-def _builder(tp: Any) -> _Build | None:
-    """A function turning the JSON form of a ``tp`` value into the value ``model_construct`` needs;
-    None where the JSON value is the value (str, numbers, bool, Literal, lists of them)."""
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return partial(_construct, tp)
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is list:
-        item = _builder(args[0])
-        return partial(_list_of, item)
-    if origin is dict:
-        value = _builder(args[1])
-        return partial(_dict_of, value)
-    if origin in (Union, UnionType):
-        members = [_builder(a) for a in args if a is not type(None)]
-        if all(m is None for m in members):
-            return None
-        if len(members) == 1:
-            return partial(_optional, members[0])
-        raise TypeError(f"no cache builder for {tp!r}")  # a union of models: validate instead
-    if origin is Literal or tp in (str, int, float, bool) or tp is Any:
-        return None
-    raise TypeError(f"no cache builder for {tp!r}")  # a tuple, set, date, ...: caught, validates instead
+def _nested_fields(cls: type[BaseModel]) -> list[int]:
+    """Positions (in field order) of the fields of ``cls`` whose annotation can hold a model."""
+    out = []
+    for i, f in enumerate(cls.model_fields.values()):
+        stack = [f.annotation]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                out.append(i)
+                break
+            stack.extend(get_args(t))
+    return out
 
 
-def _list_of(item: _Build | None, v: Any) -> list[Any]:
-    if not isinstance(v, list):
-        raise TypeError("expected a list")
-    return v if item is None else [item(x) for x in v]
+def _to_cache(cat: Catalog) -> bytes:
+    """The marshal payload of a validated catalog (see above)."""
+    import marshal
+
+    classes: dict[type[BaseModel], int] = {}
+    strings: dict[str, str] = {}  # one object per distinct string: marshal writes a repeat as a reference
+
+    def enc(v: Any) -> Any:
+        if isinstance(v, BaseModel):
+            cls = type(v)
+            num = classes.setdefault(cls, len(classes))
+            values = tuple(enc(v.__dict__[name]) for name in cls.model_fields)
+            private = v.__pydantic_private__
+            return (num, values, set(v.model_fields_set), None if private is None else enc(dict(private)))
+        if isinstance(v, list):
+            return [enc(x) for x in v]
+        if isinstance(v, dict):
+            if not all(type(k) is str for k in v):
+                raise TypeError("a mapping with a key that is not a string")
+            return {strings.setdefault(k, k): enc(x) for k, x in v.items()}
+        if type(v) is str:
+            return strings.setdefault(v, v)
+        if v is None or type(v) in (int, float, bool):
+            return v
+        raise TypeError(f"no cache form for a {type(v).__name__}")  # a tuple would read as a model
+
+    tree = enc(cat)
+    names = [(c.__module__, c.__qualname__, tuple(c.model_fields), _nested_fields(c)) for c in classes]
+    return marshal.dumps((_PAYLOAD_FORMAT, names, tree), 4)
 
 
-def _dict_of(value: _Build | None, v: Any) -> dict[str, Any]:
-    if not isinstance(v, dict):
-        raise TypeError("expected a mapping")
-    return v if value is None else {k: value(x) for k, x in v.items()}
+def _from_cache(payload: bytes) -> Catalog:
+    """The catalog from a cache payload (see above). Raises ValueError / TypeError (or EOFError,
+    KeyError, AttributeError from a payload of another shape) when it is not this schema's catalog;
+    the caller then rebuilds from the YAML."""
+    import marshal
 
+    fmt, names, tree = marshal.loads(payload)
+    if fmt != _PAYLOAD_FORMAT:
+        raise ValueError("another payload format")
+    classes: list[tuple[type[BaseModel], tuple[str, ...], tuple[int, ...]]] = []
+    for module, qualname, fields, nested in names:
+        cls = sys.modules[module].__dict__[qualname]  # every schema module is imported by this one
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or fields != tuple(cls.model_fields):
+            raise TypeError(f"{module}.{qualname} is not a model of the catalog's schema")
+        classes.append((cls, fields, tuple(nested)))
 
-def _optional(inner: _Build | None, v: Any) -> Any:
-    return v if v is None or inner is None else inner(v)
+    def dec(v: Any) -> Any:
+        if type(v) is tuple:
+            cls, fields, nested = classes[v[0]]
+            values = dict(zip(fields, v[1], strict=True))
+            for i in nested:
+                name = fields[i]
+                values[name] = dec(values[name])
+            obj = cls.__new__(cls)
+            _object_setattr(obj, "__dict__", values)
+            _object_setattr(obj, "__pydantic_fields_set__", v[2])
+            _object_setattr(obj, "__pydantic_extra__", None)
+            _object_setattr(obj, "__pydantic_private__", v[3])
+            return obj
+        if type(v) is list:
+            return [dec(x) for x in v]
+        if type(v) is dict:
+            return {k: dec(x) for k, x in v.items()}
+        return v
 
-
-_Plan = tuple[dict[str, _Build | None], frozenset[str], dict[str, Callable[[], Any]]]
-_IMMUTABLE = (str, int, float, bool, type(None), tuple, frozenset)
-
-
-@lru_cache(maxsize=256)
-def _plan(cls: type[BaseModel]) -> _Plan:
-    """Per model class: each field's builder, the fields without a default, and a maker of each
-    default (pydantic's model_construct would inspect every default factory's signature per call)."""
-    fields = {name: _builder(f.annotation) for name, f in cls.model_fields.items()}
-    required = frozenset(name for name, f in cls.model_fields.items() if f.is_required())
-    defaults: dict[str, Callable[[], Any]] = {}
-    for name, f in cls.model_fields.items():
-        if f.is_required():
-            continue
-        if f.default_factory is not None:
-            if f.default_factory_takes_validated_data:
-                raise TypeError(f"{cls.__name__}.{name}: a default factory reading other fields")
-            defaults[name] = f.default_factory  # type: ignore[assignment]
-        elif isinstance(f.default, _IMMUTABLE):
-            defaults[name] = partial(_same_value, f.default)
-        else:
-            defaults[name] = partial(_deep_copy, f.default)
-    return fields, required, defaults
-
-
-def _same_value(v: Any) -> Any:
-    return v
-
-
-def _deep_copy(v: Any) -> Any:
-    import copy
-
-    return copy.deepcopy(v)
-
-
-def _construct(cls: type[BaseModel], data: Any) -> BaseModel:
-    if not isinstance(data, dict):
-        raise TypeError(f"{cls.__name__}: expected a mapping")
-    fields, required, defaults = _plan(cls)
-    if not required <= data.keys() or not data.keys() <= fields.keys():
-        raise TypeError(f"{cls.__name__}: fields do not match the schema")
-    values: dict[str, Any] = {}
-    for k, build in fields.items():
-        if k in data:
-            v = data[k]
-            values[k] = v if build is None else build(v)
-        else:
-            values[k] = defaults[k]()
-    return cls.model_construct(set(data), **values)
-
-
-def _from_cache(text: str) -> Catalog:
-    """The catalog from a cache entry's JSON (see above). Raises ValueError / TypeError when the
-    document does not have the catalog's shape; the caller then rebuilds from the YAML."""
-    import json
-
-    cat = _construct(Catalog, json.loads(text))
-    if not isinstance(cat, Catalog):  # pragma: no cover - _construct builds the class it is given
+    cat = dec(tree)
+    if type(cat) is not Catalog:
         raise TypeError("not a catalog")
-    _apply_fx(cat, "catalog cache")  # the offers' USD rates are not part of the JSON
     return cat
 
 
