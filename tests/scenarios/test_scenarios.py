@@ -16,7 +16,14 @@ from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import instance_ram_ok
 from gpuwiz.core.models import Recommendation, Requirements
-from gpuwiz.core.recommend import SLACK_FRAC, _deadline_hours, recommend
+from gpuwiz.core.recommend import (
+    PARETO_COST_REACH,
+    PARETO_MIN_NODES,
+    PARETO_NODE_REACH,
+    SLACK_FRAC,
+    _deadline_hours,
+    recommend,
+)
 from gpuwiz.core.units import HOURS_PER_YEAR
 
 HERE = Path(__file__).resolve().parent
@@ -122,6 +129,14 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             assert r.buy_build is not None and r.buy_build.gpu == b.gpu
         for a, c in zip(r.pareto, r.pareto[1:], strict=False):
             assert a.wall_hours <= c.wall_hours and a.cost_per_run_usd > c.cost_per_run_usd  # non-dominated
+        # The front holds only what an expert weighs against the pick (recommend.trim_front), one row per build.
+        if r.cost_per_run_usd:
+            for p in r.pareto:
+                assert p.cost_per_run_usd <= PARETO_COST_REACH * r.cost_per_run_usd * 1.0001, p
+                assert p.nodes <= max(PARETO_MIN_NODES, PARETO_NODE_REACH * b.nodes), p
+        rows = [(p.gpu, p.count, p.nodes, p.rented, round(p.wall_hours, 1), round(p.cost_per_run_usd))
+                for p in r.pareto]
+        assert len(rows) == len(set(rows)), rows
         # Verdict, payback and total agree.
         late = cost.payback_months is not None and cost.payback_months > req.deployment.horizon_years * 12
         if cost.verdict == "buy" and late and cost.rent_usd_total and cost.onprem \

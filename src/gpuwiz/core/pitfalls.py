@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
-from gpuwiz.core.system import DIMM_TOLERANCE, packed_open_air, workload_from
+from gpuwiz.core.system import DIMM_TOLERANCE, dedicated_circuit, office_circuit, packed_open_air, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.i18n import _
 
@@ -351,21 +351,25 @@ def _lanes(c: Context) -> str | None:  # P13
         need=b.pcie_lanes_needed, n=b.gpus_per_node, cpu=b.cpu, have=b.pcie_lanes)
 
 
-@rule("wall-circuit", "block", "NEC 80 % continuous-load rule; Puget Systems 2020 (4x3090 at 1,717 W at the wall)")
+@rule("wall-circuit", "block", "NEC 80 % continuous-load rule; the country's mains (catalog economics); Puget Systems "
+      "2020 (4x3090 at 1,717 W at the wall)")
 def _circuit(c: Context) -> tuple[Severity, str] | None:  # P14
     b = c.build
     if not c.owns_hardware or not b or b.nodes > 1:
         return None
-    circuit = c.cat.facility["office_circuit_w"].value if "office_circuit_w" in c.cat.facility else 1440.0
-    if b.power_w <= circuit:
+    # The circuit of the country the build stands in (its mains voltage and breaker; system.office_circuit).
+    oc = office_circuit(c.cat, c.req.deployment.country)
+    if b.power_w <= oc.continuous_w:
         return None
+    fmt = {"w": b.power_w, "circuit": oc.continuous_w, "a": oc.amps, "v": oc.volts,
+           "dedicated": dedicated_circuit(oc)}
     if c.req.deployment.site in ("desk", "office"):
-        return "block", _("Sustained draw of ~{w:,} W exceeds the {circuit:,.0f} W continuous limit of a 15 A/120 V "
-                          "office circuit. Add a dedicated 20 A/240 V circuit or power-limit the GPUs (~95 % speed at "
-                          "~80 % power).").format(w=b.power_w, circuit=circuit)
+        return "block", _("Sustained draw of ~{w:,} W exceeds the {circuit:,.0f} W continuous limit of a {a:g} A/"
+                          "{v:g} V office circuit. Add a dedicated circuit ({dedicated}) or power-limit the GPUs "
+                          "(~95 % speed at ~80 % power).").format(**fmt)
     if c.on_site("office", "desk") or b.site_kind == "office":
-        return "medium", _("~{w:,} W sustained is more than one 15 A/120 V circuit carries ({circuit:,.0f} W): it "
-                           "needs a dedicated 20 A/240 V circuit.").format(w=b.power_w, circuit=circuit)
+        return "medium", _("~{w:,} W sustained is more than one {a:g} A/{v:g} V circuit carries ({circuit:,.0f} W): it "
+                           "needs a dedicated circuit ({dedicated}).").format(**fmt)
     return None
 
 
