@@ -357,3 +357,12 @@ def test_where_a_build_lives_reads_the_country_mains() -> None:
             assert f"{oc.amps:g} A/{oc.volts:g} V" in b.site
     assert 1440 < build(req(deployment={"site": "desk", "mode": "buy"}), "rtx-pro-6000", 2).power_w < 2944
     assert kinds == {"DE": "desk", "US": "office", "JP": "office"}
+
+
+def test_a_box_lives_where_the_user_put_it() -> None:
+    """site: colo means a colocation rack even for a 1.7 kW box (it was described as an office closet
+    with a dedicated circuit); a server room likewise. A desk box at the desk stays a desk box."""
+    for site, kind in (("colo", "colo"), ("server-room", "server-room"), ("desk", "desk")):
+        b = build(req(deployment={"site": site, "mode": "buy", "country": "DE"}), "rtx-pro-6000", 2)
+        assert b.site_kind == kind, (site, b.site)
+    assert "colocation" in build(req(deployment={"site": "colo", "mode": "buy"}), "rtx-pro-6000", 2).site

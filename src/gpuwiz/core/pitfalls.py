@@ -586,11 +586,22 @@ def _residency(c: Context) -> tuple[Severity, str] | None:  # P28
         return None
     country = c.req.deployment.country.upper()
     if c.cost and c.cost.cloud:
+        # The countries of the offers priced (one instance type is listed per region: match the region too,
+        # or an EU-only answer counted the same instance type's US regions).
+        keys = {(o.provider, o.instance, o.region) for o in c.cost.cloud}
         countries = {i.country.upper() for i in c.cat.cloud_instances
-                     if any(o.instance == i.instance_type and o.provider == i.provider for o in c.cost.cloud)}
+                     if (i.provider, i.instance_type, i.region) in keys}
     else:
         countries = set()
-    abroad = sorted(x for x in countries if x != country)
+    # Abroad = another data-protection area (a DE user renting in FI or NL stays inside the GDPR's EU/EEA).
+    home = market.jurisdiction(country)
+    abroad = sorted(x for x in countries if market.jurisdiction(x) != home)
+    if countries and not abroad:
+        return "medium", _("{kind} data in the cloud (offers priced: {n}, all in {area}): sign the provider's "
+                           "data-processing agreement, pin the job and its storage to those regions, and encrypt the "
+                           "data at rest.").format(kind=_("Regulated") if sens == "regulated" else _("Confidential"),
+                                                   n=len(c.cost.cloud) if c.cost else 0,
+                                                   area=market.jurisdiction_name(country))
     sev: Severity = ("block" if (sens == "regulated" and country == "CN" and abroad)
                      else ("high" if sens == "regulated" else "medium"))
     where = _(" (offers found in {countries})").format(countries=", ".join(abroad)) if abroad else ""

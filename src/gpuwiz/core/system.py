@@ -797,9 +797,9 @@ def place_kind(site: str, sustained_w: float, nodes: int, chassis: Chassis | Non
     rack = bool(chassis and chassis.rack_units) or (chassis is None and node_kw > 3)
     if site == "cloud":
         return "cloud"
-    if nodes > 1 or node_kw > 6:
+    if nodes > 1 or node_kw > 6 or site == "colo":  # the site asked for, when it is a bigger one
         return "colo"
-    if rack or node_kw > 3.5:
+    if rack or node_kw > 3.5 or site == "server-room":
         return "server-room"
     return "desk" if sustained_w <= circuit_w else "office"
 
