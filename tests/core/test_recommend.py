@@ -699,3 +699,21 @@ def test_rented_run_stages_its_data_at_front_end_speed() -> None:
     assert o.overhead_hours == pytest.approx(want, rel=0.01)
     if i.rdma and i.network_gbps:
         assert o.overhead_hours > CAT.fac("cloud_setup_hours") + 2000 * 8 / (i.network_gbps * 0.5) / 3600 * 2
+
+
+def test_rented_runs_pay_for_the_dataset_kept_in_object_storage() -> None:
+    """20 TB of images in a bucket cost ~$460 a month whether one run or ten use it: a rented run carries
+    its share (the owned build carries its disks in the BOM), and the rent total is the same money."""
+    req = Requirements.model_validate({
+        "model": {"preset": "vit-b-16"}, "training": {"method": "pretrain", "global_batch": 4096},
+        "data": {"samples": "100M", "epochs": 3, "dataset_gb": 20000, "sample_kb": 200},
+        "schedule": {"runs_per_month": 1, "deadline_days": 5}, "deployment": {"mode": "rent"}})
+    r = recommend(req, CAT)
+    assert r.cost is not None and r.cost.rent_offer is not None and r.cost_per_run_usd is not None
+    o = r.cost.rent_offer
+    month = 20.0 * CAT.fac("cloud_storage_usd_per_tb_month")
+    assert o.storage_usd == pytest.approx(month * 12 / 12, rel=0.01)  # one run a month
+    assert r.cost_per_run_usd >= o.storage_usd + o.egress_usd
+    assert r.cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * 12 * 3, rel=0.01)
+    staging = [p for p in r.pitfalls if p.id == "data-staging"]
+    assert staging and "a month" in staging[0].message

@@ -784,11 +784,15 @@ def _staging(c: Context) -> str | None:
     data_gb = workload_from(c.req, c.cat, c.est).dataset_gb
     if o.overhead_hours < 1.0 and data_gb < 1000:
         return None
-    return _("Each rented run first stages ~{gb:,.0f} GB and pulls the image (~{h:,.1f} h paid at {rate}/h on "
-             "{provider} {instance}); keep the dataset in object storage in the same region, and budget egress "
-             "({egress} per run for the weights; more if you pull checkpoints out).").format(
+    msg = _("Each rented run first stages ~{gb:,.0f} GB and pulls the image (~{h:,.1f} h paid at {rate}/h on "
+            "{provider} {instance}); keep the dataset in object storage in the same region, and budget egress "
+            "({egress} per run for the weights; more if you pull checkpoints out).").format(
         gb=data_gb, h=o.overhead_hours, rate=c.cash(o.usd_per_hour, 2), provider=o.provider, instance=o.instance,
         egress=c.cash(o.egress_usd))
+    if data_gb >= 1000:  # the standing bill of the bucket (counted in the price per run: RentOffer.storage_usd)
+        msg += " " + _("Keeping it there costs ~{month} a month ({run} a run, in the price above).").format(
+            month=c.cash(data_gb / 1000.0 * c.cat.fac("cloud_storage_usd_per_tb_month")), run=c.cash(o.storage_usd))
+    return msg
 
 
 @rule("hgx-lead-time", "info",

@@ -561,8 +561,10 @@ class _Recommender:
             r1 = self.cat.fac("reserved_1y_discount")
             res_rate = (res_h or usd_h * (1 - r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
+            # ... plus what every run pays besides the instance: egress and the dataset's standing storage
+            # (a reserved instance runs the setup and staging hours within its year).
             reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
-                             + st_h * max(c.q.wall_hours, 1.0) * self.rpy)
+                             + (st_h * max(c.q.wall_hours, 1.0) + egress) * self.rpy)
             rent = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress,
                 rent_label=_("{n}x {gpu} on {provider} ({instance})").format(
@@ -871,7 +873,8 @@ class _Recommender:
         return est, sysmod.workload_from(self.req, self.cat, est)
 
     def overhead(self, inst: CloudInstance | None, w: sysmod.Workload) -> tuple[float, float]:
-        """(hours, egress $) a rented run pays besides training: provisioning + image pull
+        """(hours, $) a rented run pays besides training -- the $ are egress plus ``standing_usd`` (the
+        dataset kept in object storage between runs) -- and the hours provisioning + image pull
         (cloud_setup_hours), staging the dataset over the instance's front-end / storage network at ~50 %
         of line rate, and the trained weights out of the cloud. The front-end figure is the offer's
         ``frontend_gbps``, or its one network figure when that is not an RDMA compute fabric (an
@@ -879,7 +882,14 @@ class _Recommender:
         gbps = staging_gbps(inst)
         staging_h = w.dataset_gb * 8 / (gbps * 0.5) / 3600
         out_gb = (w.params_trainable if w.method in ("lora", "qlora") else w.params_total) * 2 / 1e9
-        return self.cat.fac("cloud_setup_hours") + staging_h, out_gb * self.cat.fac("egress_usd_per_gb")
+        return (self.cat.fac("cloud_setup_hours") + staging_h,
+                out_gb * self.cat.fac("egress_usd_per_gb") + self.standing_usd(w))
+
+    def standing_usd(self, w: sysmod.Workload) -> float:
+        """A rented run's share of keeping its dataset in object storage all year (S3 Standard rate,
+        facility cloud_storage_usd_per_tb_month): 20 TB of images cost ~$460 a month whether one run
+        or ten use it; an owned build carries its own disks (its BOM) instead."""
+        return w.dataset_gb / 1000.0 * self.cat.fac("cloud_storage_usd_per_tb_month") * 12.0 / max(self.rpy, 1e-9)
 
     def _overhead_usd(self, o: CloudOption, w: sysmod.Workload) -> float:
         """Per-run overhead of a cloud option in dollars (``overhead`` hours at its rate + egress)."""
@@ -891,12 +901,14 @@ class _Recommender:
         if o is None:
             return None
         inst = self._instance(o)
-        hours, egress = self.overhead(inst, w)
+        hours, usd = self.overhead(inst, w)
+        standing = self.standing_usd(w)
         return RentOffer(provider=o.provider, instance=o.instance, region=o.region,
                          country=(inst.country.upper() if inst else ""), tier=(inst.tier if inst else None),
                          instances=o.instances,
                          gpus_per_instance=o.gpus_per_instance, usd_per_hour=o.usd_per_hour,
-                         overhead_hours=round(hours, 3), egress_usd=round(egress, 2))
+                         overhead_hours=round(hours, 3), egress_usd=round(usd - standing, 2),
+                         storage_usd=round(standing, 2))
 
     def _instance(self, o: CloudOption) -> CloudInstance | None:
         """The catalog row of a cloud option: one instance type is listed per region, each with its
@@ -994,7 +1006,7 @@ class _Recommender:
             per_run = (o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None
                        else o.cost_per_run_usd)
             if offer is not None:
-                per_run += offer.overhead_hours * offer.usd_per_hour + offer.egress_usd
+                per_run += offer.overhead_hours * offer.usd_per_hour + offer.egress_usd + offer.storage_usd
         elif analysis.onprem is not None and not renting:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
