@@ -9,7 +9,10 @@ Three rows per example: "cold" clears the per-candidate memo (core.memo) before 
 just opened); "same input" runs it again unchanged; "price-only edit" makes a new edit for every run
 that leaves the plan key alone (data epochs, runs per month, budget, horizon: each a value no earlier
 run had, as a user typing), so every run re-prices the memoised plans and no table keyed on the whole
-input can answer it. The load average is printed: on a shared machine it moves every figure.
+input can answer it; "of which money only" edits budget, horizon or electricity alone (the search,
+stage 1, is reused; only pricing runs). Each cold row also says how many estimator calls
+(``estimate.quick``) the search made, and how many it makes with pruning off. The load average is
+printed: on a shared machine it moves every figure.
 
 Run: .venv/bin/python bench/bench_recommend.py [--repeat N]
 """
@@ -125,7 +128,7 @@ def main() -> None:
 
         xs = _ms(cold, args.repeat)
         cold_all += xs
-        _row(f"{name} cold", xs)
+        _row(f"{name} cold", xs, _estimator_calls(req, cat))
         recommend(req, cat)
         xs = _ms(partial(recommend, req, cat), args.repeat)
         same_all += xs
@@ -136,6 +139,11 @@ def main() -> None:
         xs = _ms(partial(_next_edit, iter(edits), cat), args.repeat)
         edit_all += xs
         _row("  price-only edit", xs, "   (target <= 2 ms)")
+        money = [e for k in range(1, args.repeat + 2) for e in _money_edits(req, k)]
+        for e in _money_edits(req, 0):
+            recommend(e, cat)
+        _row("    of which money only", _ms(partial(_next_edit, iter(money), cat), args.repeat),
+             "   (budget / horizon / electricity: the search is reused)")
     nothing = Requirements.model_validate(NOTHING_FITS)
     rec = recommend(nothing, cat)
     assert not rec.found, "the nothing-fits case found a build; pick a bigger model"
@@ -153,8 +161,44 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
+def _estimator_calls(req: Requirements, cat: Catalog) -> str:
+    """How many times a cold recommend() runs the estimator's fast path (estimate.quick), pruned and
+    not (core.recommend ``unpruned``): the candidates the search sized."""
+    from gpuwiz.core import estimate
+    from gpuwiz.core.recommend import unpruned
+
+    real = estimate.quick
+    calls = [0]
+
+    def counting(*a: object, **k: object) -> object:
+        calls[0] += 1
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    estimate.quick = counting  # type: ignore[assignment]
+    try:
+        memo.clear()
+        recommend(req, cat)
+        pruned = calls[0]
+        calls[0] = 0
+        memo.clear()
+        with unpruned():
+            recommend(req, cat)
+        return f"   quick() x{pruned} (unpruned x{calls[0]})"
+    finally:
+        estimate.quick = real
+
+
 def _next_edit(edits: Iterator[Requirements], cat: Catalog) -> object:
     return recommend(next(edits), cat)
+
+
+def _money_edits(req: Requirements, k: int = 0) -> list[Requirements]:
+    """Edits of the deployment's money fields alone (budget, horizon, electricity), new values each round."""
+    dep = req.deployment
+    j = 1.0 + 0.001 * k
+    changes = [{"budget_usd": (dep.budget_usd or 1e5) * 1.5 * j}, {"horizon_years": 2.5 * j},
+               {"electricity_usd_per_kwh": 0.2 * j}]
+    return [req.model_copy(update={"deployment": dep.model_copy(update=u)}) for u in changes]
 
 
 def _price_edits(req: Requirements, k: int = 0) -> list[Requirements]:

@@ -289,3 +289,59 @@ def test_size_system_and_cheapest_rate_answer_from_the_table_as_they_compute() -
     with memo.disabled():
         want = system.size_system(desk, CAT, gpu, 8, 1, w)
     assert system.size_system(desk, CAT, gpu, 8, 1, w) == want  # the site is in the key
+
+
+def test_a_money_edit_reprices_the_same_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Budget, horizon and electricity are read by no stage before pricing: after such an edit the
+    search (stage 1) is the memoised one, and the answer is the plain engine's; a data edit searches again."""
+    from gpuwiz.core import recommend as rec_mod
+
+    base = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+    memo.clear()
+    recommend(base, CAT)
+    searches: list[int] = []
+    real = rec_mod._Recommender.enumerate
+
+    def counting(self: Any, scan: Any) -> Any:
+        searches.append(1)
+        return real(self, scan)
+
+    monkeypatch.setattr(rec_mod._Recommender, "enumerate", counting)
+    dep = base.deployment
+    money = base.model_copy(update={"deployment": dep.model_copy(update={
+        "budget_usd": (dep.budget_usd or 1e5) * 1.7, "horizon_years": 2.0, "electricity_usd_per_kwh": 0.31})})
+    got = _json(money)
+    assert searches == []
+    with memo.disabled():
+        assert _json(money) == got
+    searches.clear()
+    data = base.model_copy(update={"data": base.data.model_copy(update={"epochs": base.data.epochs * 2})})
+    got = _json(data)
+    assert searches == [1]
+    with memo.disabled():
+        assert _json(data) == got
+
+
+def test_the_same_question_again_gets_the_answer_it_had() -> None:
+    """A redraw or an undone edit asks the same question: the answer is the one made for it (a frozen
+    value), per objective and language; a cleared or disabled memo makes a new, equal one."""
+    from gpuwiz import i18n
+
+    req = load_config(ROOT / "examples" / "resnet50-imagenet.yaml")
+    memo.clear()
+    first = recommend(req, CAT)
+    assert recommend(req.model_copy(), CAT) is first
+    assert recommend(req, CAT, objective="fastest") is not first
+    saved = i18n.current_language()
+    try:
+        i18n.set_language("zh-CN")
+        zh = recommend(req, CAT)
+    finally:
+        i18n.set_language(saved)
+    assert zh is not first and zh.model_dump_json() != first.model_dump_json()
+    with memo.disabled():
+        plain = recommend(req, CAT)
+    assert plain is not first and plain.model_dump_json() == first.model_dump_json()
+    memo.clear()
+    again = recommend(req, CAT)
+    assert again is not first and again.model_dump_json() == first.model_dump_json()

@@ -34,6 +34,7 @@ data: {tokens: 1B}
 """
 
 
+@needs_torch  # gpuwiz.probe.bench imports torch at the top
 def test_bus_bandwidth_is_the_nccl_tests_definition():
     from gpuwiz.probe.bench import bus_bandwidth_gbps
     # 1 GB in 0.1 s over 8 ranks: algbw 10 GB/s x 2·7/8 = 17.5 GB/s; one rank moves nothing

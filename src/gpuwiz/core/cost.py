@@ -19,7 +19,7 @@ Formulas follow ../shared/research/tco_and_pitfalls.md §C (defaults and sources
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -118,6 +118,55 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     out: list[CloudOption] = []
     split_or_idle: dict[int, tuple[bool, bool]] = {}  # id(option) -> (split over Ethernet, paid-but-idle GPUs)
+    for inst, n, slow, note, is_split, idle, usd_h, spot_h, res_h, tradeoff in _offer_rows(
+            req, cat, gpu_id, gpus_total, gpus_per_node, split, host_ram_gib):
+        # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
+        hours = wall_hours * slow
+        storage = storage_tb * st_rate * max(hours, 1.0) / HOURS_PER_MONTH
+        rate = usd_h * n
+        per_run = rate * hours + storage
+        spot = (spot_h * n * hours * (1 + spot_over) + storage) if spot_h else None
+        res_rate = (res_h or usd_h * (1 - r1)) * n
+        # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
+        reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
+        res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
+        out.append(opt := CloudOption(
+            provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
+            gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
+            usd_per_hour=round(rate, 4), cost_per_run_usd=round(per_run, 2),
+            cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
+            cost_per_run_reserved_usd=round(res_per_run, 2),
+            cost_per_year_usd=round(per_run * rpy, 2), source=inst.source, note=note,
+            country=inst.country, tier=inst.tier, currency=inst.currency,
+            price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
+            tradeoff=tradeoff,
+        ))
+        split_or_idle[id(opt)] = (is_split, idle > 0)
+    out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
+    # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
+    exact = [o.cost_per_run_usd for o in out
+             if o.gpus_per_instance * o.instances == gpus_total or split_or_idle[id(o)][0]]
+    if exact:
+        out = [o for o in out if not split_or_idle[id(o)][1] or o.cost_per_run_usd < min(exact)]
+    return out
+
+
+_OfferRow = tuple[CloudInstance, int, float, str, bool, int, float, float | None, float | None, str]
+
+
+def _offer_rows(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
+                split: SplitJob | None, host_ram_gib: float) -> tuple[_OfferRow, ...]:
+    """cloud_options' offers that hold the job, each with what does not depend on the run time:
+    (offer, instances, time factor, note, split over Ethernet, idle GPUs, $/h, spot $/h, reserved
+    $/h, data trade-off). Memoised (core.memo) on what it reads: the shape, the split, the host RAM
+    and the policy fields of ``req`` (market.policy_key: check_offer's and tradeoff's fields)."""
+    key = (gpu_id, gpus_total, gpus_per_node, split, host_ram_gib, market.policy_key(req))
+    return memo.cached(cat, "cloud_offer_rows", key, lambda: tuple(
+        _offer_rows_of(req, cat, gpu_id, gpus_total, gpus_per_node, split, host_ram_gib)), maxsize=1024)
+
+
+def _offer_rows_of(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
+                   split: SplitJob | None, host_ram_gib: float) -> Iterator[_OfferRow]:
     for inst in offers_for(cat, gpu_id):
         if not market.eligible(req, inst) or not instance_ram_ok(inst, host_ram_gib):
             continue
@@ -142,35 +191,8 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             note = (_("smallest offer for {n} GPUs: {idle} of {paid} paid but idle") if gpus_total != 1
                     else _("smallest offer for {n} GPU: {idle} of {paid} paid but idle")).format(
                 n=gpus_total, idle=idle, paid=inst.gpu_count * n)
-        # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
-        hours = wall_hours * slow
-        storage = storage_tb * st_rate * max(hours, 1.0) / HOURS_PER_MONTH
-        rate = inst.price_usd_per_hour * n
-        per_run = rate * hours + storage
-        spot = (inst.spot_usd_per_hour * n * hours * (1 + spot_over) + storage) if inst.spot_usd_per_hour else None
-        res_rate = (inst.reserved_1y_usd_per_hour or inst.price_usd_per_hour * (1 - r1)) * n
-        # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
-        reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
-        res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
-        out.append(opt := CloudOption(
-            provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
-            gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
-            usd_per_hour=round(rate, 4), cost_per_run_usd=round(per_run, 2),
-            cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
-            cost_per_run_reserved_usd=round(res_per_run, 2),
-            cost_per_year_usd=round(per_run * rpy, 2), source=inst.source, note=note,
-            country=inst.country, tier=inst.tier, currency=inst.currency,
-            price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
-            tradeoff=market.tradeoff(req, inst) or "",
-        ))
-        split_or_idle[id(opt)] = (is_split, idle > 0)
-    out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
-    # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
-    exact = [o.cost_per_run_usd for o in out
-             if o.gpus_per_instance * o.instances == gpus_total or split_or_idle[id(o)][0]]
-    if exact:
-        out = [o for o in out if not split_or_idle[id(o)][1] or o.cost_per_run_usd < min(exact)]
-    return out
+        yield (inst, n, slow, note, is_split, idle, inst.price_usd_per_hour, inst.spot_usd_per_hour,
+               inst.reserved_1y_usd_per_hour, market.tradeoff(req, inst) or "")
 
 
 def offers_for(cat: Catalog, gpu_id: str) -> tuple[CloudInstance, ...]:
@@ -275,52 +297,85 @@ def onprem_parts(req: Requirements, cat: Catalog, build: Build | Footprint, cape
     if capex is None:
         assert isinstance(build, Build), "a footprint needs its capex"
         capex = build.capex_usd
+    # The deployment's rates are memoised (own_rates, on onprem_key); applying them is a few products.
+    return own_rates(req, cat).parts(fp, capex)
+
+
+def onprem_key(req: Requirements) -> tuple[object, ...]:
+    """Every requirement field ``onprem_parts`` reads besides the build (a memo key; the recommender
+    keys its rough footprints' parts on it too)."""
     d = req.deployment
-    # Memoised (core.memo) on everything read below: the shape, the capex and the money fields.
-    key = (fp, capex, d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month,
-           d.staff_usd_per_year, d.horizon_years)
-    return memo.cached(cat, "onprem_parts", key, lambda: _onprem_parts(req, cat, fp, capex))
+    return (d.site, d.country, d.pue, d.electricity_usd_per_kwh, d.colo_usd_per_kw_month, d.staff_usd_per_year,
+            d.horizon_years)
 
 
-def _onprem_parts(req: Requirements, cat: Catalog, fp: Footprint, capex: float) -> OnPremParts:
+@dataclass(frozen=True)
+class OwnRates:
+    """What owning costs per unit for one deployment (``onprem_key``'s fields and the catalog): the
+    rates ``parts`` applies to a footprint and its capex."""
+
+    site: str
+    pue_colo: float
+    pue_office: float
+    kwh: float
+    colo_rate: float
+    office_space: float
+    maint_frac: float
+    salary: float
+    nodes_per_fte: float
+    residual_factor: float  # of the capex left at the end of the horizon
+
+    def parts(self, fp: Footprint, capex: float) -> OnPremParts:
+        """Yearly pieces of owning ``fp`` bought for ``capex`` (onprem_parts)."""
+        gpus = fp.gpus_per_node * fp.nodes
+        colo = self.site == "colo" or (self.site in ("any", "cloud") and fp.rack)
+        pue = self.pue_colo if colo else self.pue_office
+        kwh = self.kwh
+        max_kw = fp.max_power_w / 1000.0
+        sustained_kw = fp.power_w / 1000.0
+        idle_kw = IDLE_FRAC * max_kw
+        power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
+        power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue * kwh
+        space = fp.nodes * max_kw * self.colo_rate * 12 if colo else gpus * self.office_space
+        maint = self.maint_frac * capex
+        # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
+        # cluster needs a real part-time admin (ml-engineering ai-battlefield; 0.25-0.5 FTE per 4-GPU
+        # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.
+        # One box is one box to run, whatever GPUs it holds: the staff share does not depend on the
+        # GPU count inside it (marginal cost, not a sunk salary, when comparing GPUs in one box).
+        if fp.nodes > 1:
+            min_fte = 0.25
+        elif colo:
+            min_fte = 0.1
+        else:
+            min_fte = 0.05
+        fte = max(min_fte, fp.nodes / self.nodes_per_fte)
+        staff = fte * self.salary
+        residual = capex * self.residual_factor
+        return OnPremParts(capex=capex, residual=residual, power_idle_per_year=power_idle,
+                           power_per_gpu_hour=power_per_gpu_hour, space=space, maintenance=maint, staff=staff,
+                           gpus=gpus, colo=colo)
+
+
+def own_rates(req: Requirements, cat: Catalog) -> OwnRates:
+    """The deployment's owning rates (memoised per catalog on ``onprem_key``)."""
+    return memo.cached(cat, "own_rates", onprem_key(req), lambda: _own_rates(req, cat), maxsize=64)
+
+
+def _own_rates(req: Requirements, cat: Catalog) -> OwnRates:
     d = req.deployment
     y = years(req)
-    gpus = fp.gpus_per_node * fp.nodes
-    colo = d.site == "colo" or (d.site in ("any", "cloud") and fp.rack)
     econ = market.economics(cat, d.country)  # the country's electricity, PUE, colocation, staff
-    pue = d.pue or (econ.pue if colo else cat.fac("pue_office"))
-    kwh = d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else econ.electricity_usd_per_kwh
-    max_kw = fp.max_power_w / 1000.0
-    sustained_kw = fp.power_w / 1000.0
-    idle_kw = IDLE_FRAC * max_kw
-    power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
-    power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue * kwh
-    if colo:
-        rate = d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else econ.colo_usd_per_kw_month
-        space = fp.nodes * max_kw * rate * 12
-    else:
-        space = gpus * cat.fac("office_space_usd_per_gpu_year")
-    maint = cat.fac("maintenance_frac_per_year") * capex
-    salary = d.staff_usd_per_year if d.staff_usd_per_year is not None else econ.staff_usd_per_year
-    # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
-    # cluster needs a real part-time admin (ml-engineering ai-battlefield; 0.25-0.5 FTE per 4-GPU
-    # server [weak]); at scale 1 FTE per `staff_nodes_per_fte` nodes.
-    # One box is one box to run, whatever GPUs it holds: the staff share does not depend on the
-    # GPU count inside it (marginal cost, not a sunk salary, when comparing GPUs in one box).
-    if fp.nodes > 1:
-        min_fte = 0.25
-    elif colo:
-        min_fte = 0.1
-    else:
-        min_fte = 0.05
-    fte = max(min_fte, fp.nodes / max(cat.fac("staff_nodes_per_fte"), 1e-9))
-    staff = fte * salary
     depr = cat.fac("depreciation_years")
     resid_frac = cat.fac("residual_value_frac")
-    residual = capex * resid_frac ** (y / max(depr, 1e-9))
-    return OnPremParts(capex=capex, residual=residual, power_idle_per_year=power_idle,
-                       power_per_gpu_hour=power_per_gpu_hour, space=space, maintenance=maint, staff=staff,
-                       gpus=gpus, colo=colo)
+    return OwnRates(
+        site=d.site, pue_colo=d.pue or econ.pue, pue_office=d.pue or cat.fac("pue_office"),
+        kwh=d.electricity_usd_per_kwh if d.electricity_usd_per_kwh is not None else econ.electricity_usd_per_kwh,
+        colo_rate=d.colo_usd_per_kw_month if d.colo_usd_per_kw_month is not None else econ.colo_usd_per_kw_month,
+        office_space=cat.fac("office_space_usd_per_gpu_year"), maint_frac=cat.fac("maintenance_frac_per_year"),
+        salary=d.staff_usd_per_year if d.staff_usd_per_year is not None else econ.staff_usd_per_year,
+        nodes_per_fte=max(cat.fac("staff_nodes_per_fte"), 1e-9),
+        residual_factor=resid_frac ** (y / max(depr, 1e-9)))
 
 
 def onprem_tco(req: Requirements, parts: OnPremParts, busy_gpu_hours_per_year: float) -> OnPremTCO:

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -123,6 +125,26 @@ class Quick:
 
 
 QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
+FULLS_MAX = 256  # full estimates kept per plan key (an answer makes 1-3)
+ANSWERS_MAX = 16  # whole answers kept per catalog (memo.table): the last few questions asked
+ENUMERATED_MAX = 64  # searches (stage 1) kept per plan key: one per data / schedule / site / policy edit
+
+# Pruning: candidates whose outcome a cheap check proves (a desk that takes no chassis for them, ...)
+# are booked without calling the estimator. The differential test (tests/core/test_prune.py) turns it
+# off (``unpruned``) and compares the JSON on every example and scenario.
+prune = True
+
+
+@contextmanager
+def unpruned() -> Iterator[None]:
+    """Run the search without pruning (every candidate through the estimator), as before it."""
+    global prune
+    saved = prune
+    prune = False
+    try:
+        yield
+    finally:
+        prune = saved
 
 
 class _Scanner:
@@ -145,6 +167,28 @@ class _Scanner:
             hit[1].setdefault("recommend.quotes", {}) if hit is not None else None)
         if self.quotes is not None and len(self.quotes) > QUOTES_MAX:
             self.quotes.clear()
+        # ... and each plan's cross-validated speed spread's P10 (the P90 wall time is wall / P10, as
+        # estimate.wall_hours_high computes it; the spread depends on the plan, not on the data size)
+        self.p10: dict[tuple[str, int, int], float | None] = (
+            hit[1].setdefault("recommend.p10", {}) if hit is not None else {})
+        self._spread = getattr(est_mod, "_speed_spread", None)
+        self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
+        # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
+        # the plan key leaves out), and per shape the last one made (``plan_estimate``)
+        self.fulls: dict[tuple[str, int, int, Any], Estimate] | None = (
+            hit[1].setdefault("recommend.fulls", {}) if hit is not None else None)
+        if self.fulls is not None and len(self.fulls) > FULLS_MAX:
+            self.fulls.clear()
+        self.plan_ests: dict[tuple[str, int, int], Estimate] = (
+            hit[1].setdefault("recommend.plan_ests", {}) if hit is not None else {})
+        # the search's stage 1 on this plan key (_Recommender.enumerated): it reads no money field
+        self.enumerated: dict[tuple[Any, ...], Enumerated] | None = (
+            hit[1].setdefault("recommend.enumerated", {}) if hit is not None else None)
+        if self.enumerated is not None and len(self.enumerated) > ENUMERATED_MAX:
+            self.enumerated.clear()
+        # ... and the part of each plan's Quick that the data size does not change (``_stem``)
+        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int]] = (
+            hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
@@ -154,37 +198,64 @@ class _Scanner:
                 r = self.mod.quick(self.ctx, gpu, count, gpn)
                 if self.memo is not None:
                     self.memo[key] = r
+                wall, gpu_hours = r.wall_hours, r.gpu_hours
+            elif self._wall is not None:  # requote's run time, without a new QuickResult
+                d = r.detail
+                wall = self._wall(self.ctx, d.units_per_s_per_gpu, d.count)
+                gpu_hours = r.gpu_hours if wall == r.wall_hours else wall * d.count
             else:
                 r = self.mod.requote(self.ctx, r)
+                wall, gpu_hours = r.wall_hours, r.gpu_hours
             if self.quotes is not None:
-                qkey = (*key, r.wall_hours)
+                qkey = (*key, wall)
                 got = self.quotes.get(qkey)
                 if got is None:
-                    got = self.quotes[qkey] = self._quote(r)
+                    got = self.quotes[qkey] = self._quote(r, key, wall, gpu_hours)
                 return got
-            return self._quote(r)
+            return self._quote(r, key, wall, gpu_hours)
         e = self.full(gpu, count, gpn)
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
                      per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib,
                      replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
 
-    def _quote(self, r: Any) -> Quick:
-        """The recommender's view of one fast-path result (an ``estimate.QuickResult``)."""
+    def _quote(self, r: Any, key: tuple[str, int, int], wall: float, gpu_hours: float) -> Quick:
+        """The recommender's view of one fast-path result (an ``estimate.QuickResult``; ``key`` its
+        plan) at a run time (``wall``, ``gpu_hours``: the result's own, or requoted for this data
+        size): the plan's ``_stem`` and the run time."""
+        stem = self.stems.get(key)
+        if stem is None:
+            stem = self.stems[key] = self._stem(r)
+        fits, per_gpu, host, problems, replicas = stem
+        new = object.__new__(Quick)  # a frozen dataclass, built without its __init__ (one per shape tried)
+        new.__dict__.update(fits=fits, wall_hours=float(wall or math.inf), gpu_hours=float(gpu_hours or math.inf),
+                            per_gpu_gib=per_gpu, problems=problems, host_ram_gib=host, replicas=replicas,
+                            wall_hours_p90=self._p90(r, wall) if fits else None)
+        return new
+
+    def _stem(self, r: Any) -> tuple[bool, float, float, tuple[str, ...], int]:
+        """(fits, GiB per GPU, host GiB per node, problems, replicas) of a plan: what requote keeps."""
         detail = r.detail
         blocked = bool(detail is not None and getattr(detail, "problems", None))
         choice = getattr(detail, "choice", None)
         dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
-        fits = bool(r.fits) and not blocked
-        return Quick(
-            fits=fits,
-            wall_hours=float(r.wall_hours or math.inf),
-            gpu_hours=float(r.gpu_hours or math.inf),
-            per_gpu_gib=float(r.per_gpu_gib or 0.0),
-            host_ram_gib=float(r.host_ram_gib or 0.0),
-            problems=(str(r.reason),) if r.reason else (),
-            replicas=max(1, dp),
-            wall_hours_p90=self.mod.wall_hours_high(self.ctx, r) if fits else None,
-        )
+        return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0),
+                (str(r.reason),) if r.reason else (), max(1, dp))
+
+    def _p90(self, r: Any, wall: float) -> float | None:
+        """``estimate.wall_hours_high`` of ``r`` at run time ``wall`` through the plan's memoised spread
+        (same arithmetic)."""
+        if self._spread is None or r.detail is None or not wall or wall == math.inf:
+            if wall != r.wall_hours:
+                r = self.mod.requote(self.ctx, r)
+            return self.mod.wall_hours_high(self.ctx, r)
+        d = r.detail
+        key = (d.gpu.id, d.count, d.gpn)
+        if key in self.p10:
+            p10 = self.p10[key]
+        else:
+            sp = self._spread(self.ctx, r)
+            p10 = self.p10[key] = sp.p10 if sp is not None else None
+        return wall / p10 if p10 is not None else None
 
     def global_batch(self) -> int | None:
         """Samples per optimizer step as the config states them (training.global_batch), or None:
@@ -195,8 +266,21 @@ class _Scanner:
 
     def full(self, gpu: GPU, count: int, gpn: int) -> Estimate:
         if self.fast and hasattr(self.mod, "estimate_from"):
-            return self.mod.estimate_from(self.ctx, gpu, count, gpn)
+            if self.fulls is None:
+                return self.mod.estimate_from(self.ctx, gpu, count, gpn)
+            key = (gpu.id, count, gpn, self.req.data)
+            got = self.fulls.get(key)
+            if got is None:
+                got = self.fulls[key] = self.plan_ests[key[:3]] = self.mod.estimate_from(self.ctx, gpu, count, gpn)
+            return got
         return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)
+
+    def plan_estimate(self, gpu: GPU, count: int, gpn: int) -> Estimate:
+        """A full estimate of this shape's plan, maybe made for another data size of the same plan
+        key: for what does not depend on the data size (the plan, memory, per-GPU throughput; what
+        ``system.workload_from`` reads besides the requirements), never for run times."""
+        got = self.plan_ests.get((gpu.id, count, gpn))
+        return got if got is not None else self.full(gpu, count, gpn)
 
 
 # ---- candidates ----------------------------------------------------------------------------------
@@ -219,7 +303,8 @@ class Cand:
     nodes: int
     q: Quick
     rent_run: float | None = None  # on-demand, cheapest offer
-    rent_label: str = ""
+    rent_inst: CloudInstance | None = None  # ... that offer (``rent_label`` names it)
+    rent_n: int = 0  # ... and how many instances of it
     rent_gpu_hour: float = 0.0
     spot_run: float | None = None
     reserved_year: float | None = None
@@ -243,6 +328,24 @@ class Cand:
         new.__dict__.update(changes)
         return new
 
+    @staticmethod
+    def of(gpu: GPU, gpn: int, nodes: int, q: Quick) -> Cand:
+        """``Cand(gpu, gpn, nodes, q)`` without the frozen ``__init__`` (one per shape the search tries)."""
+        new = object.__new__(Cand)
+        new.__dict__.update(_CAND_DEFAULTS)
+        new.__dict__.update(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
+        return new
+
+    @property
+    def rent_label(self) -> str:
+        """The priced offer, as the answer names it ("" when not rented)."""
+        inst = self.rent_inst
+        if inst is None:
+            return ""
+        times = f" x{self.rent_n}" if self.rent_n > 1 else ""
+        return _("{n}x {gpu} on {provider} ({instance})").format(
+            n=self.count, gpu=self.gpu.name, provider=inst.provider, instance=inst.instance_type + times)
+
     @property
     def count(self) -> int:
         return self.gpn * self.nodes
@@ -251,6 +354,8 @@ class Cand:
     def energy_kwh(self) -> float:
         return self.q.wall_hours * self.count * self.gpu.tdp_w / 1000.0
 
+
+_CAND_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Cand) if f.default is not dataclasses.MISSING}
 
 Drops = tuple[tuple[str, int], ...]  # (reason, count), in the order first seen
 
@@ -352,11 +457,21 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
         raise GpuwizError("hardware.gpu: " + _("unknown GPU id {gid!r}").format(gid=gid)
                           + did_you_mean(gid, [g.id for g in catalog.gpus]),
                           fields=("hardware.gpu",), reason=_("not a GPU in the catalog"))
+    # The same question again (a redraw, an edit undone): the answer it had (core.memo; an answer is
+    # a frozen value, a pure function of the requirements, the objective and the catalog).
+    answers = memo.table(catalog, "recommend.answers", maxsize=ANSWERS_MAX)
+    key = (obj, req.model_dump_json()) if answers is not None else None
+    if answers is not None:
+        hit = answers.get(key)
+        if hit is not memo.MISS:
+            return hit  # type: ignore[no-any-return]
     rec = _Recommender(req, catalog, obj).run()
     if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
         from gpuwiz.core.owned import with_owned
 
         rec = with_owned(req, catalog, rec)
+    if answers is not None:
+        answers.put(key, rec)
     return rec
 
 
@@ -380,6 +495,16 @@ class _Recommender:
         # (id(inst), id(w)) -> (overhead hours, egress $, $/h, reserved $/h, spot $/h)
         self.overhead_cache: dict[tuple[int, int], tuple[float, float, float, float | None, float | None]] = {}
         self.storage_cache: dict[int, tuple[sysmod.Workload, float]] = {}  # id(w) -> (w, storage_per_hour)
+        self.pinned = bool(req.hardware and req.hardware.gpu)
+        self.onprem_key = costmod.onprem_key(req)
+        self.rough_parts = memo.table(cat, "rough_onprem_parts")
+        # every requirement field price_rough's run-time-free facts read (_rough_facts)
+        self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)
+        self.facts = memo.table(cat, "rough_price_facts")
+        # the catalog's pricing factors, read once per answer
+        self.r1 = cat.fac("reserved_1y_discount")
+        self.spot_over = cat.fac("spot_overhead_frac")
+        self.share = min(max(cat.fac("server_overhead_frac"), 0.0), 0.9)
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
 
@@ -489,26 +614,40 @@ class _Recommender:
                 prev = q
         return Enumerated(cands=tuple(out), dropped=t.frozen(), considered=t.considered, fastest_miss=t.fastest_miss)
 
+    def enumerated(self, scan: _Scanner) -> Enumerated:
+        """``enumerate``, kept per plan key on every other field it reads (the data and schedule
+        sections, the site, the mode, the export / CUDA policy, the objective): an edit of the money
+        fields (budget, horizon, electricity, ...) re-prices the same candidates."""
+        memo_ = scan.enumerated
+        if memo_ is None:
+            return self.enumerate(scan)
+        d = self.d
+        key = (self.obj, self.req.data, self.req.schedule, d.site, d.mode, d.country, d.require_cuda, prune)
+        got = memo_.get(key)
+        if got is None:
+            got = memo_[key] = self.enumerate(scan)
+        return got
+
     def _try(self, scan: _Scanner, t: _Tally, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
              count_drops: bool = True) -> Cand | None:
+        if prune and not pinned and self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
+            # no desk chassis takes these GPUs: the drop below whatever the estimate, so none is made
+            if count_drops:
+                t.drop(DROP_SITE)
+            return None
         try:
             q = scan.quick(gpu, gpn * nodes, gpn)
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
             t.drop(DROP_ERROR)
             return None
-        c = Cand(gpu=gpu, gpn=gpn, nodes=nodes, q=q)
         if pinned:
-            return c
+            return Cand.of(gpu, gpn, nodes, q)
         if self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
             if count_drops:
                 t.drop(DROP_SITE)
             return None
-        if q.fits and q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
-            q = Quick(fits=False, wall_hours=q.wall_hours, gpu_hours=q.gpu_hours, per_gpu_gib=q.per_gpu_gib,
-                      problems=("CPU offload needs more host RAM than the platform takes",),
-                      host_ram_gib=q.host_ram_gib)
-            c = c.but(q=q)
-        if not q.fits:
+        if not q.fits or q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
+            # does not fit (or its CPU offload needs more host RAM than the platform takes)
             if count_drops:
                 t.drop(DROP_FIT)
             return None
@@ -516,8 +655,8 @@ class _Recommender:
             t.fastest_miss = min(t.fastest_miss, q.wall_hours)
             if count_drops:
                 t.drop(DROP_DEADLINE)
-            return c if not count_drops else None
-        return c
+                return None
+        return Cand.of(gpu, gpn, nodes, q)
 
     def max_host_ram_gb(self, gpu: GPU, gpn: int) -> float:
         """Most host RAM any chassis + CPU for these GPUs can hold (offload must fit in it)."""
@@ -544,9 +683,11 @@ class _Recommender:
         if st is None or st[0] is not w:
             st = self.storage_cache[id(w)] = (w, self.storage_per_hour(w))
         st_h = st[1]
-        rent: dict[str, Any] = {}
-        # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
-        hit = costmod.cheapest_rate(self.cat, c.gpu.id, c.count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
+        q, count = c.q, c.gpn * c.nodes
+        wall = q.wall_hours
+        new: dict[str, Any] = {}
+        rent_total: float | None = None
+        hit, capex = self._rough_facts(c)
         if hit:
             rate, inst, n = hit
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
@@ -556,38 +697,55 @@ class _Recommender:
                 got = self.overhead_cache[okey] = (*self.overhead(inst, w), inst.price_usd_per_hour,
                                                    inst.reserved_1y_usd_per_hour, inst.spot_usd_per_hour)
             over_h, egress, usd_h, res_h, spot_h = got
-            rent_run = rate * (c.q.wall_hours + over_h) + egress + st_h * max(c.q.wall_hours, 1.0)
-            times = f" x{n}" if n > 1 else ""
-            r1 = self.cat.fac("reserved_1y_discount")
-            res_rate = (res_h or usd_h * (1 - r1)) * n
+            rent_run = rate * (wall + over_h) + egress + st_h * max(wall, 1.0)
+            res_rate = (res_h or usd_h * (1 - self.r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
             # ... plus what every run pays besides the instance: egress and the dataset's standing storage
             # (a reserved instance runs the setup and staging hours within its year).
-            reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(c.q.wall_hours * self.rpy / HOURS_PER_YEAR))
-                             + (st_h * max(c.q.wall_hours, 1.0) + egress) * self.rpy)
-            rent = dict(
-                rent_run=rent_run, overhead=rate * over_h + egress,
-                rent_label=_("{n}x {gpu} on {provider} ({instance})").format(
-                    n=c.count, gpu=c.gpu.name, provider=inst.provider, instance=inst.instance_type + times),
+            reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(wall * self.rpy / HOURS_PER_YEAR))
+                             + (st_h * max(wall, 1.0) + egress) * self.rpy)
+            rent_total = min(rent_run * self.rpy, reserved_year) * self.y
+            new = dict(
+                rent_run=rent_run, overhead=rate * over_h + egress, rent_inst=inst, rent_n=n,
                 rent_gpu_hour=usd_h / inst.gpu_count, tier=inst.tier,
-                idle=inst.gpu_count * n - c.count,  # GPUs paid for but unused (smallest offer >= count)
-                spot_run=(spot_h * n * c.q.wall_hours * (1 + self.cat.fac("spot_overhead_frac"))
-                          if spot_h else None),
-                reserved_year=reserved_year, rent_total=min(rent_run * self.rpy, reserved_year) * self.y)
-        c = c.but(**rent)
-        used = self.d.used_hardware or c.gpu.price_new_usd is None  # no longer sold new: used only
-        unit = c.gpu.price_used_usd if (used and c.gpu.price_used_usd) else c.gpu.price_new_usd
-        pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        sold_here = self.sold_cache.get(c.gpu.id)
-        if sold_here is None:  # no export rule, and sold there
-            sold_here = self.sold_cache[c.gpu.id] = market.can_buy(self.cat, self.d.country, c.gpu)
-        # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
-        if unit and (pinned or (sold_here and self._buyable(c))):  # a pinned build is priced as asked
-            # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
-            share = min(max(self.cat.fac("server_overhead_frac"), 0.0), 0.9)
-            c = c.but(capex=unit * c.count / (1 - share))
-            c = c.but(buy_total=self._buy_total_rough(c))
-        return self._score(c)
+                idle=inst.gpu_count * n - count,  # GPUs paid for but unused (smallest offer >= count)
+                spot_run=(spot_h * n * wall * (1 + self.spot_over) if spot_h else None),
+                reserved_year=reserved_year, rent_total=rent_total)
+        buy_total: float | None = None
+        if capex is not None:
+            new["capex"] = capex
+            buy_total = new["buy_total"] = self._rough_parts(c, capex).total(
+                self.y, costmod.busy_hours(self.req, q.gpu_hours, count))
+        score, how, drop = self._scored(wall, rent_total, buy_total, capex)
+        new["score"], new["drop"] = score, drop
+        if how is not None:
+            new["mode"] = how
+        return c.but(**new)
+
+    def _rough_facts(self, c: Cand) -> tuple[tuple[float, CloudInstance, int] | None, float | None]:
+        """What price_rough reads besides the run time and the owning rates: the cheapest offer
+        (rate, offer, instances) and the rough capex (None: not bought). Kept per catalog on the
+        shape, the host RAM and every requirement field read (``facts_key``)."""
+        key = (c.gpu.id, c.gpn, c.nodes, c.q.host_ram_gib, self.facts_key)
+        got = self.facts.get(key) if self.facts is not None else memo.MISS
+        if got is memo.MISS:
+            gpu, count = c.gpu, c.gpn * c.nodes
+            # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
+            hit = costmod.cheapest_rate(self.cat, gpu.id, count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
+            used = self.d.used_hardware or gpu.price_new_usd is None  # no longer sold new: used only
+            unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
+            sold_here = self.sold_cache.get(gpu.id)
+            if sold_here is None:  # no export rule, and sold there
+                sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
+            capex: float | None = None
+            # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
+            if unit and (self.pinned or (sold_here and self._buyable(c))):
+                # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
+                capex = unit * count / (1 - self.share)
+            got = (hit, capex)
+            if self.facts is not None:
+                self.facts.put(key, got)
+        return got  # type: ignore[no-any-return]
 
     def risky_rent(self, c: Cand) -> bool:
         """A rented multi-GPU build of cards without peer-to-peer or NVLink (GeForce 40/50 series):
@@ -608,7 +766,7 @@ class _Recommender:
         for c in cands:
             if self.risky_rent(c):
                 c = self._score(c.but(rent_run=None, rent_total=None, reserved_year=None, spot_run=None,
-                                        rent_label=""))
+                                        rent_inst=None))
                 if math.isinf(c.score):  # renting was its way; buying is not (budget, price, capacity)
                     c = c.but(drop=DROP_NO_P2P)
             out.append(c)
@@ -621,47 +779,65 @@ class _Recommender:
             self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, c.gpu, c.gpn, self.d.site))
         return self.buyable_cache[key]
 
-    def _buy_total_rough(self, c: Cand) -> float:
+    def _buy_total_rough(self, c: Cand, capex: float) -> float:
         """The horizon cost of owning before the system is sized: cost.onprem_parts on a footprint
         (power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform)."""
-        assert c.capex is not None
-        hgx = c.gpu.form_factor in ("sxm", "oam")
-        gpu_w = c.gpn * c.gpu.tdp_w
-        max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
-        sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
-        fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
-                               rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
-        parts = costmod.onprem_parts(self.req, self.cat, fp, capex=c.capex)
-        return parts.total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.count))
+        return self._rough_parts(c, capex).total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
+
+    def _rough_parts(self, c: Cand, capex: float) -> costmod.OnPremParts:
+        """``_buy_total_rough``'s owning parts of the candidate's footprint."""
+        # The parts of one footprint and capex, kept per catalog on what onprem_parts reads (the
+        # footprint follows from the GPU and the shape), so a candidate seen before builds no footprint.
+        key = (c.gpu.id, c.gpn, c.nodes, capex, self.onprem_key)
+        parts = self.rough_parts.get(key) if self.rough_parts is not None else memo.MISS
+        if parts is memo.MISS:
+            hgx = c.gpu.form_factor in ("sxm", "oam")
+            gpu_w = c.gpn * c.gpu.tdp_w
+            max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
+            sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
+            fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
+                                   rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
+            parts = costmod.onprem_parts(self.req, self.cat, fp, capex=capex)
+            if self.rough_parts is not None:
+                self.rough_parts.put(key, parts)
+        return parts  # type: ignore[no-any-return]
 
     def _score(self, c: Cand) -> Cand:
         """The candidate with its score (the cheaper allowed way over the horizon) and mode, or no
         score and the reason (budget, capacity, price)."""
+        score, how, drop = self._scored(c.q.wall_hours, c.rent_total, c.buy_total, c.capex)
+        if how is None:
+            return c.but(score=score, drop=drop)
+        return c.but(score=score, mode=how, drop=drop)
+
+    def _scored(self, wall: float, rent_total: float | None, buy_total: float | None,
+                capex: float | None) -> tuple[float, str | None, str | None]:
+        """(score, mode, drop) of ``_score``: mode None when there is no score (the drop says why)."""
         budget = self.d.budget_usd
         mode = self.d.mode
         opts: list[tuple[float, str]] = []
         # An owned build must fit the month's runs into the month; renting can run them in parallel.
-        keeps_up = c.q.wall_hours * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
-        if (mode in ("rent", "either") and c.rent_total is not None
-                and (budget is None or c.rent_total / self.y <= budget)):
-            opts.append((c.rent_total, "rent"))
-        if (mode in ("buy", "either") and c.buy_total is not None and keeps_up
-                and (budget is None or (c.capex or 0) <= budget)):
+        keeps_up = wall * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
+        if (mode in ("rent", "either") and rent_total is not None
+                and (budget is None or rent_total / self.y <= budget)):
+            opts.append((rent_total, "rent"))
+        if (mode in ("buy", "either") and buy_total is not None and keeps_up
+                and (budget is None or (capex or 0) <= budget)):
             # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
             # verdict's own rule), so the ranking and the verdict agree.
-            opts.append((c.buy_total / costmod.BUY_MARGIN if mode == "either" else c.buy_total, "buy"))
+            opts.append((buy_total / costmod.BUY_MARGIN if mode == "either" else buy_total, "buy"))
         if not opts:
-            can_rent = mode in ("rent", "either") and c.rent_total is not None
-            can_buy = mode in ("buy", "either") and c.buy_total is not None
+            can_rent = mode in ("rent", "either") and rent_total is not None
+            can_buy = mode in ("buy", "either") and buy_total is not None
             if can_rent or (can_buy and keeps_up):
                 why = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
             elif can_buy:
                 why = DROP_CAPACITY
             else:
                 why = DROP_PRICE
-            return c.but(score=math.inf, drop=why)
+            return math.inf, None, why
         score, how = min(opts)
-        return c.but(score=score, mode=how, drop=None)
+        return score, how, None
 
     def exact(self, c: Cand, w: sysmod.Workload) -> Cand:
         """Replace the rough buy cost with the sized system's TCO (its real bill of materials). Over
@@ -777,7 +953,7 @@ class _Recommender:
                                       if scan.ctx.model.is_token_model else
                                       _("needed: this model counts samples "
                                         "(give samples, or dataset and sample size)")))
-        found = self.enumerate(scan)
+        found = self.enumerated(scan)
         w0 = self.workload0(scan)
         priced = self.price(found, w0)
         if not priced.ok:
@@ -872,6 +1048,10 @@ class _Recommender:
         est = scan.full(c.gpu, c.count, c.gpn)
         return est, sysmod.workload_from(self.req, self.cat, est)
 
+    def _plan_workload(self, scan: _Scanner, c: Cand) -> sysmod.Workload:
+        """``_workload``'s sizing inputs alone (they read the plan, not the run time: _Scanner.plan_estimate)."""
+        return sysmod.workload_from(self.req, self.cat, scan.plan_estimate(c.gpu, c.count, c.gpn))
+
     def overhead(self, inst: CloudInstance | None, w: sysmod.Workload) -> tuple[float, float]:
         """(hours, $) a rented run pays besides training -- the $ are egress plus ``standing_usd`` (the
         dataset kept in object storage between runs) -- and the hours provisioning + image pull
@@ -945,7 +1125,7 @@ class _Recommender:
                 label=win.rent_label, usd_per_gpu_hour=win.rent_gpu_hour, reserved_usd_per_year=win.reserved_year,
                 spot_usd_per_run=win.spot_run)
             if buy is not None:
-                _unused, bw = self._workload(scan, buy)
+                bw = self._plan_workload(scan, buy)
                 buy_build = self._sized(buy, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
                                            **self._decided(win, buy))
@@ -962,7 +1142,7 @@ class _Recommender:
         else:
             ref = self._best_rent(win, ranked)
             if ref is not None and ref is not win:
-                _unused, offer_w = self._workload(scan, ref)
+                offer_w = self._plan_workload(scan, ref)
                 extra = costmod.cloud_options(self.req, self.cat, ref.gpu.id, ref.count, ref.gpn, ref.q.wall_hours,
                                               storage_tb=build.storage_needed_tb, host_ram_gib=ref.q.host_ram_gib)
                 cloud = cloud + extra[:1]

@@ -387,4 +387,4 @@ def shift_deadline(req: Requirements, step: int) -> tuple[Requirements, str]:
         new = next((c for c in DEADLINE_LADDER if c > cur), cur)
     else:
         new = next((c for c in reversed(DEADLINE_LADDER) if c < cur), cur)
-    return _update(req, "schedule", deadline_days=new), f"deadline → {new:g} days"
+    return _update(req, "schedule", deadline_days=new), f"deadline → {new:g} {'day' if new == 1 else 'days'}"

@@ -512,7 +512,8 @@ class GpuwizApp(App[None]):
         new, error = apply_edit(self.requirements, spec, raw, known)
         if error is not None or new is None:
             return error or _("invalid value")
-        if ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
+        edited = new != self.requirements  # the same value again (a step's reload) keeps the refusal
+        if edited and ".".join(spec.path) in self.engine_fields:  # the field the engine refused is edited: its mark
             self.engine_fields = ()  # goes now (Next works at once); the engine's answer puts it back if needed
         self.requirements = new
         return None
@@ -528,7 +529,7 @@ class GpuwizApp(App[None]):
             for spec in STEPS:
                 for f in spec.fields:
                     if f.path == path:
-                        return spec.id, f, self.engine_reason or "the engine cannot use this value"
+                        return spec.id, f, self.engine_reason or _("the engine cannot use this value")
         return None
 
     def engine_yaml_key(self) -> tuple[str, str] | None:
@@ -554,7 +555,7 @@ class GpuwizApp(App[None]):
         if target is None:
             return self.engine_error
         step, f, why = target
-        return f"{f.label} ({STEP_TITLES[step]} step): {why}"
+        return _("{field} ({step} step): {why}").format(field=_(f.label), step=_(STEP_TITLES[step]), why=why)
 
     def replace_requirements(self, req: Requirements, change: str = "") -> None:
         """Replace the whole requirements (open, restore, what-if): input screens reload."""

@@ -22,6 +22,15 @@ INTRO = N_(
 )
 
 
+KEY_WORDS = {"escape": "esc", "question_mark": "?", "left_square_bracket": "[", "right_square_bracket": "]",
+             "plus": "+", "minus": "-"}
+
+
+def shown_keys(key: str) -> str:
+    """A binding's keys as the help lists them: ``escape,q`` is ``esc / q``."""
+    return " / ".join(KEY_WORDS.get(k.strip(), k.strip()) for k in key.split(",") if k.strip()) or key
+
+
 class HelpScreen(Dialog[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,f1,q,question_mark", "close", "Close", id="help-close"),
@@ -37,7 +46,7 @@ class HelpScreen(Dialog[None]):
         table.add_column(_("Action"))
         table.add_column(_("Where"), style="dim", no_wrap=True)
         for key, desc, where in self._rows:
-            table.add_row(plain(key), plain(_(desc)), plain(_(where)))
+            table.add_row(plain(shown_keys(key)), plain(_(desc)), plain(_(where)))
         with Vertical(classes="dialog help"):
             yield Label(_("Keys"), classes="dialog-title")
             with VerticalScroll():

@@ -76,6 +76,14 @@ class PathDialog(Dialog[str | None]):
             if os.path.isdir(path):
                 err_box.update(plain(shorten(_("{path} is a folder; give a file name").format(path=path))))
                 return
+            from gpuwiz.core.errors import GpuwizError
+            from gpuwiz.core.yamlio import check_output_target
+
+            try:  # a link, FIFO or device is refused at once: "Replace it?" would only be refused after
+                check_output_target(path)
+            except GpuwizError as exc:
+                err_box.update(plain(shorten(str(exc))))
+                return
             from gpuwiz.tui.dialogs.confirm import ChoiceDialog
 
             def answered(choice: str | None) -> None:

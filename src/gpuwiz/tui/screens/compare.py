@@ -31,6 +31,10 @@ class Side:
 SIDE_WORDS = (N_("baseline"), N_("now"), N_("left"), N_("right"))  # side labels, translated where shown
 
 
+def _word(text: str) -> str:
+    return _(text) if text else text  # _("") would be the catalog's header
+
+
 def compare_table(left: Side, right: Side) -> Table:
     a = whatif.key_numbers(left.rec, left.req)
     b = whatif.key_numbers(right.rec, right.req)
@@ -39,8 +43,8 @@ def compare_table(left: Side, right: Side) -> Table:
     t.add_column(_(left.label), ratio=1)
     t.add_column(_(right.label), ratio=1)
     t.add_column("Δ", ratio=1)
-    for d in whatif.diff(a, b):
-        add_row(t, _(d.label), d.before, Text(d.after, style="bold" if d.change else ""),
+    for d in whatif.diff(a, b):  # before/after: a word (rent, none) in the interface language; numbers pass
+        add_row(t, _(d.label), _word(d.before), Text(_word(d.after), style="bold" if d.change else ""),
                   Text(DIRECTION_MARK[d.direction] + d.change, style=DIRECTION_STYLE[d.direction]))
     return t
 
@@ -64,9 +68,11 @@ class CompareScreen(WizScreen):
     LIVES_WITH_APP = False
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "close", "Close", id="compare-close"),
-        Binding("l", "load('left')", "Left from file", id="compare-left"),
-        Binding("r", "load('right')", "Right from file", id="compare-right"),
-        Binding("s", "swap", "Swap", id="compare-swap"),
+        # l/r/s are named in the heading line (and in f1 help): at 80 columns the footer keeps
+        # Quit, Back, Save, Open and Help instead
+        Binding("l", "load('left')", "Left from file", id="compare-left", show=False),
+        Binding("r", "load('right')", "Right from file", id="compare-right", show=False),
+        Binding("s", "swap", "Swap", id="compare-swap", show=False),
     ]
 
     def __init__(self, left: Side, right: Side) -> None:

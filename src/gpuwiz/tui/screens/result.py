@@ -109,6 +109,7 @@ class ResultScreen(WizScreen):
 
     def on_resize(self) -> None:
         self._refresh()
+        self.call_after_refresh(self._refresh)  # again once laid out: the strip fits its new width
 
     # ---- drawing ---------------------------------------------------------------------------------
     def _refresh(self, *_args: object) -> None:
@@ -121,7 +122,7 @@ class ResultScreen(WizScreen):
         self._draw_whatif()
         self._draw_requirements()
         if rec is None:
-            msg = plain(app.engine_error or _("computing…"))
+            msg = plain(app.engine_error_words() or _("computing…"))  # the field in words, as the live panel
             for sid in ("build", "memory", "options", "cost-summary", "pitfalls"):
                 self.query_one(f"#{sid}", Static).update(msg)
             return
@@ -144,10 +145,14 @@ class ResultScreen(WizScreen):
         base = whatif.key_numbers(app.baseline[1], app.baseline[0]) if app.baseline else now
         deltas = whatif.diff(base, now)
         box.border_title = _("What-if vs pinned baseline")
-        subtitle = (_("last change: {what}").format(what=_(app.last_change)) if app.last_change
+        # at the baseline just opened (a file, an example) the keys are the news, not "opened x"
+        fresh = app.baseline is not None and app.baseline[0] == app.requirements and app.last_change not in (
+            N_("baseline pinned"), N_("back to the baseline"))
+        subtitle = (_("last change: {what}").format(what=_(app.last_change)) if app.last_change and not fresh
                     else _("g + - m p d r change it · b pins"))
         if app.engine_error:
-            subtitle = "⚠ " + app.engine_error + _(" (showing the last valid answer)")
+            subtitle = "⚠ " + (app.engine_error_words() or app.engine_error) + (
+                _(" (showing the last valid answer)") if app.recommendation is not None else "")
         box.border_subtitle = escaped(subtitle)
         spans = {"time": whatif.fmt_span(now.wall_hours_range, whatif.fmt_hours),  # P10-P90, as the live panel
                  "cost": whatif.fmt_span(now.cost_per_run_usd_range, whatif.money_fmt(now.currency))}

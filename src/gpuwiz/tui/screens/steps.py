@@ -30,6 +30,9 @@ class FormScroll(VerticalScroll, can_focus=False):
     last one, never to an invisible container); the focused field scrolls into view."""
 
 
+PRESET_FILLS = ("params_b", "layers", "hidden", "seq_len")  # model fields a catalog preset fills in
+
+
 class FieldInput(Input):
     """Textual's Input, minus a layout pass of the whole screen on every typed character.
 
@@ -79,6 +82,24 @@ class StepScreen(WizScreen):
             opts.append((plain(current), current))  # e.g. an id the catalog does not know: shown, flagged by the engine
         return opts
 
+    def _preset_placeholders(self) -> None:
+        """With a preset chosen, its size, layers, hidden size and sequence length are the empty
+        fields' placeholders (``32 (preset)``): choosing it shows what it fills in."""
+        if self.spec.id != "model":
+            return
+        cat = self.wiz.engine.try_catalog()
+        req = self.wiz.requirements
+        pid = req.model.preset if req is not None else None
+        preset = next((p for p in cat.models if p.id == pid), None) if cat is not None and pid else None
+        for f in self.spec.fields:
+            if f.path[0] != "model" or f.path[-1] not in PRESET_FILLS or f.kind == "select":
+                continue
+            v = getattr(preset, f.path[-1], None) if preset is not None else None
+            ph = _("{value} (preset)").format(value=display(f, v)) if v is not None else shown_placeholder(f)
+            inp = self.query_one(f"#{f.id}", Input)
+            if inp.placeholder != ph:
+                inp.placeholder = ph
+
     def compose_body(self) -> ComposeResult:
         req = self.wiz.requirements
         with Horizontal(classes="step-body"):
@@ -107,6 +128,7 @@ class StepScreen(WizScreen):
         self.watch(self.app, "answers", self._on_engine_answer, init=False)
         self.watch(self.app, "revision", self._on_revision, init=False)
         self._sync_engine_marks()
+        self._preset_placeholders()
         self._refresh_panel()
 
     def on_screen_resume(self) -> None:
@@ -136,9 +158,11 @@ class StepScreen(WizScreen):
                 sel.value = value
             else:
                 inp = self.query_one(f"#{f.id}", Input)
+                self._applied[f.id] = value  # shown, not typed: its Changed message is no edit
                 if inp.value != value:
                     inp.value = value
             self._mark(f, None)
+        self._preset_placeholders()
 
     def _refresh_panel(self, *_: object) -> None:
         if not self.is_current:
@@ -257,6 +281,8 @@ class StepScreen(WizScreen):
         if event.value is Select.BLANK:
             return
         self._edit(event.select.id, str(event.value))
+        if event.select.id == "f-model-preset":
+            self._preset_placeholders()
 
     @on(Input.Submitted, ".field-input")
     def _submitted(self, event: Input.Submitted) -> None:

@@ -70,8 +70,10 @@ def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: fl
     label_w = 9
     cols = max(8, width - label_w - 1)
     rows = max(3, height - 3)
-    rent = [p.rent_usd for p in points]
-    buy = [p.buy_usd for p in points]
+    # a series that is zero throughout is an option the answer does not have (no cloud offer, no
+    # build to buy): it is not drawn as a line along $0, and the legend says it is missing
+    rent = [p.rent_usd for p in points] if any(p.rent_usd for p in points) else []
+    buy = [p.buy_usd for p in points] if any(p.buy_usd for p in points) else []
     vmax = max(rent + buy + [1.0])
     g_rent = _rasterise(rent, vmax, cols, rows)
     g_buy = _rasterise(buy, vmax, cols, rows)
@@ -112,9 +114,16 @@ def render_plot(points: list[MonthPoint], width: int, height: int, breakeven: fl
         _put(ticks, start, tag, cols - cell_len(end) - 1)
     out.append(" " * (label_w + 1) + "".join(ticks) + "\n", style="dim")
     out.append(" " * (label_w + 1))
-    out.append("⠒⠒ " + _("rent (cloud)") + " ", style="bold cyan")
-    out.append(" ▀▄ " + _("buy (on-prem TCO)") + " ", style="bold yellow")
-    out.append(f" {BOTH} " + _("both"), style="bold magenta")
+    if rent:
+        out.append("⠒⠒ " + _("rent (cloud)") + " ", style="bold cyan")
+    else:
+        out.append(_("rent: no cloud offer") + " ", style="dim")
+    if buy:
+        out.append(" ▀▄ " + _("buy (on-prem TCO)") + " ", style="bold yellow")
+    else:
+        out.append(" " + _("buy: no build to own") + " ", style="dim")
+    if rent and buy:
+        out.append(f" {BOTH} " + _("both"), style="bold magenta")
     return out
 
 

@@ -59,10 +59,11 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
     cells: list[Text] = []
     for d in deltas:
         after = _(d.after)  # a word (none, nothing fits, rent) in the interface language; numbers pass
-        # a long GPU name: cut the name, never the count
-        if room is not None and cell_len(after) > room and " × " in after:
+        # a long GPU name: cut the name, never the count (nor the change mark after it)
+        fit = None if room is None else room - (cell_len("  " + DIRECTION_MARK[d.direction]) if d.change else 0)
+        if fit is not None and cell_len(after) > fit and " × " in after:
             name, count = after.rsplit(" × ", 1)
-            keep = max(1, room - cell_len(count) - 4)
+            keep = max(1, fit - cell_len(count) - 4)
             after = set_cell_size(name, keep).rstrip() + "… × " + count
         value = plain(after, "bold")
         span = (spans or {}).get(d.key, "")
@@ -87,7 +88,7 @@ def deltas_table(deltas: list[Delta], two_columns: bool, width: int | None = Non
 
 
 def _too_wide(room: int | None, after: str, span: str, marked: str, change: str) -> bool:
-    return room is not None and len(after) + len(span) + (3 + len(change) if marked else 0) > room
+    return room is not None and cell_len(after) + cell_len(span) + (4 + cell_len(change) if marked else 0) > room
 
 
 def build_view(rec: Recommendation) -> RenderableType:
