@@ -390,6 +390,41 @@ def test_wall_circuit_blocks_only_a_chosen_office() -> None:
     assert fired(rented, "wall-circuit") == []
 
 
+def test_data_residency_counts_only_the_offers_priced_and_the_jurisdiction() -> None:
+    """A DE team with regulated data renting only in EU regions: the offers sit in FI / NL (inside the
+    GDPR's EU/EEA), so no "transfer path" warning; GCP's a4 in US regions is not one of the offers."""
+    req = make_req(deployment={"data_sensitivity": "regulated", "country": "DE", "mode": "rent",
+                               "regions": ["DE", "FR", "NL", "FI", "BE", "eu-central-1", "europe-west4"]})
+    c = ctx(gpu="b200", gpn=8, verdict="rent", req=req)
+    assert c.cost is not None and c.cost.cloud
+    assert all(o.region and not o.region.startswith("us") for o in c.cost.cloud)
+    (p,) = fired(c, "data-residency")
+    assert p.severity == "medium" and "US" not in p.message and "transfer path" not in p.message
+    # Abroad (confidential data may be rented in the US by a DE team) still needs the transfer path.
+    (q,) = fired(ctx(gpu="b200", gpn=8, verdict="rent", req=make_req(deployment={
+        "data_sensitivity": "confidential", "country": "DE", "mode": "rent"})), "data-residency")
+    assert "transfer path" in q.message and "US" in q.message and "FI" not in q.message
+
+
+def test_wall_circuit_reads_the_country_mains() -> None:
+    """A ~1.8 kW desk build: fine on one 230 V / 16 A circuit in Germany, too much for a 120 V / 15 A US
+    circuit, and more so for a 100 V Japanese one (catalog economics.<country>.office_circuit)."""
+    from gpuwiz.core.system import office_circuit
+    de, us, jp = (office_circuit(CAT, k) for k in ("DE", "US", "JP"))
+    assert (de.volts, de.amps, us.volts, us.amps, jp.volts) == (230, 16, 120, 15, 100)
+    draw = {"power_w": 1800}
+    for country, fires in (("DE", False), ("US", True), ("JP", True)):
+        c = ctx(gpu="rtx-4090", gpn=2, build_update=draw,
+                req=make_req(deployment={"site": "desk", "mode": "buy", "country": country}))
+        got = fired(c, "wall-circuit")
+        assert bool(got) == fires, (country, got)
+        if got:
+            oc = office_circuit(CAT, country)
+            assert f"{oc.amps:g} A/{oc.volts:g} V" in got[0].message and "20 A/240 V" in got[0].message
+    # A country without mains data in the catalog: the facility default (15 A / 120 V).
+    assert office_circuit(CAT, "BR").continuous_w == CAT.fac("office_circuit_w")
+
+
 def test_export_control_names_in_market_alternatives() -> None:
     (p,) = fired(ctx(gpu="h100-sxm", verdict="buy", req=make_req(deployment={"country": "CN", "mode": "buy"})),
                  "export-control")

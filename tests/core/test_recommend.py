@@ -12,6 +12,7 @@ import yaml
 
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
+from gpuwiz.core.cost import BUY_MARGIN
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Recommendation, Requirements
 from gpuwiz.core.recommend import DROP_EXPORT, DROP_SITE, recommend
@@ -388,6 +389,30 @@ def test_fastest_never_depends_on_the_deadline() -> None:
     assert len(picks) == 1
 
 
+@pytest.mark.parametrize("runs", [12, 30])
+def test_perf_per_watt_verdict_prices_the_pick(runs: int) -> None:
+    """Under a non-default objective the verdict is about the headline build: a rented pick gets a rent
+    verdict, an owned pick owns that same build (12 / 30 runs a month had an 8x H100 NVL headline beside a
+    verdict and TCO for 4x H100 NVL / 8x H200 NVL)."""
+    req = Requirements.model_validate({
+        "model": {"preset": "llama-3-8b", "seq_len": 4096}, "training": {"method": "full", "global_batch": 256},
+        "data": {"tokens": "5B"}, "schedule": {"runs_per_month": runs, "deadline_days": 4},
+        "deployment": {"mode": "either", "horizon_years": 4, "site": "colo"}})
+    for objective in ("perf-per-watt", "fastest"):
+        r = recommend(req, CAT, objective)
+        assert r.build is not None and r.cost is not None
+        if r.build.rented:
+            assert r.cost.verdict == "rent", r.cost.verdict_reason
+        else:
+            assert r.cost.verdict in ("buy", "hybrid")
+            assert r.buy_build is not None
+            assert (r.buy_build.gpu, r.buy_build.gpus_per_node, r.buy_build.nodes) == (
+                r.build.gpu, r.build.gpus_per_node, r.build.nodes)
+        if objective == "perf-per-watt" and r.cost.onprem is not None and r.cost.rent_usd_total \
+                and r.build.rented and r.cost.onprem.total_usd < BUY_MARGIN * r.cost.rent_usd_total:
+            assert "perf-per-watt" in r.cost.verdict_reason  # it says why it rents at a clearly higher price
+
+
 def test_budget_binding_constraint_names_the_cheapest_fitting_build() -> None:
     r = recommend(example("enterprise-70b-pretrain.yaml", deployment={"mode": "buy", "budget_usd": 2_000_000}), CAT)
     assert not r.found and r.binding_constraint is not None
@@ -481,6 +506,46 @@ def test_pareto_can_hold_several_shapes_of_one_gpu() -> None:
     r = recommend(req, CAT)
     gpus = [p.gpu for p in r.pareto]
     assert len(gpus) > len(set(gpus)), [(p.gpu, p.count) for p in r.pareto]
+
+
+def test_trim_front_dedupes_and_caps_what_an_expert_would_not_weigh() -> None:
+    from gpuwiz.core.models import ParetoPoint
+    from gpuwiz.core.recommend import PARETO_COST_REACH, trim_front
+
+    def pt(gpu: str, count: int, nodes: int, wall: float, usd: float, rented: bool = True) -> ParetoPoint:
+        return ParetoPoint(gpu=gpu, count=count, nodes=nodes, wall_hours=wall, cost_per_run_usd=usd, rented=rented)
+
+    pick = pt("b200", 384, 48, 1131.0, 3_202_222.0, rented=False)
+    front = [
+        (pt("v100-32gb-sxm2", 13552, 1694, 1008.6, 55_945_131.0, rented=False), False),  # 17x the cost
+        (pt("h100-sxm", 928, 116, 1026.6, 6_807_286.0, rented=False), False),  # 2.1x: an option
+        (pick, True),
+        (pt("v100-32gb-sxm2", 9000, 1125, 1300.0, 3_000_000.0, rented=False), False),  # cheaper, absurd size
+        (pt("b200", 304, 38, 1402.4, 2_554_805.0, rented=False), False),
+    ]
+    got = trim_front(front, pick.cost_per_run_usd, pick.nodes)
+    assert [(p.gpu, p.count) for p in got] == [("h100-sxm", 928), ("b200", 384), ("b200", 304)]
+    assert all(p.cost_per_run_usd <= PARETO_COST_REACH * pick.cost_per_run_usd for p in got)
+    # The same offer in two regions: two points a table shows as one row -> one row (the pick's when it is one).
+    same = [(pt("h100-sxm", 8, 1, 2.055, 43.63), False), (pt("h100-sxm", 8, 1, 2.06, 43.60), True),
+            (pt("a100-40gb-sxm", 8, 1, 6.556, 41.44), False)]
+    got = trim_front(same, 43.60, 1)
+    assert [(p.gpu, p.wall_hours) for p in got] == [("h100-sxm", 2.06), ("a100-40gb-sxm", 6.556)]
+    # A different shape of the same GPU (or a rented vs an owned one) is another row.
+    other = [(pt("h100-sxm", 8, 1, 2.055, 43.63), True), (pt("h100-sxm", 8, 1, 2.058, 43.5, rented=False), False)]
+    assert len(trim_front(other, 43.63, 1)) == 2
+
+
+def test_pareto_front_holds_only_sane_points() -> None:
+    """The 70B full fine-tune put 2,272 T4 on 284 nodes ($891k a run) beside a $293 pick."""
+    r = recommend(Requirements.model_validate({
+        "model": {"preset": "llama-2-70b"}, "training": {"method": "full"}, "data": {"tokens": "200M"},
+        "schedule": {"runs_per_month": 1, "deadline_days": 14}}), CAT)
+    assert r.build is not None and r.cost_per_run_usd is not None
+    from gpuwiz.core.recommend import PARETO_COST_REACH, PARETO_MIN_NODES, PARETO_NODE_REACH
+    for p in r.pareto:
+        assert p.cost_per_run_usd <= PARETO_COST_REACH * r.cost_per_run_usd * 1.0001, p
+        assert p.nodes <= max(PARETO_MIN_NODES, PARETO_NODE_REACH * r.build.nodes), p
 
 
 # ---- the pipeline's stages, one at a time (enumerate -> price -> rank -> explain; suggest) --------
@@ -596,3 +661,59 @@ def test_the_build_to_own_also_ends_with_slack_when_one_can() -> None:
     b = r.buy_build
     e = estimate(req, CAT, gpu=b.gpu, count=b.gpus_per_node * b.nodes, gpus_per_node=b.gpus_per_node)
     assert e.time.wall_hours <= SLACK_FRAC * req.schedule.deadline_days * 24, (b.gpu, b.nodes, e.time.wall_hours)
+
+
+def test_staging_uses_the_front_end_network_not_the_compute_fabric() -> None:
+    """A rented run's dataset arrives over the instance's front-end / storage network (catalog
+    frontend_gbps, with source), not over its 3.2 Tb/s InfiniBand / EFA GPU fabric."""
+    from gpuwiz.core.recommend import STAGING_GBPS, staging_gbps
+
+    def inst(iid: str) -> Any:
+        return next(i for i in CAT.cloud_instances if i.id == iid)
+
+    p5 = inst("aws-p5-48xlarge")
+    assert p5.rdma and p5.network_gbps == 3200 and staging_gbps(p5) == p5.frontend_gbps == 100
+    assert staging_gbps(inst("azure-nd96isr-h100-v5")) == 80  # its Ethernet; the IB is separate
+    assert staging_gbps(inst("sky-gcp-a4-highgpu-8g-us-east1")) == 400  # 2 gVNIC beside 8 GPU-only CX-7
+    assert staging_gbps(inst("aws-g5-48xlarge")) == 100  # one plain Ethernet figure: that is the network
+    assert staging_gbps(inst("aws-g5-xlarge")) == STAGING_GBPS  # none published
+    # Every RDMA offer in the built-in catalog says what its front-end network is, below its fabric.
+    for i in CAT.cloud_instances:
+        if i.rdma and i.network_gbps:
+            assert i.frontend_gbps is not None and i.frontend_gbps <= i.network_gbps, i.id
+
+
+def test_rented_run_stages_its_data_at_front_end_speed() -> None:
+    # 2 TB of data on an 8x H100 rent: ~1 h at 100 Gb/s x 50 %, not ~2.5 min at 3.2 Tb/s.
+    req = Requirements.model_validate({
+        "model": {"preset": "llama-3-8b", "seq_len": 4096}, "training": {"method": "full", "global_batch": 256},
+        "data": {"tokens": "5B", "dataset_gb": 2000}, "schedule": {"runs_per_month": 1, "deadline_days": 3},
+        "deployment": {"mode": "rent"}, "hardware": {"gpu": "h100-sxm", "count": 8}})
+    r = recommend(req, CAT)
+    assert r.cost is not None and r.cost.rent_offer is not None
+    o = r.cost.rent_offer
+    from gpuwiz.core.recommend import staging_gbps
+    i = next(x for x in CAT.cloud_instances
+             if (x.provider, x.instance_type, x.region) == (o.provider, o.instance, o.region))
+    want = CAT.fac("cloud_setup_hours") + 2000 * 8 / (staging_gbps(i) * 0.5) / 3600
+    assert o.overhead_hours == pytest.approx(want, rel=0.01)
+    if i.rdma and i.network_gbps:
+        assert o.overhead_hours > CAT.fac("cloud_setup_hours") + 2000 * 8 / (i.network_gbps * 0.5) / 3600 * 2
+
+
+def test_rented_runs_pay_for_the_dataset_kept_in_object_storage() -> None:
+    """20 TB of images in a bucket cost ~$460 a month whether one run or ten use it: a rented run carries
+    its share (the owned build carries its disks in the BOM), and the rent total is the same money."""
+    req = Requirements.model_validate({
+        "model": {"preset": "vit-b-16"}, "training": {"method": "pretrain", "global_batch": 4096},
+        "data": {"samples": "100M", "epochs": 3, "dataset_gb": 20000, "sample_kb": 200},
+        "schedule": {"runs_per_month": 1, "deadline_days": 5}, "deployment": {"mode": "rent"}})
+    r = recommend(req, CAT)
+    assert r.cost is not None and r.cost.rent_offer is not None and r.cost_per_run_usd is not None
+    o = r.cost.rent_offer
+    month = 20.0 * CAT.fac("cloud_storage_usd_per_tb_month")
+    assert o.storage_usd == pytest.approx(month * 12 / 12, rel=0.01)  # one run a month
+    assert r.cost_per_run_usd >= o.storage_usd + o.egress_usd
+    assert r.cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * 12 * 3, rel=0.01)
+    staging = [p for p in r.pitfalls if p.id == "data-staging"]
+    assert staging and "a month" in staging[0].message

@@ -342,3 +342,27 @@ def test_dimms_run_at_the_cpus_memory_speed() -> None:
     line = next(x for x in b.bom if "DIMM" in x.item)
     dimm = next(d for d in CAT.platforms.memory if d.name == line.item)
     assert dimm.mts >= cpu.memory_mts and f"runs at {min(dimm.mts, cpu.memory_mts)} MT/s" in line.note
+
+
+def test_where_a_build_lives_reads_the_country_mains() -> None:
+    """The same 2x RTX PRO 6000 desk box (~1.7 kW sustained) fits one 230 V / 16 A circuit in Germany;
+    in the US (15 A / 120 V) and Japan (15 A / 100 V) it needs a dedicated circuit."""
+    kinds = {}
+    for country in ("DE", "US", "JP"):
+        b = build(req(deployment={"site": "desk", "mode": "buy", "country": country}), "rtx-pro-6000", 2)
+        oc = sysmod.office_circuit(CAT, country)
+        assert oc.continuous_w == pytest.approx(oc.volts * oc.amps * 0.8)
+        kinds[country] = b.site_kind
+        if b.site_kind == "desk":
+            assert f"{oc.amps:g} A/{oc.volts:g} V" in b.site
+    assert 1440 < build(req(deployment={"site": "desk", "mode": "buy"}), "rtx-pro-6000", 2).power_w < 2944
+    assert kinds == {"DE": "desk", "US": "office", "JP": "office"}
+
+
+def test_a_box_lives_where_the_user_put_it() -> None:
+    """site: colo means a colocation rack even for a 1.7 kW box (it was described as an office closet
+    with a dedicated circuit); a server room likewise. A desk box at the desk stays a desk box."""
+    for site, kind in (("colo", "colo"), ("server-room", "server-room"), ("desk", "desk")):
+        b = build(req(deployment={"site": site, "mode": "buy", "country": "DE"}), "rtx-pro-6000", 2)
+        assert b.site_kind == kind, (site, b.site)
+    assert "colocation" in build(req(deployment={"site": "colo", "mode": "buy"}), "rtx-pro-6000", 2).site

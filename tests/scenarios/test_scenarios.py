@@ -16,7 +16,15 @@ from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import instance_ram_ok
 from gpuwiz.core.models import Recommendation, Requirements
-from gpuwiz.core.recommend import SLACK_FRAC, _deadline_hours, recommend
+from gpuwiz.core.recommend import (
+    PARETO_COST_REACH,
+    PARETO_MIN_NODES,
+    PARETO_NODE_REACH,
+    SLACK_FRAC,
+    _deadline_hours,
+    recommend,
+    staging_gbps,
+)
 from gpuwiz.core.units import HOURS_PER_YEAR
 
 HERE = Path(__file__).resolve().parent
@@ -50,6 +58,13 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
                 runs = req.schedule.runs_per_month * 12 * req.deployment.horizon_years
                 # one price (to the cent per run: the per-run figures are rounded to cents)
                 assert cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * runs, rel=0.01, abs=0.01 * runs)
+            # The dataset is staged over the instance's front-end network, not its RDMA fabric.
+            o = cost.rent_offer
+            inst = next((i for i in CAT.cloud_instances
+                         if (i.provider, i.instance_type, i.region) == (o.provider, o.instance, o.region)), None)
+            data_gb = sysmod.workload_from(req, CAT, est).dataset_gb
+            want_h = CAT.fac("cloud_setup_hours") + data_gb * 8 / (staging_gbps(inst) * 0.5) / 3600
+            assert o.overhead_hours == pytest.approx(want_h, rel=0.01, abs=0.002), (o, data_gb)
             if est.memory.host_ram_gib > 0:  # offload: the chosen instance's published RAM holds it
                 ram = b.instance.ram_gib
                 assert ram is not None and ram >= est.memory.host_ram_gib, (ram, est.memory.host_ram_gib)
@@ -122,6 +137,14 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             assert r.buy_build is not None and r.buy_build.gpu == b.gpu
         for a, c in zip(r.pareto, r.pareto[1:], strict=False):
             assert a.wall_hours <= c.wall_hours and a.cost_per_run_usd > c.cost_per_run_usd  # non-dominated
+        # The front holds only what an expert weighs against the pick (recommend.trim_front), one row per build.
+        if r.cost_per_run_usd:
+            for p in r.pareto:
+                assert p.cost_per_run_usd <= PARETO_COST_REACH * r.cost_per_run_usd * 1.0001, p
+                assert p.nodes <= max(PARETO_MIN_NODES, PARETO_NODE_REACH * b.nodes), p
+        rows = [(p.gpu, p.count, p.nodes, p.rented, round(p.wall_hours, 1), round(p.cost_per_run_usd))
+                for p in r.pareto]
+        assert len(rows) == len(set(rows)), rows
         # Verdict, payback and total agree.
         late = cost.payback_months is not None and cost.payback_months > req.deployment.horizon_years * 12
         if cost.verdict == "buy" and late and cost.rent_usd_total and cost.onprem \
@@ -220,6 +243,20 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
     for pid, text in exp.get("pitfall_text", {}).items():
         msgs = [p.message for p in r.pitfalls if p.id == pid]
         assert msgs and text in msgs[0], (pid, msgs)
+    for pid, text in exp.get("pitfall_text_not", {}).items():
+        assert not any(text in p.message for p in r.pitfalls if p.id == pid), (pid, text)
+    if "site_has" in exp:
+        assert exp["site_has"] in b.site, b.site
+    if "site_kind_in" in exp and not b.rented:
+        assert b.site_kind in exp["site_kind_in"], b.site
+    if "buy_site_kind_in" in exp and r.buy_build is not None:
+        assert r.buy_build.site_kind in exp["buy_site_kind_in"], r.buy_build.site
+    if exp.get("verdict_follows_pick"):  # any objective: the verdict is about the headline build
+        if b.rented:
+            assert cost.verdict == "rent", cost.verdict_reason
+        else:
+            assert r.buy_build is not None and (r.buy_build.gpu, r.buy_build.gpus_per_node, r.buy_build.nodes) == (
+                b.gpu, b.gpus_per_node, b.nodes)
     if "max_wall_hours" in exp:
         assert est.time.wall_hours <= exp["max_wall_hours"]
     if exp.get("board_note"):

@@ -60,6 +60,7 @@ _RANGES: dict[str, dict[str, tuple[float, float]]] = {
         "gpu_count": (1, 100_000), "vcpus": (1, 1e5), "ram_gb": (1e-3, 1e7), "price_usd_per_hour": (1e-4, 1e6),
         "spot_usd_per_hour": (1e-4, 1e6), "reserved_1y_usd_per_hour": (1e-4, 1e6),
         "reserved_3y_usd_per_hour": (1e-4, 1e6), "network_gbps": (0.01, 1e5), "local_nvme_tb": (1e-3, 1e6),
+        "frontend_gbps": (0.01, 1e5),
     },
     "CPU": {"cores": (1, 4096), "pcie_lanes": (1, 1024), "memory_channels": (1, 64), "max_memory_gb": (1, 1e6),
             "tdp_w": (1, 5000), "price_usd": (1, 1e7)},
@@ -311,6 +312,9 @@ class CloudInstance(BaseModel):
     interconnect: Literal["nvlink", "pcie", "xgmi", "hccs", "none"] = "pcie"
     network_gbps: float | None = Field(None, gt=0)  # inter-node
     rdma: bool = False
+    # The front-end / storage network the dataset arrives over (staging), where it differs from the
+    # inter-node figure above (an RDMA compute fabric: 3.2 Tb/s of InfiniBand is not how data arrives).
+    frontend_gbps: float | None = Field(None, gt=0)
     local_nvme_tb: float | None = Field(None, ge=0)
     _usd_rate: float = PrivateAttr(default=1.0)  # USD per unit of ``currency``; set by the catalog
 
@@ -448,6 +452,22 @@ class FxRate(BaseModel):
     note: str = ""
 
 
+class OfficeCircuit(BaseModel):
+    """One ordinary office / desk branch circuit in a country: its mains voltage, its breaker (or
+    socket) rating, and the fraction of that a continuous load may draw (the 80 % rule)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
+    volts: float = Field(ge=90, le=260)
+    amps: float = Field(ge=1, le=100)
+    continuous_frac: float = Field(0.8, gt=0, le=1.0)
+    source: str = Field(min_length=1)
+    observed: str = Field(pattern=DATE_PATTERN)
+
+    @property
+    def continuous_w(self) -> float:
+        return self.volts * self.amps * self.continuous_frac
+
+
 class CountryEconomics(BaseModel):
     """What owning hardware costs in one country, in its currency (``currency``)."""
 
@@ -459,6 +479,7 @@ class CountryEconomics(BaseModel):
     staff_per_year: float = Field(ge=0, le=1e12)  # fully loaded sysadmin / MLOps engineer
     vat_rate: float = Field(ge=0, le=0.5)  # VAT / GST / consumption tax on hardware
     gpu_import_duty: float = Field(0.0, ge=0, le=1.0)  # duty on GPUs / servers (HS 8471/8473)
+    office_circuit: OfficeCircuit | None = None  # None: facility office_circuit_w (15 A / 120 V)
     source: str = Field(min_length=1)
     observed: str = Field(pattern=DATE_PATTERN)
     notes: list[str] = Field(default_factory=list)
@@ -498,7 +519,7 @@ FACILITY_KEYS = (
     "reserved_3y_discount",
     "server_overhead_frac",  # non-GPU share of a GPU server's price, when no chassis priced
     "cloud_storage_usd_per_tb_month",
-    "office_circuit_w",  # continuous load of one office circuit (15 A/120 V at 80%)
+    "office_circuit_w",  # continuous load of one office circuit (15 A/120 V at 80%) where the country has none
     "psu_usd_per_w",  # price of PSU capacity beyond what a chassis ships with
     "egress_usd_per_gb",  # cloud data transfer out
     "cloud_setup_hours",  # provisioning + image pull before a rented run trains

@@ -797,6 +797,9 @@ class RentOffer(Result):
     usd_per_hour: float  # all instances, on demand
     overhead_hours: float = 0.0  # per run, paid at the rate: provisioning, image pull, dataset staging
     egress_usd: float = 0.0  # per run: the trained weights out of the cloud
+    # per run: the run's share of keeping the dataset in object storage between runs (a year's storage
+    # at cloud_storage_usd_per_tb_month over the year's runs); the owned build carries its disks instead
+    storage_usd: float = 0.0
 
 
 class CostAnalysis(Result):

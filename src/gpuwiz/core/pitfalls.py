@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
-from gpuwiz.core.system import DIMM_TOLERANCE, packed_open_air, workload_from
+from gpuwiz.core.system import DIMM_TOLERANCE, dedicated_circuit, office_circuit, packed_open_air, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.i18n import _
 
@@ -351,21 +351,25 @@ def _lanes(c: Context) -> str | None:  # P13
         need=b.pcie_lanes_needed, n=b.gpus_per_node, cpu=b.cpu, have=b.pcie_lanes)
 
 
-@rule("wall-circuit", "block", "NEC 80 % continuous-load rule; Puget Systems 2020 (4x3090 at 1,717 W at the wall)")
+@rule("wall-circuit", "block", "NEC 80 % continuous-load rule; the country's mains (catalog economics); Puget Systems "
+      "2020 (4x3090 at 1,717 W at the wall)")
 def _circuit(c: Context) -> tuple[Severity, str] | None:  # P14
     b = c.build
     if not c.owns_hardware or not b or b.nodes > 1:
         return None
-    circuit = c.cat.facility["office_circuit_w"].value if "office_circuit_w" in c.cat.facility else 1440.0
-    if b.power_w <= circuit:
+    # The circuit of the country the build stands in (its mains voltage and breaker; system.office_circuit).
+    oc = office_circuit(c.cat, c.req.deployment.country)
+    if b.power_w <= oc.continuous_w:
         return None
+    fmt = {"w": b.power_w, "circuit": oc.continuous_w, "a": oc.amps, "v": oc.volts,
+           "dedicated": dedicated_circuit(oc)}
     if c.req.deployment.site in ("desk", "office"):
-        return "block", _("Sustained draw of ~{w:,} W exceeds the {circuit:,.0f} W continuous limit of a 15 A/120 V "
-                          "office circuit. Add a dedicated 20 A/240 V circuit or power-limit the GPUs (~95 % speed at "
-                          "~80 % power).").format(w=b.power_w, circuit=circuit)
+        return "block", _("Sustained draw of ~{w:,} W exceeds the {circuit:,.0f} W continuous limit of a {a:g} A/"
+                          "{v:g} V office circuit. Add a dedicated circuit ({dedicated}) or power-limit the GPUs "
+                          "(~95 % speed at ~80 % power).").format(**fmt)
     if c.on_site("office", "desk") or b.site_kind == "office":
-        return "medium", _("~{w:,} W sustained is more than one 15 A/120 V circuit carries ({circuit:,.0f} W): it "
-                           "needs a dedicated 20 A/240 V circuit.").format(w=b.power_w, circuit=circuit)
+        return "medium", _("~{w:,} W sustained is more than one {a:g} A/{v:g} V circuit carries ({circuit:,.0f} W): it "
+                           "needs a dedicated circuit ({dedicated}).").format(**fmt)
     return None
 
 
@@ -582,11 +586,22 @@ def _residency(c: Context) -> tuple[Severity, str] | None:  # P28
         return None
     country = c.req.deployment.country.upper()
     if c.cost and c.cost.cloud:
+        # The countries of the offers priced (one instance type is listed per region: match the region too,
+        # or an EU-only answer counted the same instance type's US regions).
+        keys = {(o.provider, o.instance, o.region) for o in c.cost.cloud}
         countries = {i.country.upper() for i in c.cat.cloud_instances
-                     if any(o.instance == i.instance_type and o.provider == i.provider for o in c.cost.cloud)}
+                     if (i.provider, i.instance_type, i.region) in keys}
     else:
         countries = set()
-    abroad = sorted(x for x in countries if x != country)
+    # Abroad = another data-protection area (a DE user renting in FI or NL stays inside the GDPR's EU/EEA).
+    home = market.jurisdiction(country)
+    abroad = sorted(x for x in countries if market.jurisdiction(x) != home)
+    if countries and not abroad:
+        return "medium", _("{kind} data in the cloud (offers priced: {n}, all in {area}): sign the provider's "
+                           "data-processing agreement, pin the job and its storage to those regions, and encrypt the "
+                           "data at rest.").format(kind=_("Regulated") if sens == "regulated" else _("Confidential"),
+                                                   n=len(c.cost.cloud) if c.cost else 0,
+                                                   area=market.jurisdiction_name(country))
     sev: Severity = ("block" if (sens == "regulated" and country == "CN" and abroad)
                      else ("high" if sens == "regulated" else "medium"))
     where = _(" (offers found in {countries})").format(countries=", ".join(abroad)) if abroad else ""
@@ -769,11 +784,15 @@ def _staging(c: Context) -> str | None:
     data_gb = workload_from(c.req, c.cat, c.est).dataset_gb
     if o.overhead_hours < 1.0 and data_gb < 1000:
         return None
-    return _("Each rented run first stages ~{gb:,.0f} GB and pulls the image (~{h:,.1f} h paid at {rate}/h on "
-             "{provider} {instance}); keep the dataset in object storage in the same region, and budget egress "
-             "({egress} per run for the weights; more if you pull checkpoints out).").format(
+    msg = _("Each rented run first stages ~{gb:,.0f} GB and pulls the image (~{h:,.1f} h paid at {rate}/h on "
+            "{provider} {instance}); keep the dataset in object storage in the same region, and budget egress "
+            "({egress} per run for the weights; more if you pull checkpoints out).").format(
         gb=data_gb, h=o.overhead_hours, rate=c.cash(o.usd_per_hour, 2), provider=o.provider, instance=o.instance,
         egress=c.cash(o.egress_usd))
+    if data_gb >= 1000:  # the standing bill of the bucket (counted in the price per run: RentOffer.storage_usd)
+        msg += " " + _("Keeping it there costs ~{month} a month ({run} a run, in the price above).").format(
+            month=c.cash(data_gb / 1000.0 * c.cat.fac("cloud_storage_usd_per_tb_month")), run=c.cash(o.storage_usd))
+    return msg
 
 
 @rule("hgx-lead-time", "info",

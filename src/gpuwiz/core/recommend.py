@@ -78,11 +78,19 @@ MIN_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a pretraining run gets at least 
 SLACK_FRAC = 0.85
 LEAN_REACH = 1.5  # the lean / used tiers are tried for boxes up to this factor over the budget
 ROUGH_REACH = 1.6  # over-budget single boxes whose rough capex is within this factor get a real BOM
-STAGING_GBPS = 10.0  # an instance without a published network figure stages data at ~10 Gb/s (judgement)
+# An instance without a published front-end network figure stages data at ~10 Gb/s (judgement).
+STAGING_GBPS = 10.0
 EXACT_TOP = 14  # candidates that get a full system build for exact ranking
 SHAPES_PER_TYPE = 3  # ... and the best shapes (gpn x nodes) of each GPU type by the rough ranking
 SHAPE_REACH = 1.5  # ... the 2nd and 3rd only when their rough horizon cost is within this of the best
 N_ALTERNATIVES = 4
+# The Pareto front shown beside the pick (trim_front; judgement): points up to this multiple of the
+# pick's cost per run, up to max(PARETO_MIN_NODES, PARETO_NODE_REACH x the pick's nodes), and one row
+# per build whose time and cost agree within PARETO_SAME.
+PARETO_COST_REACH = 3.0
+PARETO_NODE_REACH = 4
+PARETO_MIN_NODES = 8
+PARETO_SAME = 0.01
 
 # Drop reasons are the keys of Recommendation.dropped (English in the JSON); the views translate them.
 DROP_FIT = N_("does not fit in GPU memory")
@@ -692,8 +700,10 @@ class _Recommender:
             rent_run = rate * (wall + over_h) + egress + st_h * max(wall, 1.0)
             res_rate = (res_h or usd_h * (1 - self.r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
+            # ... plus what every run pays besides the instance: egress and the dataset's standing storage
+            # (a reserved instance runs the setup and staging hours within its year).
             reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(wall * self.rpy / HOURS_PER_YEAR))
-                             + st_h * max(wall, 1.0) * self.rpy)
+                             + (st_h * max(wall, 1.0) + egress) * self.rpy)
             rent_total = min(rent_run * self.rpy, reserved_year) * self.y
             new = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress, rent_inst=inst, rent_n=n,
@@ -1043,13 +1053,23 @@ class _Recommender:
         return sysmod.workload_from(self.req, self.cat, scan.plan_estimate(c.gpu, c.count, c.gpn))
 
     def overhead(self, inst: CloudInstance | None, w: sysmod.Workload) -> tuple[float, float]:
-        """(hours, egress $) a rented run pays besides training: provisioning + image pull
-        (cloud_setup_hours), staging the dataset over the instance's network at ~50 % of line rate
-        (STAGING_GBPS when the offer publishes none), and the trained weights out of the cloud."""
-        gbps = inst.network_gbps if inst and inst.network_gbps else STAGING_GBPS
+        """(hours, $) a rented run pays besides training -- the $ are egress plus ``standing_usd`` (the
+        dataset kept in object storage between runs) -- and the hours provisioning + image pull
+        (cloud_setup_hours), staging the dataset over the instance's front-end / storage network at ~50 %
+        of line rate, and the trained weights out of the cloud. The front-end figure is the offer's
+        ``frontend_gbps``, or its one network figure when that is not an RDMA compute fabric (an
+        InfiniBand / EFA / RoCE figure is GPU-to-GPU only), else STAGING_GBPS."""
+        gbps = staging_gbps(inst)
         staging_h = w.dataset_gb * 8 / (gbps * 0.5) / 3600
         out_gb = (w.params_trainable if w.method in ("lora", "qlora") else w.params_total) * 2 / 1e9
-        return self.cat.fac("cloud_setup_hours") + staging_h, out_gb * self.cat.fac("egress_usd_per_gb")
+        return (self.cat.fac("cloud_setup_hours") + staging_h,
+                out_gb * self.cat.fac("egress_usd_per_gb") + self.standing_usd(w))
+
+    def standing_usd(self, w: sysmod.Workload) -> float:
+        """A rented run's share of keeping its dataset in object storage all year (S3 Standard rate,
+        facility cloud_storage_usd_per_tb_month): 20 TB of images cost ~$460 a month whether one run
+        or ten use it; an owned build carries its own disks (its BOM) instead."""
+        return w.dataset_gb / 1000.0 * self.cat.fac("cloud_storage_usd_per_tb_month") * 12.0 / max(self.rpy, 1e-9)
 
     def _overhead_usd(self, o: CloudOption, w: sysmod.Workload) -> float:
         """Per-run overhead of a cloud option in dollars (``overhead`` hours at its rate + egress)."""
@@ -1061,12 +1081,14 @@ class _Recommender:
         if o is None:
             return None
         inst = self._instance(o)
-        hours, egress = self.overhead(inst, w)
+        hours, usd = self.overhead(inst, w)
+        standing = self.standing_usd(w)
         return RentOffer(provider=o.provider, instance=o.instance, region=o.region,
                          country=(inst.country.upper() if inst else ""), tier=(inst.tier if inst else None),
                          instances=o.instances,
                          gpus_per_instance=o.gpus_per_instance, usd_per_hour=o.usd_per_hour,
-                         overhead_hours=round(hours, 3), egress_usd=round(egress, 2))
+                         overhead_hours=round(hours, 3), egress_usd=round(usd - standing, 2),
+                         storage_usd=round(standing, 2))
 
     def _instance(self, o: CloudOption) -> CloudInstance | None:
         """The catalog row of a cloud option: one instance type is listed per region, each with its
@@ -1164,7 +1186,7 @@ class _Recommender:
             per_run = (o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None
                        else o.cost_per_run_usd)
             if offer is not None:
-                per_run += offer.overhead_hours * offer.usd_per_hour + offer.egress_usd
+                per_run += offer.overhead_hours * offer.usd_per_hour + offer.egress_usd + offer.storage_usd
         elif analysis.onprem is not None and not renting:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
@@ -1215,12 +1237,13 @@ class _Recommender:
             if math.isfinite(run):
                 pts.append((round(c.q.wall_hours, 3), round(run, 2), c, rented))
         pts.sort(key=lambda p: (p[0], p[1]))
-        front: list[ParetoPoint] = []
+        front: list[tuple[ParetoPoint, bool]] = []  # (point, is the pick)
         for wall, run, c, rented in pts:
-            if not front or run < front[-1].cost_per_run_usd:
-                front.append(ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=wall,
-                                         cost_per_run_usd=run, rented=rented))
-        return front
+            if not front or run < front[-1][0].cost_per_run_usd:
+                front.append((ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=wall,
+                                          cost_per_run_usd=run, rented=rented), c is win))
+        pick_run = win_run if win_run is not None else self.per_run(win)
+        return trim_front(front, pick_run, win.nodes)
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
         """The build to own instead of renting: cheapest over the horizon as the ranking counts it."""
@@ -1248,6 +1271,21 @@ class _Recommender:
                      "{m}-GPU build {u:,.1f} h"))
             return {"decided": win.mode, "decided_why": msg.format(n=win.count, t=win.q.wall_hours, m=other.count,
                                                                    u=other.q.wall_hours)}
+        if self.obj != "cheapest" and self.d.mode == "either" and win.mode in ("rent", "buy"):
+            # Any other objective: the verdict prices the pick too. A dollar verdict here said "buy"
+            # (a different, cheaper build to own) beside a headline 8x H100 NVL picked for its energy
+            # per run -- a verdict about another build than the one the answer shows.
+            if self.obj == "perf-per-watt" and other.energy_kwh > win.energy_kwh:
+                msg = (_("the objective is perf-per-watt: the rented {n}-GPU build uses {kwh:,.0f} kWh a run, the "
+                         "{m}-GPU build to own {other:,.0f} kWh") if win.mode == "rent" else
+                       _("the objective is perf-per-watt: the owned {n}-GPU build uses {kwh:,.0f} kWh a run, the "
+                         "rented {m}-GPU build {other:,.0f} kWh"))
+            else:
+                msg = (_("the objective is {objective}: the verdict prices the rented {n}-GPU build it picked")
+                       if win.mode == "rent" else
+                       _("the objective is {objective}: the verdict prices the owned {n}-GPU build it picked"))
+            return {"decided": win.mode, "decided_why": msg.format(
+                objective=self.obj, n=win.count, m=other.count, kwh=win.energy_kwh, other=other.energy_kwh)}
         if self.obj != "cheapest" or self.d.mode != "either" or win.mode not in ("rent", "buy"):
             return {}
         why = ""
@@ -1446,6 +1484,50 @@ class _Recommender:
 
 
 instance_ram_ok = costmod.instance_ram_ok  # the one host-RAM rule lives in core.cost
+
+
+def staging_gbps(inst: CloudInstance | None) -> float:
+    """The network a rented run's dataset arrives over (Gb/s): the front-end / storage network, not
+    the compute fabric (``Recommender.overhead``)."""
+    if inst is None:
+        return STAGING_GBPS
+    if inst.frontend_gbps:
+        return inst.frontend_gbps
+    if inst.network_gbps and not inst.rdma:
+        return inst.network_gbps
+    return STAGING_GBPS
+
+
+def trim_front(front: list[tuple[ParetoPoint, bool]], pick_usd: float, pick_nodes: int) -> list[ParetoPoint]:
+    """The points of the time / cost front an expert would weigh against the pick (the rule, judgement):
+
+    - cost: at most PARETO_COST_REACH x the pick's cost per run (a 16x B200 cluster at 36x the cost of
+      the desk box picked is another project, not a faster option);
+    - size: at most max(PARETO_MIN_NODES, PARETO_NODE_REACH x the pick's) nodes (13,552 V100 on 1,694
+      nodes beside a 48-node pick are no option anyone builds, even when cheaper);
+    - one row per build: points with the same GPU, count, nodes and rent / buy whose time and cost are
+      within PARETO_SAME of each other look identical in the table (the same offer in two regions):
+      the first (faster) is kept, or the pick when it is one of them.
+
+    The pick itself always stays; the front stays non-dominated (only points are removed)."""
+    if not math.isfinite(pick_usd) or pick_usd <= 0:
+        return [p for p, _is_pick in front]
+    max_nodes = max(PARETO_MIN_NODES, PARETO_NODE_REACH * pick_nodes)
+    out: list[tuple[ParetoPoint, bool]] = []
+    for p, is_pick in front:
+        if not is_pick and (p.cost_per_run_usd > PARETO_COST_REACH * pick_usd or p.nodes > max_nodes):
+            continue
+        same = next((i for i, (q, _q_pick) in enumerate(out)
+                     if (q.gpu, q.count, q.nodes, q.rented) == (p.gpu, p.count, p.nodes, p.rented)
+                     and abs(q.wall_hours - p.wall_hours) <= PARETO_SAME * max(q.wall_hours, p.wall_hours)
+                     and abs(q.cost_per_run_usd - p.cost_per_run_usd)
+                     <= PARETO_SAME * max(q.cost_per_run_usd, p.cost_per_run_usd)), None)
+        if same is not None:
+            if is_pick:
+                out[same] = (p, True)
+            continue
+        out.append((p, is_pick))
+    return [p for p, _is_pick in out]
 
 
 def _reserved_wins(o: Any) -> bool:

@@ -388,7 +388,9 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         out += [f"- {build.site.removeprefix('cloud: ')}: {n_gpus}x {build.gpu_name} ({shape}), "
                 + _("{money} per run").format(money=fmt_usd(rec.cost_per_run_usd))
                 + (_(" incl. {h:,.1f} h of provisioning, image pull and data staging and {egress} egress").format(
-                    h=offer.overhead_hours, egress=fmt_usd(offer.egress_usd)) if offer else "")]
+                    h=offer.overhead_hours, egress=fmt_usd(offer.egress_usd)) if offer else "")
+                + (_(", and {usd} to keep the dataset in object storage between runs").format(
+                    usd=fmt_usd(offer.storage_usd)) if offer and offer.storage_usd >= 0.5 else "")]
         inst = build.instance
         if inst is not None:
             host = ", ".join(x for x in (_("{n} vCPUs").format(n=inst.vcpus) if inst.vcpus else "",

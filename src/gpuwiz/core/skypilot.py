@@ -313,7 +313,7 @@ def _offer(c: _Cloud, itype: str, region: str, country: str, gpu: str, count: in
         o["vcpus"] = max(1, round(cpu))
     if mem:
         o["ram_gb"] = round(mem * 1.073741824, 1)  # SkyPilot MemoryGiB -> GB
-    for k in ("interconnect", "network_gbps", "rdma", "local_nvme_tb"):
+    for k in ("interconnect", "network_gbps", "rdma", "frontend_gbps", "local_nvme_tb"):
         if k in fact:
             o[k] = fact[k]
     if "interconnect" not in o:

@@ -18,7 +18,9 @@ Sources for the rules (see ../shared/research/tco_and_pitfalls.md):
   (ml-engineering ``storage/README.md`` and ``training/fault-tolerance``, §B9, §B15).
 - Power: Epoch AI ``chip_to_server_power()`` (8-GPU HGX node = 1.82 x GPU TDP, DGX H100 10.2 kW) and
   ``server_TDP_fraction()`` = 0.75 during training; PSU at >= 1.25x load, 1.4x for 450-600 W consumer
-  cards (transients); 15 A/120 V office circuit = 1,440 W continuous (NEC 80 % rule) (§B5).
+  cards (transients); one office circuit carries 80 % of its rating continuously: the country's mains
+  from the catalog (``office_circuit``: 15 A/120 V = 1,440 W in the US, 16 A/230 V = 2,944 W in DE,
+  15 A/100 V = 1,200 W in JP), facility ``office_circuit_w`` elsewhere (§B5).
 - Software: CUDA >= 11.8 for Hopper, >= 12.8 for Blackwell; driver branches from the NVIDIA MIG
   user guide; PyTorch ROCm wheels are Linux only (§B11, §B12).
 """
@@ -494,13 +496,34 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     search's shortlist are the same for every edit that leaves the workload and the site alone."""
     site = req.deployment.site
     used = req.deployment.used_hardware if used is None else used
-    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site)  # (memo tables are kept per language)
+    circuit = office_circuit(cat, req.deployment.country)
+    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site, circuit)  # (memo tables are kept per language)
     return memo.cached(cat, "size_system", key,  # a search sizes ~10-60 builds
-                       lambda: _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site), maxsize=512)
+                       lambda: _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site, circuit),
+                       maxsize=512)
+
+
+@dataclass(frozen=True)
+class Circuit:
+    """One ordinary office / desk circuit where the build stands (catalog economics.<country>.office_circuit)."""
+
+    volts: float
+    amps: float
+    continuous_w: float  # what a continuous load may draw from it
+
+
+def office_circuit(cat: Catalog, country: str) -> Circuit:
+    """The country's office circuit (its mains voltage and breaker rating, 80 % for a continuous load);
+    a country without one in the catalog gets facility ``office_circuit_w`` (a 15 A/120 V circuit)."""
+    row = cat.economics.get(country.upper())
+    oc = row.office_circuit if row is not None else None
+    if oc is not None:
+        return Circuit(volts=oc.volts, amps=oc.amps, continuous_w=oc.continuous_w)
+    return Circuit(volts=120.0, amps=15.0, continuous_w=cat.fac("office_circuit_w"))
 
 
 def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload, lean: bool, used: bool,
-                 site: str) -> Build:
+                 site: str, circuit: Circuit) -> Build:
     if gpu.price_new_usd is None and gpu.price_used_usd:
         used = True  # no longer sold new: the used market is the only way to buy it
     options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
@@ -665,8 +688,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         sustained = gpu_w + 0.6 * cpu_w + base * 0.8
     psu_need = psu_needed_w(gpu, max_w, hgx)
     heat_kw = sustained * nodes / 1000.0
-    where = place(site, sustained, nodes, chassis, cat.fac("office_circuit_w"))
-    where_kind = place_kind(site, sustained, nodes, chassis, cat.fac("office_circuit_w"))
+    where = place(site, sustained, nodes, chassis, circuit)
+    where_kind = place_kind(site, sustained, nodes, chassis, circuit.continuous_w)
 
     # Chassis / board / PSUs. A chassis whose PSU is too small gets the extra PSU capacity in the BOM.
     gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.price_new_usd)
@@ -774,17 +797,17 @@ def place_kind(site: str, sustained_w: float, nodes: int, chassis: Chassis | Non
     rack = bool(chassis and chassis.rack_units) or (chassis is None and node_kw > 3)
     if site == "cloud":
         return "cloud"
-    if nodes > 1 or node_kw > 6:
+    if nodes > 1 or node_kw > 6 or site == "colo":  # the site asked for, when it is a bigger one
         return "colo"
-    if rack or node_kw > 3.5:
+    if rack or node_kw > 3.5 or site == "server-room":
         return "server-room"
     return "desk" if sustained_w <= circuit_w else "office"
 
 
-def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit_w: float) -> str:
+def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, circuit: Circuit) -> str:
     """Where the build can live, in words (``place_kind`` is the fact)."""
     node_kw = sustained_w / 1000.0
-    kind = place_kind(site, sustained_w, nodes, chassis, circuit_w)
+    kind = place_kind(site, sustained_w, nodes, chassis, circuit.continuous_w)
     if kind == "cloud":
         return "cloud"
     if kind == "colo":
@@ -793,10 +816,16 @@ def place(site: str, sustained_w: float, nodes: int, chassis: Chassis | None, ci
     if kind == "server-room":
         return _("server room or colocation ({kw:.1f} kW, 208-240 V circuit, rack cooling)").format(kw=node_kw)
     if kind == "desk":
-        return _("desk or office ({w:,.0f} W fits one 15 A/120 V circuit of {circuit:,.0f} W)").format(
-            w=sustained_w, circuit=circuit_w)
-    return _("office / server closet with a dedicated 20 A/240 V circuit ({w:,.0f} W, {kw:.1f} kW of "
-             "heat)").format(w=sustained_w, kw=node_kw)
+        return _("desk or office ({w:,.0f} W fits one {a:g} A/{v:g} V circuit of {circuit:,.0f} W)").format(
+            w=sustained_w, a=circuit.amps, v=circuit.volts, circuit=circuit.continuous_w)
+    return _("office / server closet with a dedicated circuit of its own: {dedicated} ({w:,.0f} W, {kw:.1f} kW "
+             "of heat)").format(dedicated=dedicated_circuit(circuit), w=sustained_w, kw=node_kw)
+
+
+def dedicated_circuit(circuit: Circuit) -> str:
+    """What to ask the electrician for when one office circuit is too small (judgement): 240 V split
+    phase where the mains is 100-120 V, a 32 A or three-phase feed where it is 220-240 V."""
+    return _("20 A/240 V") if circuit.volts < 200 else _("32 A/230 V or three-phase")
 
 
 def platform_capex(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload,
