@@ -60,6 +60,27 @@ def wait_for(session: str, pred, timeout: float = 30.0) -> tuple[float, list[str
             raise SystemExit("timed out waiting for the screen:\n" + "\n".join(lines))
 
 
+def to_epochs(session: str) -> None:
+    """From the Result screen to the Data step's Epochs field, the cursor after its text."""
+    for _ in range(3):  # Result → Deploy → Schedule → Data (pageup; alt+← works too)
+        before = capture(session)
+        tmux("send-keys", "-t", session, "PageUp")
+        wait_for(session, lambda ls, b=before: ls != b)
+    wait_for(session, lambda ls: "Epochs" in "".join(ls) and "[2 Data]" in ls[0])
+    for _ in range(2):  # focus the Epochs field: tab from the first field (Tokens) twice
+        before = capture(session)
+        tmux("send-keys", "-t", session, "Tab")
+        wait_for(session, lambda ls, b=before: ls != b)
+    # focus selects the field's text (the first key would replace it): End puts the cursor after it
+    tmux("send-keys", "-t", session, "End")
+
+
+def key_for(i: int) -> str:
+    """The i-th key of a run: 2..9 and backspace in turn. Not "1": a field left at its default (the
+    70B's epochs) is empty with "1" as its placeholder, and typing the default changes no answer."""
+    return "BSpace" if i % 2 else "23456789"[(i // 2) % 8]
+
+
 def epochs_line(lines: list[str]) -> str:
     return next((ln for ln in lines if "Epochs" in ln), "")
 
@@ -169,18 +190,7 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
         t_open = time.perf_counter() - t_open
         pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
         meter = CpuMeter(pid)
-        for _ in range(3):  # Result → Deploy → Schedule → Data (pageup; alt+← works too)
-            before = capture(session)
-            tmux("send-keys", "-t", session, "PageUp")
-            wait_for(session, lambda ls, b=before: ls != b)
-        wait_for(session, lambda ls: "Epochs" in "".join(ls) and "[2 Data]" in ls[0])
-        # focus the Epochs field: tab from the first field (Tokens) twice
-        for _ in range(2):
-            before = capture(session)
-            tmux("send-keys", "-t", session, "Tab")
-            wait_for(session, lambda ls, b=before: ls != b)
-        # focus selects the field's text (the first key would replace it): End puts the cursor after it
-        tmux("send-keys", "-t", session, "End")
+        to_epochs(session)
         time.sleep(1.0)  # let the first answers settle (not measured)
         if engine == "process":  # the engine's child starts after the first answer: wait until it is up
             deadline = time.perf_counter() + 30
@@ -199,9 +209,7 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
         for i in range(keys):
             before = capture(session)
             line0, panel0 = epochs_line(before), panel(before)
-            # not "1": a field left at its default (the 70B's epochs) is empty with "1" as its
-            # placeholder, and typing the default changes the text but not the answer
-            key = "BSpace" if i % 2 else "23456789"[(i // 2) % 8]
+            key = key_for(i)
             c0 = meter.sample()
             t0 = time.perf_counter()
             tmux("send-keys", "-t", session, key)

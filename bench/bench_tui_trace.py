@@ -45,6 +45,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from bench_tui_tmux import capture, epochs_line, key_for, panel, pct, tmux, to_epochs, wait_for
+
 HOPS = ("input", "key", "edited", "sent", "c_read", "c_run", "c_sent", "r_read", "r_posted", "done", "shown",
         "rendered", "frame", "written")
 
@@ -220,44 +222,6 @@ def child(out: str, argv: list[str]) -> int:
 
 
 # ---- outside: drive tmux ----------------------------------------------------------------------------
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
-
-
-def capture(session: str) -> list[str]:
-    return tmux("capture-pane", "-p", "-t", session).splitlines()
-
-
-def wait_for(session: str, pred: Any, timeout: float = 30.0) -> list[str]:
-    t0 = time.perf_counter()
-    while True:
-        lines = capture(session)
-        if pred(lines):
-            return lines
-        if time.perf_counter() - t0 > timeout:
-            raise SystemExit("timed out waiting for the screen:\n" + "\n".join(lines))
-
-
-def panel(lines: list[str]) -> list[str]:
-    """The live panel: the box right of the form, from its top (╭ Live answer) to its bottom (╰) row.
-    Only the box: the step bar above it changes with the typed key (● unsaved), not with the answer."""
-    top = next((i for i, ln in enumerate(lines) if "Live answer" in ln and "╭" in ln), None)
-    if top is None:
-        return lines
-    col = lines[top].index("╭")
-    bottom = next((i for i in range(top + 1, len(lines)) if lines[i][col:col + 1] == "╰"), len(lines) - 1)
-    return [ln[col:] for ln in lines[top:bottom + 1]]
-
-
-def epochs_line(lines: list[str]) -> str:
-    return next((ln for ln in lines if "Epochs" in ln), "")
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
-
-
 def drive(config: Path, keys: int, size: str, engine: str) -> None:
     cols, rows = size.split("x")
     session = f"gpuwiz-trace-{os.getpid()}"
@@ -272,20 +236,12 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
     screens: list[float] = []
     try:
         wait_for(session, lambda ls: any("What-if" in ln for ln in ls), 60)
-        for _ in range(3):
-            before = capture(session)
-            tmux("send-keys", "-t", session, "PageUp")
-            wait_for(session, lambda ls, b=before: ls != b)
-        wait_for(session, lambda ls: "Epochs" in "".join(ls) and "[2 Data]" in ls[0])
-        for _ in range(2):
-            before = capture(session)
-            tmux("send-keys", "-t", session, "Tab")
-            wait_for(session, lambda ls, b=before: ls != b)
+        to_epochs(session)
         time.sleep(4.0 if engine == "process" else 1.0)  # the child starts after the first answer and loads
         for i in range(keys):
             before = capture(session)
             line0, panel0 = epochs_line(before), panel(before)
-            key = "BSpace" if i % 2 else "3"
+            key = key_for(i)
             t0 = time.perf_counter()
             tmux("send-keys", "-t", session, key)
             t_char = t_panel = None
