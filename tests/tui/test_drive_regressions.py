@@ -363,3 +363,19 @@ async def test_a_refused_config_opened_on_the_result_screen_names_the_field_in_w
         assert "Preset (Model step):" in sub and "last valid answer" not in sub and "model.preset" not in sub
         body = str(app.screen.query_one("#build", Static).render())
         assert body.startswith("Preset (Model step): not a preset gpuwiz knows"), body
+
+
+async def test_a_config_opened_and_quit_at_once_closes_without_a_traceback(
+        make_app: Callable[..., GpuwizApp], config_file: Path) -> None:
+    """The Result screen can be resumed before its tabs are composed (open a config, quit at once):
+    drawing it then raised NoMatches('#build') out of the app."""
+    from gpuwiz.tui.screens.base import WizScreen
+
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(500):
+            if isinstance(app.screen, WizScreen):
+                break
+            await pilot.pause(0.01)
+        assert isinstance(app.screen, WizScreen), app.screen
+    # leaving the block shuts the app down: an exception in a handler is raised here

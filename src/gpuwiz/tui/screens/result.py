@@ -102,6 +102,7 @@ class ResultScreen(WizScreen):
     def on_mount(self) -> None:
         self.watch(self.app, "recommendation", self._refresh, init=False)
         self.watch(self.app, "engine_error", self._refresh, init=False)
+        self._refresh()  # the screen may have been resumed before its tabs were there
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
@@ -119,6 +120,8 @@ class ResultScreen(WizScreen):
             app.pin_baseline()
         if not self.is_current:
             return  # drawn when shown (on_screen_resume): no work per keystroke on the input steps
+        if not self.query("#build"):
+            return  # resumed before its tabs were composed (a config opened and the app quit at once): on_mount draws
         self._draw_whatif()
         self._draw_requirements()
         if rec is None:
