@@ -100,11 +100,10 @@ def test_corrupt_entry_is_rebuilt(cache_dir: Path, damage: str) -> None:
         entry.write_bytes(b"\x00\xff not a cache file")
     elif damage == "truncated":
         entry.write_bytes(raw[: len(raw) // 2])
-    elif damage == "flipped":  # one number changed (700 W -> 701 W): the digest catches it
-        old = marshal.dumps(700)[1:]
-        assert old in payload
-        entry.write_bytes(raw.replace(old, marshal.dumps(701)[1:], 1))
-        assert entry.read_bytes() != raw
+    elif damage == "flipped":  # one bit of one byte changed in the payload: the digest catches it
+        at = len(header) + 1 + len(payload) // 2
+        entry.write_bytes(raw[:at] + bytes([raw[at] ^ 0x01]) + raw[at + 1:])
+        assert entry.read_bytes() != raw and len(entry.read_bytes()) == len(raw)
     elif damage == "other-key":  # a whole, valid entry filed under the wrong key
         cache.write_bytes("catalog", "0000", payload)
         entry.write_bytes((cache_dir / "catalog-0000.cache").read_bytes())
