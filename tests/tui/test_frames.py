@@ -4,9 +4,6 @@ last frame is an interval old, and never sooner than an interval after it. A fak
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -108,26 +105,3 @@ def test_a_change_painted_meanwhile_does_not_tick_again(clock: Clock) -> None:
             timer.stop()
 
     asyncio.run(scenario())
-
-
-def test_wizard_screens_paint_at_up_to_120_frames_a_second_unless_textual_fps_is_set() -> None:
-    from textual import screen as textual_screen
-
-    assert frames.frame_interval({}) == pytest.approx(1 / 120)
-    assert frames.frame_interval({"TEXTUAL_FPS": "30"}) == textual_screen.UPDATE_PERIOD  # the user's wins
-
-
-async def test_a_wizard_screen_runs_its_frames_on_the_wizard_clock(make_app: Callable[..., Any],
-                                                                    config_file: Path) -> None:
-    from gpuwiz.tui.screens.base import WizScreen
-
-    app = make_app(config_file)
-    async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(500):  # the opened config's screen (a wizard screen)
-            if isinstance(app.screen, WizScreen):
-                break
-            await pilot.pause(0.01)
-        assert isinstance(app.screen, WizScreen), app.screen
-        timer = app.screen._update_timer
-        assert isinstance(timer, FrameTimer)
-        assert timer._interval == pytest.approx(frames.frame_interval())

@@ -16,28 +16,9 @@ otherwise when it will be.
 from __future__ import annotations
 
 import asyncio
-import os
 
 from textual._time import get_time, sleep
 from textual.timer import EventTargetGone, Timer
-
-WIZARD_FPS = 120
-"""Frames a second the wizard's screens may paint, unless TEXTUAL_FPS says otherwise. A key makes
-two frames, the typed character and then the engine's answer; at Textual's 60 the answer waits for
-the character's frame to be 16.7 ms old. Measured in tmux (bench/bench_tui_tmux.py, 100x30, small-
-team-lora-7b, 20 keys, load 0.3): live panel p50 31 -> 24 ms, p95 37 -> 31 ms; the typed character
-unchanged (13-15 ms p50). Frames are painted only when something changed, so a still screen costs
-nothing; typing makes two a key at either rate."""
-
-
-def frame_interval(environ: os._Environ[str] | dict[str, str] = os.environ) -> float:
-    """Seconds between two frames of a wizard screen: 1/WIZARD_FPS, or Textual's own period when the
-    user set TEXTUAL_FPS (a slow link may ask for fewer frames; that wins)."""
-    from textual import screen as textual_screen
-
-    if environ.get("TEXTUAL_FPS"):
-        return textual_screen.UPDATE_PERIOD
-    return min(textual_screen.UPDATE_PERIOD, 1 / WIZARD_FPS)
 
 
 class FrameTimer(Timer):

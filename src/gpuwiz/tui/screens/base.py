@@ -32,12 +32,13 @@ class WizScreen(Screen[None]):
     @property
     def _update_timer(self) -> Timer:
         """Textual's frame clock, as a FrameTimer: a change (the live panel's answer) is painted as
-        soon as the last frame is one interval old, not on the slot after next, at up to 120 frames a
-        second unless TEXTUAL_FPS says otherwise (gpuwiz.tui.frames)."""
+        soon as the last frame is one interval old, not on the slot after next (gpuwiz.tui.frames)."""
         if self._frame_timer is None:
-            from gpuwiz.tui.frames import FrameTimer, frame_interval
+            from textual import screen as textual_screen
 
-            timer = FrameTimer(self, frame_interval(), name="screen_update",
+            from gpuwiz.tui.frames import FrameTimer
+
+            timer = FrameTimer(self, textual_screen.UPDATE_PERIOD, name="screen_update",
                                callback=self._on_timer_update, pause=True)
             timer._start()
             self._timers.add(timer)
