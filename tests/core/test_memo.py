@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-import yaml
 from pydantic import BaseModel, ValidationError
+from scenario_set import EXAMPLES, ROOT, SCENARIOS, scenario_requirements
 
 from gpuwiz.core import memo
 from gpuwiz.core.catalog import load_catalog
@@ -21,11 +21,6 @@ from gpuwiz.core.estimate import prepare, quick, requote
 from gpuwiz.core.models import CalibrationSpec, HardwareSpec, HaveSpec, Requirements
 from gpuwiz.core.recommend import recommend
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
-SCENARIO_DIR = ROOT / "tests" / "scenarios"
-SCENARIOS: list[dict[str, Any]] = yaml.safe_load((SCENARIO_DIR / "scenarios.yaml").read_text())["scenarios"]
-SECTIONS = {"m": "model", "t": "training", "d": "data", "s": "schedule", "dep": "deployment", "hw": "hardware"}
 CAT = load_catalog()
 
 
@@ -158,12 +153,6 @@ def test_a_price_only_edit_changes_no_plan_and_requote_gives_the_fresh_numbers(e
     assert tried >= 15
 
 
-def _scenario(sc: dict[str, Any]) -> Requirements:
-    if "file" in sc:
-        return load_config(SCENARIO_DIR / sc["file"])
-    return Requirements.model_validate({SECTIONS[k]: v for k, v in sc.items() if k in SECTIONS})
-
-
 def _edits(req: Requirements) -> list[Requirements]:
     """A wizard session: price-only keystrokes, a plan change, and back to the start."""
     d, s, dep = req.data, req.schedule, req.deployment
@@ -201,7 +190,7 @@ def test_memoised_engine_equals_the_plain_one_on_every_example(path: Path) -> No
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=[s["id"] for s in SCENARIOS])
 def test_memoised_engine_equals_the_plain_one_on_every_scenario(sc: dict[str, Any]) -> None:
-    req = _scenario(sc)
+    req = scenario_requirements(sc)
     _same_both_ways([req, *_edits(req)[:2], req])
 
 

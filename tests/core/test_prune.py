@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from scenario_set import EXAMPLES, ROOT, SCENARIOS, scenario_requirements
 
 from gpuwiz.core import estimate as est_mod
 from gpuwiz.core import memo
@@ -21,18 +21,7 @@ from gpuwiz.core.models import Requirements
 from gpuwiz.core.recommend import recommend, unpruned
 from gpuwiz.core.system import chassis_options
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
-SCENARIO_DIR = ROOT / "tests" / "scenarios"
-SCENARIOS: list[dict[str, Any]] = yaml.safe_load((SCENARIO_DIR / "scenarios.yaml").read_text())["scenarios"]
-SECTIONS = {"m": "model", "t": "training", "d": "data", "s": "schedule", "dep": "deployment", "hw": "hardware"}
 CAT = load_catalog()
-
-
-def _scenario(sc: dict[str, Any]) -> Requirements:
-    if "file" in sc:
-        return load_config(SCENARIO_DIR / sc["file"])
-    return Requirements.model_validate({SECTIONS[k]: v for k, v in sc.items() if k in SECTIONS})
 
 
 def _json(req: Requirements) -> str:
@@ -69,7 +58,7 @@ def test_pruned_search_equals_the_unpruned_one_on_every_example(path: Path) -> N
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=[s["id"] for s in SCENARIOS])
 def test_pruned_search_equals_the_unpruned_one_on_every_scenario(sc: dict[str, Any]) -> None:
-    _same_pruned_and_not([_scenario(sc)])
+    _same_pruned_and_not([scenario_requirements(sc)])
 
 
 def test_a_desk_search_sizes_only_what_a_desk_chassis_takes(monkeypatch: pytest.MonkeyPatch) -> None:
