@@ -32,15 +32,12 @@ def digest(*parts: bytes) -> str:
 
 
 def cache_dir() -> Path | None:
-    """Where cache files live, or None when no directory can be determined."""
-    env = os.environ.get(ENV_CACHE_DIR)
-    if env:
-        return Path(env)
-    try:
-        import platformdirs
-    except ImportError:  # pragma: no cover - platformdirs is a dependency
-        return None
-    return Path(platformdirs.user_cache_dir("gpuwiz", appauthor=False))
+    """Where cache files live, or None when no directory can be determined (resolved in one place,
+    gpuwiz._pyc, which the bytecode cache reads before the engine is imported)."""
+    from gpuwiz._pyc import cache_folder
+
+    folder = cache_folder()
+    return None if folder is None else Path(folder)
 
 
 def _path(kind: str, key: str) -> Path | None:

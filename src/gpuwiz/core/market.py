@@ -65,9 +65,8 @@ class OfferCheck:
 def check_offer(req: Requirements, inst: CloudInstance) -> OfferCheck:
     """May this user put this workload's data on this offer?"""
     d = req.deployment
-    regions = getattr(d, "regions", None)
-    if regions:
-        wanted = {r.upper() for r in regions}
+    if d.regions:
+        wanted = {r.upper() for r in d.regions}
         if inst.country.upper() not in wanted and inst.region.upper() not in wanted:
             return OfferCheck(False, "not-in-regions")
     if d.data_sensitivity == "regulated" and jurisdiction(inst.country) != jurisdiction(d.country):
@@ -80,8 +79,7 @@ def check_offer(req: Requirements, inst: CloudInstance) -> OfferCheck:
 def policy_key(req: Requirements) -> tuple[object, ...]:
     """Every requirement field ``check_offer`` reads (a memo key for per-offer results)."""
     d = req.deployment
-    regions = getattr(d, "regions", None)
-    return (tuple(regions) if regions else None, d.data_sensitivity, d.country)
+    return (tuple(d.regions) if d.regions else None, d.data_sensitivity, d.country)
 
 
 def eligible(req: Requirements, inst: CloudInstance) -> bool:

@@ -634,7 +634,7 @@ def grads_transient(dp: int, zero: int, offload: str, ga: int) -> bool:
     layer by layer while the activations are freed, so with one micro-batch per step the peak is
     ``states + max(activations, gradients)``, not their sum. Not so with gradient accumulation (grads live
     across micro-batches), DDP (persistent gradient buckets) or DeepSpeed ZeRO-1/2 (persistent partition
-    buffers); FSDP / ZeRO-3 and a single GPU qualify. Planning (``max_micro_batch``) keeps the sum."""
+    buffers); FSDP / ZeRO-3 and a single GPU qualify. Planning (``micro_batch_terms``) keeps the sum."""
     return ga <= 1 and offload == "none" and (dp <= 1 or zero >= 3)
 
 
@@ -654,33 +654,16 @@ def plan_memory(
     return MemParts(w, g, o, act, over, host)
 
 
-def max_micro_batch(
-    mc: MemoryConsts, budget_bytes: float, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, ckpt: str,
-    *, cp: int = 1, ep: int = 1, vp: int = 1,
-) -> tuple[int, float, float]:
-    """Largest micro-batch whose total fits ``budget_bytes`` (0 if none), with (fixed, per-sample) bytes.
-
-    total(mb) = fixed_overhead + (1 + frag)·(states + mb·act_per_sample) -- linear in mb, solved directly
-    (a pipeline is planned with the most in-flight micro-batches its schedule can hold).
-    """
-    w, g, o, _ = states(mc, dp, tp, pp, zero, offload, ep)
-    k = 1.0 + mc.params.fragmentation
-    fixed = fixed_overhead(mc, count, dp, tp, zero, offload, ep) + k * (w + g + o)
-    per = k * activation_per_sample(mc, tp, pp, ckpt, cp, vp)
-    if per <= 0:
-        return (1 << 30) if fixed <= budget_bytes else 0, fixed, per
-    room = budget_bytes - fixed
-    return (int(room // per) if room > 0 else 0), fixed, per
-
-
 def micro_batch_terms(
     mc: MemoryConsts, count: int, dp: int, tp: int, pp: int, zero: int, offload: str, ckpts: tuple[CK, ...],
     *, cp: int = 1, ep: int = 1, vp: int = 1, act_cache: dict[tuple[int, int, str, int, int], float] | None = None,
 ) -> tuple[float, tuple[tuple[CK, float, float], ...]]:
-    """``max_micro_batch``'s (fixed, per-sample) bytes for each checkpointing mode of one layout, with the
-    host bytes per GPU (CPU offload, else 0): the model states and the fixed overhead, which do not depend
-    on the checkpointing, computed once (the same arithmetic, so the same figures). ``act_cache``: the
-    per-sample bytes by (tp, pp, checkpointing, cp, vp), which is all they depend on for one ``mc``."""
+    """The (fixed, per-sample) bytes of one layout for each checkpointing mode, with the host bytes per
+    GPU (CPU offload, else 0). total(mb) = fixed_overhead + (1 + frag)·(states + mb·act_per_sample) is
+    linear in mb, so the largest micro-batch that fits a budget is solved directly from them (a pipeline
+    is planned with the most in-flight micro-batches its schedule can hold). The model states and the
+    fixed overhead do not depend on the checkpointing: computed once. ``act_cache``: the per-sample bytes
+    by (tp, pp, checkpointing, cp, vp), which is all they depend on for one ``mc``."""
     w, g, o, host = states(mc, dp, tp, pp, zero, offload, ep)
     k = 1.0 + mc.params.fragmentation
     fixed = fixed_overhead(mc, count, dp, tp, zero, offload, ep) + k * (w + g + o)

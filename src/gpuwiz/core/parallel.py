@@ -212,7 +212,7 @@ def candidate_shapes(
             seen[Shape(s.zero, s.tp, s.pp, s.offload, pinned.cp or s.cp, pinned.ep or s.ep,
                        pinned.vp or s.vp)] = None
         shapes = list(seen)
-    if pinned.zero is not None or pinned.tp is not None or pinned.pp is not None or pinned.offload is not None:
+    if pinned.any_layout:
         keep = [s for s in shapes if (pinned.zero is None or s.zero == pinned.zero)
                 and (pinned.tp is None or s.tp == pinned.tp) and (pinned.pp is None or s.pp == pinned.pp)
                 and (pinned.offload is None or s.offload == pinned.offload)]
@@ -271,7 +271,7 @@ def memory_table(
     act_cache: dict[tuple[int, int, str, int, int], float] | None = None,
 ) -> list[Row]:
     """Per layout: data-parallel degree, host bytes per GPU (offload) and, per checkpointing mode, the
-    (fixed, per-sample) bytes of ``memory.max_micro_batch``. Independent of the GPU type, so the
+    (fixed, per-sample) bytes of ``memory.micro_batch_terms``. Independent of the GPU type, so the
     recommender's sweep over GPU types reuses rows (``cache``, keyed by (count, layout)); ``act_cache``: see
     ``memory.micro_batch_terms``."""
     rows: list[Row] = []
@@ -299,7 +299,7 @@ def choose_from_table(
 
     Offload layouts also need their pinned host memory within ``host_budget_per_gpu`` (bytes)."""
     # the leanest so far, as plain values (a Choice is made once, at the end): its key (not host_ok, need)
-    best: tuple[Shape, int, Checkpointing, float, int, bool] | None = None
+    best: tuple[Shape, int, Checkpointing, float, bool] | None = None
     best_bad, best_need = True, 0.0
     for i, (s, dp, host, per_ck) in enumerate(rows):
         host_ok = host <= host_budget_per_gpu
@@ -328,9 +328,9 @@ def choose_from_table(
             # (not host_ok, need), the first of equals
             bad = not host_ok
             if best is None or bad < best_bad or (bad == best_bad and need < best_need):
-                best, best_bad, best_need = (s, dp, ck, need, i, host_ok), bad, need
+                best, best_bad, best_need = (s, dp, ck, need, host_ok), bad, need
     assert best is not None
-    s, dp, ck, need, _i, host_ok = best
+    s, dp, ck, need, host_ok = best
     return Choice(s, dp, want or 1, ck, False, need, len(rows), host_ok)
 
 

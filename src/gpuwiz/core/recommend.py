@@ -779,13 +779,10 @@ class _Recommender:
             self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, c.gpu, c.gpn, self.d.site))
         return self.buyable_cache[key]
 
-    def _buy_total_rough(self, c: Cand, capex: float) -> float:
-        """The horizon cost of owning before the system is sized: cost.onprem_parts on a footprint
-        (power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform)."""
-        return self._rough_parts(c, capex).total(self.y, costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
-
     def _rough_parts(self, c: Cand, capex: float) -> costmod.OnPremParts:
-        """``_buy_total_rough``'s owning parts of the candidate's footprint."""
+        """The owning parts of the candidate's footprint before the system is sized (cost.onprem_parts;
+        power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform), from which
+        ``price_rough`` takes the horizon cost of owning."""
         # The parts of one footprint and capex, kept per catalog on what onprem_parts reads (the
         # footprint follows from the GPU and the shape), so a candidate seen before builds no footprint.
         key = (c.gpu.id, c.gpn, c.nodes, capex, self.onprem_key)

@@ -218,15 +218,8 @@ def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean:
     """Chassis that take the GPUs, best first: the smallest kind of box (for up to 2 GPUs; past that
     any kind that takes them), then price. Lean chassis only on the lean tier. When no chassis takes
     cards this wide, the boxes that take narrower (2-slot blower) variants of an open-air card."""
-    tbl = memo.table(cat, "chassis_options", catalog_only=True)
-    key = (gpu.id, gpus_per_node, site, lean)
-    hit = tbl.get(key) if tbl is not None else memo.MISS
-    if hit is not memo.MISS:
-        return list(hit)
-    out = _chassis_options(cat, gpu, gpus_per_node, site, lean)
-    if tbl is not None:
-        tbl.put(key, tuple(out))
-    return out
+    return list(memo.cached(cat, "chassis_options", (gpu.id, gpus_per_node, site, lean),
+                            lambda: tuple(_chassis_options(cat, gpu, gpus_per_node, site, lean)), catalog_only=True))
 
 
 def _chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bool) -> list[Chassis]:
