@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from gpuwiz.core.whatif import fmt_money
-from gpuwiz.tui.app import GpuwizApp
+from gpuwiz.tui.app import GpuwizApp, create_app
 from gpuwiz.tui.screens.result import ResultScreen
 from gpuwiz.tui.widgets.cost_plot import CostPlot
 from gpuwiz.tui.widgets.live_panel import LivePanel
@@ -35,6 +35,18 @@ schedule: {{runs_per_month: 4, deadline_days: 3}}
 deployment: {{mode: {mode}, country: {country}}}
 """
 MakeApp = Callable[..., GpuwizApp]
+
+
+@pytest.fixture
+def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeApp:
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+
+    def make(config_path: Any = None, **kw: Any) -> GpuwizApp:
+        kw.setdefault("state_dir", tmp_path / "state")
+        kw.setdefault("handle_signals", False)
+        return create_app(config_path, **kw)
+
+    return make
 
 
 def shown(renderable: Any, width: int = 100) -> str:

@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.cells import cell_len
 from textual.widgets import Footer, Input, Label, Select, Static
 
 from gpuwiz.core.config_io import load_config
-from gpuwiz.tui.app import GpuwizApp
+from gpuwiz.tui.app import GpuwizApp, create_app
 from gpuwiz.tui.dialogs.help import HelpScreen
 from gpuwiz.tui.dialogs.path_dialog import PathDialog
 from gpuwiz.tui.screens.result import ResultScreen
@@ -24,6 +25,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
 from wizhelp import settle
 
 MakeApp = Callable[..., GpuwizApp]
+
+
+@pytest.fixture
+def make_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeApp:
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+
+    def make(config_path: Any = None, **kw: Any) -> GpuwizApp:
+        kw.setdefault("state_dir", tmp_path / "state")
+        kw.setdefault("handle_signals", False)
+        return create_app(config_path, **kw)
+
+    return make
 
 
 def shown(widget: Static, width: int = 100) -> str:
