@@ -17,9 +17,14 @@ RECOMMEND_ONLY = {"gpuwiz.core.recommend", "gpuwiz.core.cost", "gpuwiz.core.pitf
 VALIDATE_ONLY = {"gpuwiz.core.validation"}
 
 
-def imported(*args: str) -> set[str]:
+def imported(*args: str, env_update: dict[str, str | None] | None = None) -> set[str]:
     env = {**os.environ}
     env.pop("GPUWIZ_DEBUG", None)
+    for key, value in (env_update or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     out = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpuwiz", *args], capture_output=True,
                          text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -51,6 +56,18 @@ def test_headless_commands_import_only_what_they_use(command: str) -> None:
 
 
 ESTIMATE_AT = ("--gpu", "a100-80gb-sxm", "--count", "8")
+
+
+@pytest.mark.parametrize("command", ["estimate", "recommend"])
+def test_headless_commands_import_neither_platformdirs_nor_zipfile(command: str, tmp_path: Path) -> None:
+    """Where the cache lives is worked out without platformdirs on Linux (gpuwiz/_pyc.py), and the bundled
+    data files are read as files, not through importlib.resources' readers (which import zipfile)."""
+    env = {"GPUWIZ_CACHE_DIR": None, "XDG_CACHE_HOME": str(tmp_path)}  # the user's default cache folder
+    mods = imported(command, CONFIG, "--format", "json", *(ESTIMATE_AT if command == "estimate" else ()),
+                    env_update=env)
+    unused = {"zipfile", "importlib.resources.readers", *({"platformdirs"} if sys.platform.startswith("linux") else ())}
+    assert _loaded(mods, unused) == []
+    assert list(tmp_path.glob("gpuwiz/catalog-*.cache"))  # the cache went where platformdirs says
 
 
 @pytest.mark.parametrize("command", ["estimate", "recommend"])
@@ -115,3 +132,35 @@ def test_the_engine_runs_with_the_cycle_collector_on_and_main_leaves_it_as_it_fo
     assert cli.main(["estimate", str(bad)]) == 2  # an error before the inputs were loaded
     assert gc.isenabled() and gc.get_freeze_count() == 0
     capsys.readouterr()
+
+
+FAST_EXIT_PROBE = """
+import atexit, io, sys
+atexit.register(lambda: sys.stderr.write("exit handler ran\\n"))
+from gpuwiz.cli import main
+sys.argv = ["gpuwiz", *sys.argv[1:]]
+rc = main()
+sys.stderr.write("main returned\\n")  # only when the process did not end in main (in-process callers)
+raise SystemExit(rc)
+"""
+
+
+@pytest.mark.parametrize("args", [("catalog", "gpus"), ("estimate", CONFIG, *ESTIMATE_AT, "--format", "json"),
+                                  ("recommend", "/nonexistent/config.yaml")])
+def test_a_headless_process_ends_after_its_output_and_exit_handlers(args: tuple[str, ...], tmp_path: Path) -> None:
+    """`gpuwiz estimate|recommend|catalog` skip the interpreter's teardown (cli.fast_exit): every byte of the
+    output still arrives, the exit code is the command's, and exit handlers still run."""
+    from gpuwiz.cli import main
+
+    out = subprocess.run([sys.executable, "-c", FAST_EXIT_PROBE, *args], capture_output=True, text=True,
+                         timeout=120)
+    assert "exit handler ran" in out.stderr and "main returned" not in out.stderr
+    want_rc = 2 if args[0] == "recommend" else 0
+    assert out.returncode == want_rc, out.stderr[-2000:]
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        assert main(list(args)) == want_rc  # in-process: main returns
+    assert out.stdout == buf.getvalue() and (want_rc or len(out.stdout) > 1000)

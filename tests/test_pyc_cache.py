@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gpuwiz import _pyc
 
 PROBE = ("import json, sys, gpuwiz.core.models, gpuwiz._pyc as p; "
@@ -105,3 +107,17 @@ def test_cache_folder_is_the_catalog_cache_folder(monkeypatch, tmp_path):
     assert _pyc.cache_folder() == str(cache.cache_dir())
     monkeypatch.delenv(cache.ENV_CACHE_DIR)
     assert _pyc.cache_folder() == str(cache.cache_dir())
+
+
+@pytest.mark.parametrize("xdg", [None, "", "   ", "/tmp/gpuwiz-xdg", "/tmp/gpuwiz-xdg/", "relative/cache"])
+def test_cache_folder_is_the_folder_platformdirs_names(monkeypatch, xdg):
+    """On Linux the folder is worked out without importing platformdirs (a tenth of the start-up floor);
+    it must be the folder platformdirs names, whatever XDG_CACHE_HOME says."""
+    import platformdirs
+
+    monkeypatch.delenv("GPUWIZ_CACHE_DIR", raising=False)
+    if xdg is None:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    assert _pyc.cache_folder() == platformdirs.user_cache_dir("gpuwiz", appauthor=False)

@@ -139,6 +139,13 @@ def cache_folder() -> str | None:
     env = os.environ.get("GPUWIZ_CACHE_DIR")
     if env:
         return env
+    if sys.platform.startswith("linux"):  # what platformdirs answers there, without importing it (~38 M
+        # instructions, a tenth of the `import pydantic, yaml` floor): the XDG base directory rule
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        if os.path.isabs(xdg):
+            return os.path.join(xdg, "gpuwiz")
+        if os.path.isabs(os.environ.get("HOME", "")):
+            return os.path.join(os.path.expanduser("~/.cache"), "gpuwiz")
     try:
         import platformdirs
     except ImportError:  # pragma: no cover - platformdirs is a dependency

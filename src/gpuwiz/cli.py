@@ -751,7 +751,38 @@ def skip_plugin_loader() -> None:
     sys.modules[PLUGIN_LOADER] = stub
 
 
+# Commands whose process ends without the interpreter's teardown once their output is flushed: they hold
+# no open files and no threads then, and the teardown (freeing ~200k objects module by module) is 2 % of
+# their run. Only when gpuwiz is the process (`gpuwiz ...`, `python -m gpuwiz ...`), never in-process.
+FAST_EXIT = frozenset({"estimate", "recommend", "catalog"})
+
+
+def fast_exit(rc: int) -> None:
+    """End the process now with ``rc``: the exit handlers run, the output streams are flushed, the
+    interpreter's teardown is skipped. Returns (and the usual exit follows) when a stream cannot be flushed
+    or another thread runs."""
+    import atexit
+    import threading
+
+    if threading.active_count() > 1:
+        return
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or stream: the usual exit reports it as Python does
+        return
+    os._exit(rc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    rc = _main(argv)
+    if argv is None and sys.argv[1:2] and sys.argv[1] in FAST_EXIT:
+        fast_exit(rc)
+    return rc
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv_given = argv is not None
     argv = list(sys.argv[1:] if argv is None else argv)
     # pydantic looks for plugins in every installed package's metadata before it builds the first

@@ -3,9 +3,10 @@
 Loaded from ``catalog.yaml`` (shipped inside the package) and validated with pydantic; every
 figure from the world carries ``source`` and ``as_of``. A user overlay (``--catalog FILE``)
 is merged on top: list entries override by ``id`` (field by field), facility values by key.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` (issue 16): pydantic would compile every field's annotation
+string at each start (see core/models.py).
+"""
 
 import math
 import os

@@ -10,7 +10,6 @@ above the datasheet, a sustained clock above the boost clock).
 per-second figures the time model (``core.schedule``) uses directly.
 """
 
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -52,7 +51,7 @@ class PerfEntry(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _check(self) -> PerfEntry:
+    def _check(self) -> "PerfEntry":
         for name in ("gemm_eff", "attn_fwd_eff", "attn_bwd_eff"):
             for k, v in getattr(self, name).items():
                 if not 0 < v <= 1:
@@ -95,7 +94,7 @@ def _merge(base: PerfEntry, top: PerfEntry | None) -> PerfEntry:
     return base.model_copy(update=upd)
 
 
-def rates_for(perf: dict[str, PerfEntry], gpu: GPU, arch: str, precision: str, attention: str, *,
+def rates_for(perf: dict[str, PerfEntry], gpu: "GPU", arch: str, precision: str, attention: str, *,
               own: bool = True) -> GpuRates:
     """Rates for ``gpu`` (architecture key ``arch``) at ``precision``, with the stack's attention kernel.
 

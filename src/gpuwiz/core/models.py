@@ -3,9 +3,11 @@
 Everything here is a frozen pydantic model. Requirements reject unknown keys (a typo in a config
 is an error, not silently ignored). Result models are plain data so that they serialise to the
 JSON the CLI prints and the TUI renders.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here (issue 16): pydantic evaluates a string annotation by
+compiling it, ~230 compiles at every start; written as expressions they come compiled from the
+bytecode. A class used before its definition is quoted (``"Range | None"``).
+"""
 
 import math
 import types
@@ -280,7 +282,7 @@ class VisionArch(BaseModel):
     companion_params: float = Field(0.0, ge=0, le=1e12)
 
     @model_validator(mode="after")
-    def _complete(self) -> VisionArch:
+    def _complete(self) -> "VisionArch":
         """The fields its ``kind`` needs, consistent with each other (the memory model reads them as given)."""
         if self.kind in ("resnet", "convnext"):
             if not self.stages or len(self.stages) != len(self.widths):
@@ -582,7 +584,7 @@ class Memory(Result):
     fits: bool
     headroom_frac: float  # free fraction of capacity left by the estimate (can be negative)
     host_ram_gib: float = 0.0  # pinned host memory needed by CPU offload (per node)
-    per_gpu_gib_range: Range | None = None  # P10-P90; "fits" is decided at the point (P50) estimate
+    per_gpu_gib_range: "Range | None" = None  # P10-P90; "fits" is decided at the point (P50) estimate
     p90_exceeds_capacity: bool = False  # the P90 end of the range is above the card's memory
 
 
@@ -855,8 +857,8 @@ class Recommendation(Result):
     pareto: list[ParetoPoint] = field(default_factory=list)  # time / cost front, fastest first
     binding_constraint: BindingConstraint | None = None
     assumptions: list[str] = field(default_factory=list)  # what the recommender assumed (turnaround)
-    market: MarketStatus | None = None  # which offers the data policy allowed, and the export rules that apply
-    currency: CurrencyInfo | None = None  # the user's currency; every *_usd field stays in USD
+    market: "MarketStatus | None" = None  # which offers the data policy allowed, and the export rules that apply
+    currency: "CurrencyInfo | None" = None  # the user's currency; every *_usd field stays in USD
 
 
 class CurrencyInfo(Result):

@@ -7,7 +7,6 @@ planner read these fields; ``training.stack: auto`` picks the first stack in ``A
 supports what the plan needs, and the estimate says which and why.
 """
 
-from __future__ import annotations
 
 from functools import cached_property
 from typing import Literal
