@@ -61,3 +61,23 @@ def test_frozen_compared_by_value_and_copied_like_pydantic():
         Range(low=1.0)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         Range(low=1.0, high=2.0, middle=1.5)  # type: ignore[call-arg]
+
+
+def test_dump_plans_read_the_annotations_typing_reads() -> None:
+    """The dump plan's cheap annotation reader (models._own_hints) gives what typing.get_type_hints gives,
+    for every result class the engine defines."""
+    import typing
+
+    import gpuwiz.core.estimate
+    import gpuwiz.core.recommend  # noqa: F401 - their result classes
+    from gpuwiz.core import models
+
+    todo, seen = [models.Result], []
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        seen.append(cls)
+    assert len(seen) > 20
+    for cls in seen[1:]:
+        want = typing.get_type_hints(cls)
+        assert models._own_hints(cls) == {n: want[n] for n in cls._names}, cls.__name__
