@@ -372,6 +372,14 @@ class _Shapes:
     facts: dict[tuple[str, int, int, float], _ShapeFacts]  # shape + host RAM -> price_rough's facts
     # shape + host RAM + lean + used -> the sized system and its owning parts (``exact``)
     sized: dict[tuple[str, int, int, float, bool, bool | None], tuple[Build, costmod.PartsStem]]
+    # id(search) -> (the search, its candidates' _template): the search held, so its id is not reused
+    templates: dict[int, tuple[Enumerated, list[_Template]]]
+
+
+# price_rough's candidate before the money fields: (the candidate with its rent price and rough capex,
+# the year's rent or None, the owning parts or None); _Recommender._template
+_Template = tuple[Cand, float | None, costmod.PartsStem | None]
+TEMPLATES_MAX = 16  # searches whose templates a workload's shape table keeps (oldest dropped first: all)
 
 
 class _Tally:
@@ -695,8 +703,14 @@ class _Recommender:
 
     def price_rough(self, c: Cand, w: sysmod.Workload) -> Cand:
         """The candidate with its rent price (exact: the offer's rate) and a rough buy price (capex
-        from the GPU share of a server), scored. What does not depend on the run time or on the money
-        fields (budget, horizon, electricity) comes from the shape's ``_shape_facts``."""
+        from the GPU share of a server), scored: ``_money`` of its ``_template``."""
+        return self._money(self._template(c, w))
+
+    def _template(self, c: Cand, w: sysmod.Workload) -> _Template:
+        """What ``price_rough`` finds for ``c`` before the money fields (budget, horizon,
+        electricity): the candidate with its rent price and rough capex, the year's rent (the cheaper
+        of on-demand and reservations) and the owning parts. The shape's part of it comes from its
+        ``_shape_facts``."""
         shapes = self._shape_table(w)
         q = c.q
         key = (c.gpu.id, c.gpn, c.nodes, q.host_ram_gib)
@@ -706,7 +720,7 @@ class _Recommender:
         offer, capex, stem = f
         wall = q.wall_hours
         new: dict[str, Any] = {}
-        rent_total: float | None = None
+        rent_year: float | None = None
         if offer is not None:
             st_h = shapes.st_h
             rate, inst, n, over_h, egress, res_rate, spot_h, gpu_hour = offer
@@ -717,23 +731,42 @@ class _Recommender:
             # (a reserved instance runs the setup and staging hours within its year).
             reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(wall * self.rpy / HOURS_PER_YEAR))
                              + (st_h * max(wall, 1.0) + egress) * self.rpy)
-            rent_total = min(rent_run * self.rpy, reserved_year) * self.y
+            rent_year = min(rent_run * self.rpy, reserved_year)
             new = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress, rent_inst=inst, rent_n=n,
                 rent_gpu_hour=gpu_hour, tier=inst.tier,
                 idle=inst.gpu_count * n - c.gpn * c.nodes,  # GPUs paid for but unused (smallest offer >= count)
                 spot_run=(spot_h * n * wall * (1 + self.spot_over) if spot_h else None),
-                reserved_year=reserved_year, rent_total=rent_total)
-        buy_total: float | None = None
+                reserved_year=reserved_year)
         if stem is not None:
             new["capex"] = capex
-            buy_total = new["buy_total"] = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
-                                                      costmod.busy_hours(self.req, q.gpu_hours, c.gpn * c.nodes))
-        score, how, drop = self._scored(wall, rent_total, buy_total, capex)
-        new["score"], new["drop"] = score, drop
-        if how is not None:
-            new["mode"] = how
-        return c.but(**new)
+        return c.but(**new), rent_year, stem
+
+    def _money(self, t: _Template) -> Cand:
+        """A ``_template`` priced over this answer's horizon, electricity and budget, scored."""
+        c, rent_year, stem = t
+        rent_total = rent_year * self.y if rent_year is not None else None
+        buy_total: float | None = None
+        if stem is not None:
+            buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
+                                   costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
+        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, c.capex)
+        if how is None:
+            return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
+        return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
+
+    def _templates(self, found: Enumerated, w: sysmod.Workload) -> list[_Template]:
+        """``_template`` of every candidate of a search, kept in the workload's ``_shape_table`` per
+        search (a money edit re-prices the same search: core.memo keeps it per plan key)."""
+        shapes = self._shape_table(w)
+        got = shapes.templates.get(id(found))
+        if got is not None and got[0] is found:  # the entry holds the search: its id is not reused
+            return got[1]
+        out = [self._template(c, w) for c in found.cands]
+        if len(shapes.templates) >= TEMPLATES_MAX:
+            shapes.templates.clear()
+        shapes.templates[id(found)] = (found, out)
+        return out
 
     def _shape_table(self, w: sysmod.Workload) -> _Shapes:
         """The per-shape tables made for ``w``, kept per catalog on every requirement field
@@ -748,7 +781,7 @@ class _Recommender:
         key = (self.facts_key, w, self.rpy, self.stem_key)
         got = tbl.get(key) if tbl is not None else memo.MISS
         if got is memo.MISS:
-            got = _Shapes(st_h=self.storage_per_hour(w), facts={}, sized={})
+            got = _Shapes(st_h=self.storage_per_hour(w), facts={}, sized={}, templates={})
             if tbl is not None:
                 tbl.put(key, got)
         self._shapes = (w, got)
@@ -1026,8 +1059,8 @@ class _Recommender:
         then the filters (budget, policy, a rented no-P2P pair when one GPU suffices)."""
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands: list[Cand] = []
-        for c in found.cands:
-            c = self.price_rough(c, w0)
+        for tmpl in self._templates(found, w0):
+            c = self._money(tmpl)
             # The budget filter uses the real bill of materials (and the lean / used tiers) for every
             # build the rough price puts within reach (it is off by well under 2x either way).
             if c.drop == DROP_BUDGET and c.capex is not None and self.d.budget_usd is not None \

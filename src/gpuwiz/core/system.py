@@ -244,7 +244,13 @@ def cpu_fits_chassis(cpu: CPU, chassis: Chassis | None) -> bool:
 
 
 def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
-    """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes."""
+    """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes
+    (memoised per catalog: a pure function of its parts; the chassis is one of the catalog's rows)."""
+    key = (id(chassis) if chassis is not None else None, cores, lanes)
+    return memo.cached(cat, "pick_cpu", key, lambda: _pick_cpu(cat, chassis, cores, lanes), catalog_only=True)
+
+
+def _pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
     sockets_max = chassis.sockets if chassis else 2
     best: tuple[float, CPU, int] | None = None
     for cpu in cat.platforms.cpus:
@@ -283,7 +289,15 @@ DIMM_TOLERANCE = 0.9
 
 def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
                 desktop: bool) -> tuple[Dimm | None, int]:
-    """Fill memory channels evenly (1 or 2 DIMMs per channel) with the cheapest config >= target."""
+    """Fill memory channels evenly (1 or 2 DIMMs per channel) with the cheapest config >= target
+    (memoised per catalog: a pure function of its parts; the CPU is one of the catalog's rows)."""
+    key = (id(cpu) if cpu is not None else None, sockets, target_gb, desktop)
+    return memo.cached(cat, "pick_memory", key, lambda: _pick_memory(cat, cpu, sockets, target_gb, desktop),
+                       catalog_only=True)
+
+
+def _pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
+                 desktop: bool) -> tuple[Dimm | None, int]:
     # Current desktop / Threadripper 7000 / EPYC 9004 / Xeon 4th-gen platforms take DDR5.
     kinds = ("ddr5-udimm",) if desktop else ("ddr5-rdimm",)
     dimms = ([d for d in cat.platforms.memory if d.kind in kinds]
@@ -417,6 +431,14 @@ def framework_line(w: Workload) -> str:
 
 
 def software_stack(cat: Catalog, gpu: GPU, nodes: int, w: Workload) -> list[str]:
+    """OS, driver stack, collectives, containers and the training framework, one line each
+    (memoised per catalog on what it reads: the GPU, one node or several, the framework line)."""
+    fw = framework_line(w)
+    return list(memo.cached(cat, "software_stack", (gpu.id, nodes > 1, fw),
+                            lambda: tuple(_software_stack(cat, gpu, nodes, fw)), catalog_only=True))
+
+
+def _software_stack(cat: Catalog, gpu: GPU, nodes: int, framework: str) -> list[str]:
     out = ["Ubuntu 22.04/24.04 LTS"]
     out += driver_stack(cat, gpu)
     # Collectives and monitoring per vendor: NCCL + DCGM (NVIDIA), RCCL + AMD SMI/ROCm
@@ -436,7 +458,7 @@ def software_stack(cat: Catalog, gpu: GPU, nodes: int, w: Workload) -> list[str]
         out.append("Docker + NVIDIA Container Toolkit" if gpu.vendor == "nvidia" else "Docker")
         if gpu.vendor == "nvidia":
             out.append(_("nvidia-smi / DCGM exporter for monitoring"))
-    out.append(framework_line(w))
+    out.append(framework)
     return out
 
 
