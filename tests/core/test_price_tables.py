@@ -94,3 +94,30 @@ def test_parts_stem_gives_the_parts_and_total_of_onprem_parts_to_the_bit() -> No
                     for busy in (0.0, 1234.5, 8760.0 * fp.gpus_per_node * fp.nodes):
                         assert stem.total(rates.kwh, rates.residual_factor, years, busy) == parts.total(years, busy)
             assert math.isfinite(rates.kwh)
+
+
+def test_size_cost_has_the_numbers_of_size_system_on_every_shape_and_tier() -> None:
+    """The recommender ranks on system.size_cost (no text) and shows system.size_system: the
+    capex, tier and footprint facts agree to the bit for every GPU, shape, tier and site."""
+    from gpuwiz.core import system
+
+    base = load_config(ROOT / "examples" / "resnet50-imagenet.yaml")
+    w = system.workload_from(base, CAT, None)
+    offload = system.Workload(**{**w.__dict__, "host_ram_gib": 600.0, "offload": "optimizer"})
+    seen = 0
+    for site in ("any", "office", "desk"):
+        req = base.model_copy(update={"deployment": base.deployment.model_copy(update={"site": site})})
+        for gpu in CAT.gpus:
+            for gpn, nodes in ((1, 1), (2, 1), (4, 1), (8, 1), (8, 4), (4, 16)):
+                if gpn > gpu.max_per_node:
+                    continue
+                for lean, used in ((False, None), (True, None), (True, True)):
+                    for wl in (w, offload):
+                        b = system.size_system(req, CAT, gpu, gpn, nodes, wl, lean=lean, used=used)
+                        s = system.size_cost(req, CAT, gpu, gpn, nodes, wl, lean=lean, used=used)
+                        assert (s.capex_usd, s.tier, s.nodes, s.gpus_per_node, s.max_power_w, s.power_w, s.chassis,
+                                s.chassis_kind) == (b.capex_usd, b.tier, b.nodes, b.gpus_per_node, b.max_power_w,
+                                                    b.power_w, b.chassis, b.chassis_kind), (gpu.id, gpn, nodes, site)
+                        assert cost.Footprint.of(s) == cost.Footprint.of(b)
+                        seen += 1
+    assert seen > 500

@@ -21,13 +21,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpuwiz.core import market, memo
 from gpuwiz.core.catalog import Catalog, CloudInstance
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.i18n import N_, _
+
+if TYPE_CHECKING:
+    from gpuwiz.core.system import Sizing
 
 IDLE_FRAC = 0.25  # idle draw as a fraction of max (judgement, 0.15-0.35; tco_and_pitfalls §C4)
 BUY_MARGIN = 0.9  # buy only when it is clearly (>= 10 %) cheaper than renting over the horizon
@@ -297,7 +300,7 @@ class Footprint:
     rack: bool  # a rack server / HGX box or a cluster (colocation when the site is open)
 
     @staticmethod
-    def of(build: Build) -> Footprint:
+    def of(build: Build | Sizing) -> Footprint:
         rack = build.nodes > 1 or build.chassis_kind in ("server", "hgx") or not build.chassis
         return Footprint(build.nodes, build.gpus_per_node, build.max_power_w, build.power_w, rack)
 

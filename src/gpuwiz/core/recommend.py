@@ -315,7 +315,7 @@ class Cand:
     mode: str = "rent"  # the cheaper way for this candidate
     exact: bool = False
     drop: str | None = None  # why it has no score (DROP_*), when it has none
-    build: Build | None = None  # the sized system (exact stage)
+    build: sysmod.Sizing | None = None  # the sized system's numbers (exact stage)
     tier: str | None = None  # the priced offer's market tier
     idle: int = 0  # GPUs paid for but unused (smallest offer >= count)
     overhead: float = 0.0  # per-run rent overhead in $ (provisioning, staging, egress)
@@ -371,7 +371,7 @@ class _Shapes:
     st_h: float  # $/h of the workload's cloud volume
     facts: dict[tuple[str, int, int, float], _ShapeFacts]  # shape + host RAM -> price_rough's facts
     # shape + host RAM + lean + used -> the sized system and its owning parts (``exact``)
-    sized: dict[tuple[str, int, int, float, bool, bool | None], tuple[Build, costmod.PartsStem]]
+    sized: dict[tuple[str, int, int, float, bool, bool | None], tuple[sysmod.Sizing, costmod.PartsStem]]
     # id(search) -> (the search, its candidates' _template): the search held, so its id is not reused
     templates: dict[int, tuple[Enumerated, list[_Template]]]
 
@@ -944,9 +944,10 @@ class _Recommender:
                                                                                self.y, busy), build=build))
 
     def _sized_stem(self, c: Cand, w: sysmod.Workload, lean: bool,
-                    used: bool | None) -> tuple[Build, costmod.PartsStem]:
+                    used: bool | None) -> tuple[sysmod.Sizing, costmod.PartsStem]:
         """The system sized for ``c`` (system.size_system, on the tier asked) and its owning parts
-        (cost.onprem_parts' ``PartsStem``), kept in the workload's ``_shape_table``."""
+        (cost.onprem_parts' ``PartsStem``), kept in the workload's ``_shape_table``: its numbers
+        alone (system.size_cost), as ranking reads them; the answer sizes what it shows (``_sized``)."""
         shapes = self._shape_table(w)
         key = (c.gpu.id, c.gpn, c.nodes, c.q.host_ram_gib, lean, used)
         got = shapes.sized.get(key)
@@ -959,7 +960,7 @@ class _Recommender:
             if c.q.host_ram_gib > w.host_ram_gib:
                 ws = dataclasses.replace(w, host_ram_gib=c.q.host_ram_gib,
                                          offload=w.offload if w.offload != "none" else "optimizer")
-            build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, ws, lean=lean, used=used)
+            build = sysmod.size_cost(self.req, self.cat, c.gpu, c.gpn, c.nodes, ws, lean=lean, used=used)
             got = shapes.sized[key] = (build, self.rates.stem(costmod.Footprint.of(build), build.capex_usd))
         return got
 

@@ -35,6 +35,7 @@ from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption,
 from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
 from gpuwiz.i18n import _
+from gpuwiz.i18n import _ as i18n_
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82
@@ -513,9 +514,52 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     used = req.deployment.used_hardware if used is None else used
     circuit = office_circuit(cat, req.deployment.country)
     key = (gpu.id, gpus_per_node, nodes, w, lean, used, site, circuit)  # (memo tables are kept per language)
-    return memo.cached(cat, "size_system", key,  # a search sizes ~10-60 builds
-                       lambda: _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site, circuit),
+    return memo.cached(cat, "size_system", key,  # an answer shows 1-3 builds
+                       lambda: _build(_size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site, circuit)),
                        maxsize=512)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What ranking a build reads of its sizing (``size_cost``): the capex, the tier and the facts
+    owning it costs by (cost.Footprint.of) -- the same numbers as ``size_system``'s Build."""
+
+    capex_usd: float
+    tier: str
+    nodes: int
+    gpus_per_node: int
+    max_power_w: int  # per node, worst case
+    power_w: int  # sustained, per node
+    chassis: str | None
+    chassis_kind: str | None
+
+
+def size_cost(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int,
+              w: Workload, lean: bool = False, used: bool | None = None) -> Sizing:
+    """``size_system``'s numbers without its text (bill-of-materials notes, storage and network lines,
+    site, software): the recommender sizes ~10-60 builds per answer to rank them and shows 1-3.
+    Memoised on the same key."""
+    site = req.deployment.site
+    used = req.deployment.used_hardware if used is None else used
+    circuit = office_circuit(cat, req.deployment.country)
+    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site, circuit)
+    return memo.cached(cat, "size_cost", key, lambda: _sizing(
+        _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site, circuit, text=False)), maxsize=1024)
+
+
+def _build(b: Build | Sizing) -> Build:
+    assert isinstance(b, Build)
+    return b
+
+
+def _sizing(b: Build | Sizing) -> Sizing:
+    assert isinstance(b, Sizing)
+    return b
+
+
+def _silent(message: str) -> str:
+    """``_`` for a sizing whose text nobody reads (``size_cost``): no sentence is made."""
+    return ""
 
 
 @dataclass(frozen=True)
@@ -538,7 +582,10 @@ def office_circuit(cat: Catalog, country: str) -> Circuit:
 
 
 def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload, lean: bool, used: bool,
-                 site: str, circuit: Circuit) -> Build:
+                 site: str, circuit: Circuit, text: bool = True) -> Build | Sizing:
+    """The sizing rules. ``text``: the Build with its sentences; without, its numbers alone
+    (``Sizing``: the same parts, lines and sums, no sentence formatted)."""
+    _ = i18n_ if text else _silent  # local: the sentences below stay _("...") for the extractor
     if gpu.price_new_usd is None and gpu.price_used_usd:
         used = True  # no longer sold new: the used market is the only way to buy it
     options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
@@ -703,8 +750,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         sustained = gpu_w + 0.6 * cpu_w + base * 0.8
     psu_need = psu_needed_w(gpu, max_w, hgx)
     heat_kw = sustained * nodes / 1000.0
-    where = place(site, sustained, nodes, chassis, circuit)
-    where_kind = place_kind(site, sustained, nodes, chassis, circuit.continuous_w)
+    where = place(site, sustained, nodes, chassis, circuit) if text else ""
+    where_kind = place_kind(site, sustained, nodes, chassis, circuit.continuous_w) if text else ""
 
     # Chassis / board / PSUs. A chassis whose PSU is too small gets the extra PSU capacity in the BOM.
     gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.price_new_usd)
@@ -747,6 +794,11 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                           qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
                           note=(_("price unknown") if gpu_unit is None else "") + board))
     capex = sum(b.total_usd or 0.0 for b in bom)
+    if not text:
+        return Sizing(capex_usd=round(capex, 2), tier=("lean" if lean else "standard") + (
+            "-used" if used and gpu.price_used_usd else ""), nodes=nodes, gpus_per_node=gpus_per_node,
+                      max_power_w=round(max_w), power_w=round(sustained), chassis=chassis.name if chassis else None,
+                      chassis_kind=chassis.kind if chassis else None)
 
     return Build(
         gpu=gpu.id,
