@@ -379,7 +379,7 @@ class _Shapes:
 # price_rough's candidate before the money fields: (the candidate with its rent price and rough capex,
 # the year's rent or None, the owning parts or None); _Recommender._template
 _Template = tuple[Cand, float | None, costmod.PartsStem | None]
-TEMPLATES_MAX = 16  # searches whose templates a workload's shape table keeps (oldest dropped first: all)
+TEMPLATES_MAX = 8  # searches whose templates a workload's shape table keeps (past it: emptied)
 
 
 class _Tally:
@@ -521,7 +521,7 @@ class _Recommender:
         self.rough_stems = memo.table(cat, "rough_onprem_stems")
         # price_rough's per-shape facts (_shape_facts) for one workload: (workload, $/h of its cloud
         # volume, {shape: facts}), kept per catalog on every field they read (_shape_table)
-        self.shape_tables = memo.table(cat, "rough_shapes", maxsize=64)
+        self.shape_tables = memo.table(cat, "rough_shapes", maxsize=32)
         self._shapes: tuple[sysmod.Workload, _Shapes] | None = None
         # every requirement field price_rough's run-time-free facts read (_rough_facts)
         self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)

@@ -35,7 +35,6 @@ from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption,
 from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
 from gpuwiz.i18n import _
-from gpuwiz.i18n import _ as i18n_
 
 # Epoch AI training-cost-trends: server power / (n x chip TDP) = (10.2/8)/0.7 for H100 HGX.
 CHIP_TO_SERVER_HGX = 1.82
@@ -557,11 +556,6 @@ def _sizing(b: Build | Sizing) -> Sizing:
     return b
 
 
-def _silent(message: str) -> str:
-    """``_`` for a sizing whose text nobody reads (``size_cost``): no sentence is made."""
-    return ""
-
-
 @dataclass(frozen=True)
 class Circuit:
     """One ordinary office / desk circuit where the build stands (catalog economics.<country>.office_circuit)."""
@@ -584,8 +578,7 @@ def office_circuit(cat: Catalog, country: str) -> Circuit:
 def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload, lean: bool, used: bool,
                  site: str, circuit: Circuit, text: bool = True) -> Build | Sizing:
     """The sizing rules. ``text``: the Build with its sentences; without, its numbers alone
-    (``Sizing``: the same parts, lines and sums, no sentence formatted)."""
-    _ = i18n_ if text else _silent  # local: the sentences below stay _("...") for the extractor
+    (``Sizing``: the same parts, lines and sums; the sentences of every build are skipped)."""
     if gpu.price_new_usd is None and gpu.price_used_usd:
         used = True  # no longer sold new: the used market is the only way to buy it
     options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
@@ -649,7 +642,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     elif nodes > 1:
         network = _("InfiniBand / RoCE RDMA, >= {gbps:g} Gb/s per GPU (not in catalog)").format(gbps=target_gbps)
     elif net and not lean:
-        network = _("{name} ({gbps:g} Gb/s) for data ingest").format(name=net.name, gbps=net.gbps)
+        network = _("{name} ({gbps:g} Gb/s) for data ingest").format(name=net.name, gbps=net.gbps) if text else ""
         net_lines.append(BomLine(item=f"{net.name} NIC", qty=1, unit_usd=net.nic_price_usd,
                                  total_usd=net.nic_price_usd, note=_("data ingest")))
     else:
@@ -677,14 +670,15 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     fast_read = n_nvme * (nvme.read_gbps if nvme else 3.0)
     storage: list[str] = []
     if nvme:
-        raid = " RAID-0" if n_nvme > 1 else ""
-        storage.append(_("{n}x {name} ({tb:g} TB NVMe{raid}, ~{gbps:.0f} GB/s read)").format(
-            n=n_nvme, name=nvme.name, tb=fast_tb, raid=raid, gbps=fast_read))
+        if text:
+            raid = " RAID-0" if n_nvme > 1 else ""
+            storage.append(_("{n}x {name} ({tb:g} TB NVMe{raid}, ~{gbps:.0f} GB/s read)").format(
+                n=n_nvme, name=nvme.name, tb=fast_tb, raid=raid, gbps=fast_read))
         bom.append(BomLine(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
                            total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
                            note=_("data + last checkpoints (RAID-0 cache)") if n_nvme > 1
                            else _("data + last checkpoints")))
-    else:
+    elif text:
         storage.append(_("{tb:g} TB NVMe (data + last checkpoints)").format(tb=fast_tb))
 
     bulk_tb = 0.0
@@ -696,8 +690,9 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
             t = fit[0] if fit else hdd[-1]
             n = max(2, math.ceil(bulk_need_gb / 1000 / (t.capacity_tb or 1.0)))  # >= 2: a mirrored pair
             bulk_tb = n * (t.capacity_tb or 1.0)
-            storage.append(_("{n}x {name} ({tb:g} TB HDD bulk: raw data, checkpoint history)").format(
-                n=n, name=t.name, tb=bulk_tb))
+            if text:
+                storage.append(_("{n}x {name} ({tb:g} TB HDD bulk: raw data, checkpoint history)").format(
+                    n=n, name=t.name, tb=bulk_tb))
             bom.append(BomLine(item=t.name, qty=n, unit_usd=t.price_usd, total_usd=(t.price_usd or 0) * n,
                                note=_("bulk: raw data + checkpoint history")))
     elif nodes > 1:
@@ -714,8 +709,9 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                                       "writes)").format(what=what, tb=shared_tb, gbps=shared_gbps)))
         else:
             storage.append(_("shared storage, >= {tb:.0f} TB (not in catalog)").format(tb=shared_tb))
-    each = f"~{ckpt_gb:,.0f} GB" if ckpt_gb >= 1 else "< 1 GB"
-    storage.append(_("off-site copy of checkpoints ({each} each) in object storage").format(each=each))
+    if text:
+        each = f"~{ckpt_gb:,.0f} GB" if ckpt_gb >= 1 else "< 1 GB"
+        storage.append(_("off-site copy of checkpoints ({each} each) in object storage").format(each=each))
     bom += net_lines
 
     cpu_lanes_have = 0
@@ -724,7 +720,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         bom.append(BomLine(item=cpu.name, qty=sockets * nodes, unit_usd=cpu.price_usd,
                            total_usd=cpu.price_usd * sockets * nodes,
                            note=_("{cores} cores/node (need {need}), {lanes} lanes (need {need_lanes})").format(
-                               cores=cpu.cores * sockets, need=cores, lanes=cpu_lanes_have, need_lanes=lanes)))
+                               cores=cpu.cores * sockets, need=cores, lanes=cpu_lanes_have, need_lanes=lanes)
+                           if text else ""))
 
     # RAM.
     floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
@@ -733,9 +730,9 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     if dimm:
         bom.append(BomLine(item=dimm.name, qty=n_dimm * nodes, unit_usd=dimm.price_usd,
                            total_usd=dimm.price_usd * n_dimm * nodes,
-                           note=_("{gb} GB/node = {x:.1f}x VRAM").format(gb=ram_gb, x=ram_gb / max(vram_gb, 1))
-                           + (_("; runs at {mts} MT/s on this CPU").format(mts=min(dimm.mts, cpu.memory_mts))
-                              if cpu else "")))
+                           note=(_("{gb} GB/node = {x:.1f}x VRAM").format(gb=ram_gb, x=ram_gb / max(vram_gb, 1))
+                                 + (_("; runs at {mts} MT/s on this CPU").format(mts=min(dimm.mts, cpu.memory_mts))
+                                    if cpu else "")) if text else ""))
 
     # Power and heat.
     cpu_w = (cpu.tdp_w if cpu else 250.0) * sockets
@@ -759,13 +756,15 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     psu_w: int
     if chassis:
         chassis_usd = chassis.price_usd
-        chassis_note = (_("{kind}, {w:g} W PSU").format(kind=chassis.kind, w=chassis.psu_w)
-                        + (f", {chassis.rack_units}U" if chassis.rack_units else _(", tower")))
-        if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
-            chassis_note += _("; needs {n}-slot (blower) variants of the card").format(n=chassis.max_slot_width)
-        elif packed_open_air(chassis, gpu, gpus_per_node):
-            chassis_note += "; " + _("needs blower or liquid-cooled variants of the card (open-air coolers "
-                                     "slot to slot recirculate each other's heat)")
+        chassis_note = ""
+        if text:
+            chassis_note = (_("{kind}, {w:g} W PSU").format(kind=chassis.kind, w=chassis.psu_w)
+                            + (f", {chassis.rack_units}U" if chassis.rack_units else _(", tower")))
+            if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
+                chassis_note += _("; needs {n}-slot (blower) variants of the card").format(n=chassis.max_slot_width)
+            elif packed_open_air(chassis, gpu, gpus_per_node):
+                chassis_note += "; " + _("needs blower or liquid-cooled variants of the card (open-air coolers "
+                                         "slot to slot recirculate each other's heat)")
         bom.insert(0, BomLine(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
                               note=chassis_note))
         psu_w = int(chassis.psu_w)
@@ -777,7 +776,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
             bom.insert(1, BomLine(item=f"PSU capacity +{extra:,} W", qty=nodes, unit_usd=round(unit, 2),
                                   total_usd=round(unit * nodes, 2),
                                   note=_("{how}: {need:,.0f} W needed for {peak:,.0f} W peak").format(
-                                      how=how, need=psu_need, peak=max_w)))
+                                      how=how, need=psu_need, peak=max_w) if text else ""))
             psu_w = int(chassis.psu_w) + extra
     else:
         # No catalog chassis takes these GPUs: price the platform as a share of the GPU cost
@@ -789,7 +788,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                               note=_("no catalog chassis fits; priced as a share of GPU cost (Epoch)")))
         psu_w = _round_psu(psu_need)
     board = (_(" ({n} board(s) of {per})").format(n=gpus_per_node // gpu.sold_as_board, per=gpu.sold_as_board)
-             if gpu.sold_as_board > 1 else "")
+             if gpu.sold_as_board > 1 and text else "")
     bom.insert(0, BomLine(item=gpu.name + (_(" (used)") if used and gpu.price_used_usd else ""),
                           qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
                           note=(_("price unknown") if gpu_unit is None else "") + board))
