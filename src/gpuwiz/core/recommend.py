@@ -376,9 +376,9 @@ class _Shapes:
     templates: dict[int, tuple[Enumerated, list[_Template]]]
 
 
-# price_rough's candidate before the money fields: (the candidate with its rent price and rough capex,
-# the year's rent or None, the owning parts or None); _Recommender._template
-_Template = tuple[Cand, float | None, costmod.PartsStem | None]
+# price_rough's candidate before the money fields: (the candidate, its rent price and rough capex as
+# Cand fields, the year's rent or None, the owning parts or None); _Recommender._template
+_Template = tuple[Cand, dict[str, Any], float | None, costmod.PartsStem | None]
 TEMPLATES_MAX = 8  # searches whose templates a workload's shape table keeps (past it: emptied)
 
 
@@ -708,9 +708,9 @@ class _Recommender:
 
     def _template(self, c: Cand, w: sysmod.Workload) -> _Template:
         """What ``price_rough`` finds for ``c`` before the money fields (budget, horizon,
-        electricity): the candidate with its rent price and rough capex, the year's rent (the cheaper
-        of on-demand and reservations) and the owning parts. The shape's part of it comes from its
-        ``_shape_facts``."""
+        electricity): the candidate, its rent price and rough capex (the Cand fields ``_money`` sets),
+        the year's rent (the cheaper of on-demand and reservations) and the owning parts. The shape's
+        part of it comes from its ``_shape_facts``."""
         shapes = self._shape_table(w)
         q = c.q
         key = (c.gpu.id, c.gpn, c.nodes, q.host_ram_gib)
@@ -740,20 +740,20 @@ class _Recommender:
                 reserved_year=reserved_year)
         if stem is not None:
             new["capex"] = capex
-        return c.but(**new), rent_year, stem
+        return c, new, rent_year, stem
 
     def _money(self, t: _Template) -> Cand:
         """A ``_template`` priced over this answer's horizon, electricity and budget, scored."""
-        c, rent_year, stem = t
+        c, fields, rent_year, stem = t
         rent_total = rent_year * self.y if rent_year is not None else None
         buy_total: float | None = None
         if stem is not None:
             buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
                                    costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
-        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, c.capex)
+        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, fields.get("capex", c.capex))
         if how is None:
-            return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
-        return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
+            return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
+        return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
 
     def _templates(self, found: Enumerated, w: sysmod.Workload) -> list[_Template]:
         """``_template`` of every candidate of a search, kept in the workload's ``_shape_table`` per
@@ -922,9 +922,8 @@ class _Recommender:
         used GPUs where the catalog has a used price, are tried before the build is given up."""
         if c.exact:
             return c
-        c = c.but(exact=True)
         if c.capex is None:
-            return c
+            return c.but(exact=True)
         build, stem = self._sized_stem(c, w, False, None)
         budget = self.d.budget_usd
         # The lean tier saves the platform extras (a few $k at most), used GPUs their price gap:
@@ -940,8 +939,12 @@ class _Recommender:
                 if used[0].capex_usd < build.capex_usd:
                     build, stem = used
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
-        return self._score(c.but(capex=build.capex_usd, buy_total=stem.total(self.rates.kwh, self.rates.residual_factor,
-                                                                               self.y, busy), build=build))
+        buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y, busy)
+        score, how, drop = self._scored(c.q.wall_hours, c.rent_total, buy_total, build.capex_usd)  # as _score
+        if how is None:
+            return c.but(exact=True, capex=build.capex_usd, buy_total=buy_total, build=build, score=score, drop=drop)
+        return c.but(exact=True, capex=build.capex_usd, buy_total=buy_total, build=build, score=score, drop=drop,
+                     mode=how)
 
     def _sized_stem(self, c: Cand, w: sysmod.Workload, lean: bool,
                     used: bool | None) -> tuple[sysmod.Sizing, costmod.PartsStem]:
