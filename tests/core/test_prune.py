@@ -86,3 +86,96 @@ def test_a_desk_search_sizes_only_what_a_desk_chassis_takes(monkeypatch: pytest.
     # every shape still sized is one a desk chassis takes (the others could only be dropped)
     assert all(chassis_options(CAT, g, gpn, "desk") for g, gpn in calls)
     assert not all(chassis_options(CAT, g, gpn, "desk") for g in CAT.gpus for gpn in (1, 2))
+
+
+def _every_requirement() -> list[Requirements]:
+    return [load_config(p) for p in EXAMPLES] + [scenario_requirements(sc) for sc in SCENARIOS]
+
+
+def test_the_buy_floor_is_below_every_sized_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rank leaves a rented candidate unsized when its buy floor (_Recommender._buy_floor) proves
+    that owning it cannot win or be the build to own: the floor must be at or below the capex and the
+    horizon cost ``exact`` gives, for every candidate sized on every example and scenario (unpruned:
+    every shortlisted candidate is sized)."""
+    real = rec_mod._Recommender.exact
+    checked: list[str] = []
+
+    def checking(self: Any, c: Any, w: Any) -> Any:
+        out = real(self, c, w)
+        if not c.exact and out.build is not None and out.buy_total is not None:
+            capex, total = self._buy_floor(c)
+            assert capex <= out.capex + 1e-6, (c.gpu.id, c.gpn, c.nodes, capex, out.capex)
+            assert total <= out.buy_total + 1e-6, (c.gpu.id, c.gpn, c.nodes, total, out.buy_total)
+            checked.append(c.gpu.id)
+        return out
+
+    monkeypatch.setattr(rec_mod._Recommender, "exact", checking)
+    for req in _every_requirement():
+        with memo.disabled(), unpruned():
+            try:
+                recommend(req, CAT)
+            except GpuwizError:
+                continue
+    assert len(checked) > 500 and len(set(checked)) > 20  # the floor met many builds of many GPUs
+
+
+def _ranked_candidates(req: Requirements) -> tuple[Any, list[Any]]:
+    """The recommender of ``req`` and the candidates its rank stage considers (priced, within budget)."""
+    r = rec_mod._Recommender(req, CAT, req.deployment.objective)
+    scan = rec_mod._Scanner(req, CAT)
+    w0 = r.workload0(scan)
+    return r, list(r.price(r.enumerate(scan), w0).ok)
+
+
+def test_a_rented_build_whose_owning_floor_is_near_its_rent_is_still_sized() -> None:
+    """_rent_stays at its edge: rented at a price just above what owning it could cost at the least
+    (floor x buy margin), sizing might make buying win, so it is sized; just below, it is not."""
+    req = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+    assert req.deployment.mode == "either"
+    r, cands = _ranked_candidates(req)
+    c = next(c for c in cands if c.mode == "rent" and c.capex is not None and r._rent_stays(c))
+    floor = r._buy_floor(c)[1] / rec_mod.costmod.BUY_MARGIN
+    above = c.but(rent_total=floor * 1.001, score=floor * 1.001)
+    below = c.but(rent_total=floor * 0.999, score=floor * 0.999)
+    assert not r._rent_stays(above)
+    assert r._rent_stays(below)
+    # ... and a candidate ranked on owning, or one whose score is not its rent price, is always sized
+    assert not r._rent_stays(below.but(mode="buy"))
+    assert not r._rent_stays(below.but(score=floor * 0.5))
+
+
+def test_a_lazy_build_that_could_be_the_build_to_own_is_sized() -> None:
+    """_not_best_buy at its edge: a sized build to own dearer than the lazy candidate's floor does not
+    prove anything (the lazy one, sized, might be cheaper to own), one cheaper than the floor does."""
+    req = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+    r, cands = _ranked_candidates(req)
+    c = next(c for c in cands if r._rent_stays(c) and c.q.wall_hours * req.schedule.runs_per_month < 730
+             and (req.deployment.budget_usd is None or r._buy_floor(c)[0] <= req.deployment.budget_usd))
+    floor = r._buy_floor(c)[1] * r._stack(c)
+    owned = next(b for b in cands if b.capex is not None and b is not c)
+    best = r.exact(owned, r.workload0(rec_mod._Scanner(req, CAT)))
+    assert best.buy_total is not None
+    assert r._not_best_buy(c, best.but(buy_total=floor / r._stack(best) * 0.999, q=c.q))
+    assert not r._not_best_buy(c, best.but(buy_total=floor / r._stack(best) * 1.001, q=c.q))
+    assert not r._not_best_buy(c, None)  # nothing sized to own yet: the lazy one might be it
+
+
+def test_rank_sizes_fewer_builds_for_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the small-team example, rank leaves the rented builds that cannot change the answer unsized:
+    fewer system sizings (core.system.size_system), the same JSON as the unpruned search."""
+    req = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+    calls = [0]
+    real = rec_mod.sysmod.size_system
+
+    def counting(*a: Any, **k: Any) -> Any:
+        calls[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(rec_mod.sysmod, "size_system", counting)
+    with memo.disabled(), unpruned():
+        want = recommend(req, CAT).model_dump_json()
+    unpruned_calls, calls[0] = calls[0], 0
+    with memo.disabled():
+        got = recommend(req, CAT).model_dump_json()
+    assert got == want
+    assert calls[0] < unpruned_calls * 0.8, (calls[0], unpruned_calls)

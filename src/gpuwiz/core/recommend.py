@@ -1024,16 +1024,68 @@ class _Recommender:
                         i == 0 or c.score <= near or (c.buy_total is not None and c.buy_total <= near_buy))):
                     picked.append(c)
                     seen.add(id(c))
-        sized = {id(c): self.exact(c, w0) for c in picked}
-        shortlist = [sized[id(c)] for c in picked]
-        every = tuple(sized.get(id(c), c) for c in priced.ok)
+        # A rented candidate whose sizing provably leaves its score and mode alone (``_rent_stays``) is
+        # sized only if it is the pick or could be the build to own (``_best_buy``): unsized, it ranks,
+        # lists and sits on the Pareto front exactly as sized (all read its rent price alone).
+        lazy = [c for c in picked if prune and self._rent_stays(c)]
+        lazy_ids = {id(c) for c in lazy}
+        sized = {id(c): self.exact(c, w0) for c in picked if id(c) not in lazy_ids}
+        shortlist = [sized.get(id(c), c) for c in picked]
         shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
         if not shortlist:
             return None
         shortlist.sort(key=self.key)
         win = self.pick(shortlist)
+        if lazy:
+            # sizing keeps each lazy one's key (same score, mode, run time): the order and the pick stand
+            if id(win) in lazy_ids:
+                sized[id(win)] = self.exact(win, w0)
+                win = sized[id(win)]
+            best = self._best_buy([sized.get(id(c), c) for c in shortlist])
+            for c in lazy:
+                if id(c) not in sized and not self._not_best_buy(c, best):
+                    sized[id(c)] = self.exact(c, w0)
+            shortlist = [sized.get(id(c), c) for c in shortlist]
+        every = tuple(sized.get(id(c), c) for c in priced.ok)
         shortlist.remove(win)
         return Ranked(shortlist=(win, *shortlist), priced=every, search=priced)
+
+    def _buy_floor(self, c: Cand) -> tuple[float, float]:
+        """(capex, horizon cost of owning) that ``exact`` cannot go below for ``c``: the GPUs alone at
+        their cheapest price (new or used: the lean / used tiers), every other BOM line and the power
+        and space at nothing, on either footprint kind (rack or not: the sized chassis decides). Owning
+        costs rise with the capex (residual and maintenance are shares of it) and with the power."""
+        prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
+        capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
+        total = min(costmod.onprem_parts(self.req, self.cat, costmod.Footprint(
+            nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex=capex).total(
+            self.y, 0.0) for rack in (False, True))
+        return capex, total
+
+    def _rent_stays(self, c: Cand) -> bool:
+        """``exact(c)`` provably keeps ``c``'s score, mode and drop: it is ranked on its rent price and
+        owning it cannot win (``_buy_floor`` over the buy margin is above that price), or only renting
+        is allowed. Sizing then changes only its buy-side fields (capex, buy_total, build)."""
+        if c.exact or c.capex is None or c.mode != "rent" or c.rent_total is None or c.drop is not None \
+                or not math.isfinite(c.score) or c.score != c.rent_total:
+            return False
+        if self.d.mode == "rent":
+            return True
+        return self.d.mode == "either" and self._buy_floor(c)[1] * (1 - 1e-9) / costmod.BUY_MARGIN > c.rent_total
+
+    def _not_best_buy(self, c: Cand, best: Cand | None) -> bool:
+        """``c`` once sized cannot be ``_best_buy``'s answer: it could not keep up with the month's runs
+        or stay within the budget, or ``best`` (sized) comes first in that order even against its
+        floor (``_buy_floor``)."""
+        if c.q.wall_hours * self.req.schedule.runs_per_month > HOURS_PER_MONTH:
+            return True
+        capex, total = self._buy_floor(c)
+        if self.d.budget_usd is not None and capex > self.d.budget_usd:
+            return True
+        if best is None or best.buy_total is None:
+            return False
+        floor = total * (1 - 1e-9) * self._stack(c)
+        return (self.tight(best), best.buy_total * self._stack(best)) < (self.tight(c), floor)
 
     def _sized(self, c: Cand, w: sysmod.Workload) -> Build:
         """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""
