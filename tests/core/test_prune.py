@@ -179,3 +179,72 @@ def test_rank_sizes_fewer_builds_for_the_same_answer(monkeypatch: pytest.MonkeyP
         got = recommend(req, CAT).model_dump_json()
     assert got == want
     assert calls[0] < unpruned_calls * 0.8, (calls[0], unpruned_calls)
+
+
+def test_a_no_fit_proof_never_claims_a_shape_that_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search books 'does not fit' without the estimator where a GPU of the same fit class with at
+    least as much memory fitted no layout at that shape (_Scanner.no_fit_proved): on every example and
+    scenario, the estimator agrees for every shape so booked."""
+    real = rec_mod._Scanner.no_fit_proved
+    proved: list[tuple[str, int]] = []
+
+    def checking(self: Any, gpu: Any, count: int, gpn: int) -> bool:
+        got = real(self, gpu, count, gpn)
+        if got:
+            q = self.quick(gpu, count, gpn)
+            assert not q.fits and not q.plan_fits, (gpu.id, count, gpn)
+            proved.append((gpu.id, count))
+        return got
+
+    monkeypatch.setattr(rec_mod._Scanner, "no_fit_proved", checking)
+    for req in _every_requirement():
+        with memo.disabled():
+            try:
+                recommend(req, CAT)
+            except GpuwizError:
+                continue
+    assert len(proved) > 100 and len({g for g, _n in proved}) >= 5
+
+
+def test_a_gpu_with_a_little_more_memory_or_another_fit_class_is_still_tried() -> None:
+    """no_fit_proved at its edges: a GPU with more memory than the largest one that fitted no layout,
+    or one of another fit class (NVLink, vendor), is not booked without the estimator."""
+    req = load_config(ROOT / "examples" / "enterprise-70b-pretrain.yaml")
+    scan = rec_mod._Scanner(req, CAT)
+    a10 = CAT.gpu("a10")
+    q = scan.quick(a10, 64, 8)
+    assert not q.fits and not q.plan_fits  # 70B on 64 A10s: no layout fits 24 GB
+    scan.note_fit(a10, 64, 8, q)
+    assert scan.no_fit_proved(a10.model_copy(update={"memory_gib": a10.memory_gib}), 64, 8)
+    assert scan.no_fit_proved(a10.model_copy(update={"memory_gib": a10.memory_gib - 8}), 64, 8)
+    assert not scan.no_fit_proved(a10.model_copy(update={"memory_gib": a10.memory_gib + 0.5}), 64, 8)
+    assert not scan.no_fit_proved(a10, 128, 8)  # another shape
+    assert not scan.no_fit_proved(a10.model_copy(update={"nvlink_gbps": 112.5}), 64, 8)
+    assert not scan.no_fit_proved(a10.model_copy(update={"vendor": "amd"}), 64, 8)
+    # a shape that fits proves nothing
+    h100 = CAT.gpu("h100-sxm")
+    fit = scan.quick(h100, 1024, 8)
+    assert fit.fits and fit.plan_fits
+    scan.note_fit(h100, 1024, 8, fit)
+    assert not scan.no_fit_proved(h100.model_copy(update={"memory_gib": 40.0}), 1024, 8)
+
+
+def test_the_70b_search_asks_the_estimator_less_for_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """70B pretraining: the small cards that fit no layout at any count tried are proved so from the
+    largest of their fit class; fewer estimator calls, the same JSON as the unpruned search."""
+    req = load_config(ROOT / "examples" / "enterprise-70b-pretrain.yaml")
+    calls = [0]
+    real = est_mod.quick
+
+    def counting(*a: Any, **k: Any) -> Any:
+        calls[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(est_mod, "quick", counting)
+    with memo.disabled(), unpruned():
+        want = recommend(req, CAT).model_dump_json()
+    unpruned_calls, calls[0] = calls[0], 0
+    with memo.disabled():
+        got = recommend(req, CAT).model_dump_json()
+    assert got == want
+    assert calls[0] < unpruned_calls * 0.75, (calls[0], unpruned_calls)

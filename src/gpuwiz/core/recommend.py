@@ -122,7 +122,11 @@ class Quick:
     host_ram_gib: float = 0.0  # per node, CPU offload
     replicas: int = 1  # data-parallel replicas of the plan (each needs samples of the global batch)
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
+    plan_fits: bool = True  # the planner found a layout within the GPU's memory (False: none, at any micro-batch)
 
+
+# What _try books for a shape whose outcome _Scanner.no_fit_proved proves (no layout fits its memory).
+_NO_FIT = Quick(fits=False, wall_hours=math.inf, gpu_hours=math.inf, plan_fits=False)
 
 QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
 FULLS_MAX = 256  # full estimates kept per plan key (an answer makes 1-3)
@@ -187,8 +191,10 @@ class _Scanner:
         if self.enumerated is not None and len(self.enumerated) > ENUMERATED_MAX:
             self.enumerated.clear()
         # ... and the part of each plan's Quick that the data size does not change (``_stem``)
-        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int]] = (
+        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int, bool]] = (
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
+        # (count, gpus per node, fit class) -> the most GPU memory found to fit no layout there (no_fit_proved)
+        self.no_fit: dict[tuple[Any, ...], float] = {}
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
@@ -225,21 +231,49 @@ class _Scanner:
         stem = self.stems.get(key)
         if stem is None:
             stem = self.stems[key] = self._stem(r)
-        fits, per_gpu, host, problems, replicas = stem
+        fits, per_gpu, host, problems, replicas, plan_fits = stem
         new = object.__new__(Quick)  # a frozen dataclass, built without its __init__ (one per shape tried)
         new.__dict__.update(fits=fits, wall_hours=float(wall or math.inf), gpu_hours=float(gpu_hours or math.inf),
                             per_gpu_gib=per_gpu, problems=problems, host_ram_gib=host, replicas=replicas,
-                            wall_hours_p90=self._p90(r, wall) if fits else None)
+                            wall_hours_p90=self._p90(r, wall) if fits else None, plan_fits=plan_fits)
         return new
 
-    def _stem(self, r: Any) -> tuple[bool, float, float, tuple[str, ...], int]:
-        """(fits, GiB per GPU, host GiB per node, problems, replicas) of a plan: what requote keeps."""
+    def _stem(self, r: Any) -> tuple[bool, float, float, tuple[str, ...], int, bool]:
+        """(fits, GiB per GPU, host GiB per node, problems, replicas, plan fits) of a plan: what requote
+        keeps."""
         detail = r.detail
         blocked = bool(detail is not None and getattr(detail, "problems", None))
         choice = getattr(detail, "choice", None)
         dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
         return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0),
-                (str(r.reason),) if r.reason else (), max(1, dp))
+                (str(r.reason),) if r.reason else (), max(1, dp), bool(getattr(choice, "fits", True)))
+
+    def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
+        """What the fast path's fit test reads of a GPU besides its memory (estimate.quick: the layouts
+        its NVLink allows, the vendor a configured stack filters on, the host RAM a CPU-offload layout may
+        use on its platform), or None when unknown (no fast path). Two GPUs of one class at one shape
+        see the same layouts and host budget; the one with less memory has a smaller budget for each."""
+        host = getattr(self.mod, "_host_limit_gib", None)
+        if not self.fast or host is None:
+            return None
+        return (gpu.nvlink_gbps > 0, gpu.nvlink_multi_gpu, gpu.vendor, host(self.ctx, gpu, gpn))
+
+    def no_fit_proved(self, gpu: GPU, count: int, gpn: int) -> bool:
+        """A GPU of this one's fit class with at least its memory found no layout at this shape (its
+        planner's choice did not fit, even at the tighter headroom): nothing fits this GPU either, as
+        every layout needs the same bytes and has less room (``fit_class``)."""
+        cls = self.fit_class(gpu, gpn)
+        most = self.no_fit.get((count, gpn, cls)) if cls is not None else None
+        return most is not None and most >= gpu.memory_gib
+
+    def note_fit(self, gpu: GPU, count: int, gpn: int, q: Quick) -> None:
+        """Keep the most memory a GPU of each fit class had where its planner found no layout."""
+        if q.plan_fits:
+            return
+        cls = self.fit_class(gpu, gpn)
+        if cls is not None:
+            key = (count, gpn, cls)
+            self.no_fit[key] = max(self.no_fit.get(key, 0.0), gpu.memory_gib)
 
     def _p90(self, r: Any, wall: float) -> float | None:
         """``estimate.wall_hours_high`` of ``r`` at run time ``wall`` through the plan's memoised spread
@@ -540,79 +574,99 @@ class _Recommender:
         return None
 
     def enumerate(self, scan: _Scanner) -> Enumerated:
-        """Stage 1: every GPU x shape the search tries, sized by the estimator's fast path."""
+        """Stage 1: every GPU x shape the search tries, sized by the estimator's fast path. With pruning
+        the GPUs are searched largest memory first (so a GPU that fits nowhere proves it for the smaller
+        ones of its fit class, ``_Scanner.no_fit_proved``); the candidates and drop counts are put
+        together in catalog order, as the plain search makes them."""
+        gpus = self.gpus()
+        order = sorted(range(len(gpus)), key=lambda i: -gpus[i].memory_gib) if prune else range(len(gpus))
+        parts: dict[int, tuple[list[Cand], _Tally]] = {}
+        for i in order:
+            sub = _Tally()
+            parts[i] = (self._enumerate_gpu(scan, sub, gpus[i]), sub)
         t = _Tally()
         out: list[Cand] = []
+        for i in range(len(gpus)):
+            cands, sub = parts[i]
+            out += cands
+            for reason, n in sub.counts.items():
+                t.drop(reason, n)
+            t.considered += sub.considered
+            t.fastest_miss = min(t.fastest_miss, sub.fastest_miss)
+        return Enumerated(cands=tuple(out), dropped=t.frozen(), considered=t.considered, fastest_miss=t.fastest_miss)
+
+    def _enumerate_gpu(self, scan: _Scanner, t: _Tally, gpu: GPU) -> list[Cand]:
+        """``enumerate`` for one GPU type: its candidates, its drops and shapes tried booked in ``t``."""
+        out: list[Cand] = []
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        for gpu in self.gpus():
-            if not pinned:
-                excluded = self.excluded(gpu)
-                if excluded:
-                    t.drop(excluded)
-                    continue
-                if self.d.site == "desk" and gpu.form_factor in ("sxm", "oam"):
-                    t.drop(DROP_SITE)
-                    continue
-            shapes = self.shapes(gpu)
-            if shapes is not None:
-                for gpn, nodes in shapes:
-                    t.considered += 1
-                    c = self._try(scan, t, gpu, gpn, nodes, pinned=True)
-                    if c:
-                        out.append(c)
-                continue
-            gpns = _gpn_options(gpu)
-            if self.req.hardware and self.req.hardware.gpus_per_node:
-                gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
-            for gpn in gpns:
+        if not pinned:
+            excluded = self.excluded(gpu)
+            if excluded:
+                t.drop(excluded)
+                return out
+            if self.d.site == "desk" and gpu.form_factor in ("sxm", "oam"):
+                t.drop(DROP_SITE)
+                return out
+        shapes = self.shapes(gpu)
+        if shapes is not None:
+            for gpn, nodes in shapes:
                 t.considered += 1
-                c = self._try(scan, t, gpu, gpn, 1)
+                c = self._try(scan, t, gpu, gpn, nodes, pinned=True)
                 if c:
                     out.append(c)
-            # Scale out with full nodes: keep every shape that meets the deadline, and stop once a
-            # shape also meets the tighter of (deadline, an owned build's time per run -- the month's
-            # runs must fit in the month). Stopping at the deadline alone made the search depend on
-            # it: a longer deadline stopped earlier and lost the bigger cluster that could be owned
-            # (B4). Past that point more nodes only cost more (GPU-hours grow with the node count).
-            # "fastest" goes one doubling further.
-            if gpu.segment == "consumer" or self.d.site == "desk":
-                continue
-            gpn = gpns[-1]
-            met_once = False
-            prev: Quick | None = None
-            least_gph = math.inf
-            slack_h = self.stop_h * SLACK_FRAC
-            i = 0
-            batch = scan.global_batch()
-            while i < len(NODE_LADDER):
-                nodes = NODE_LADDER[i]
-                i += 1
-                t.considered += 1
-                c = self._try(scan, t, gpu, gpn, nodes, count_drops=False)
-                q = c.q if c else None
-                if c is not None and c.q.fits and batch is not None and c.q.replicas > batch:
-                    # More replicas than the global batch has samples: the plan would train with a
-                    # bigger batch than asked (a different run); more nodes only add replicas.
-                    t.drop(DROP_BATCH)
+            return out
+        gpns = _gpn_options(gpu)
+        if self.req.hardware and self.req.hardware.gpus_per_node:
+            gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
+        for gpn in gpns:
+            t.considered += 1
+            c = self._try(scan, t, gpu, gpn, 1)
+            if c:
+                out.append(c)
+        # Scale out with full nodes: keep every shape that meets the deadline, and stop once a
+        # shape also meets the tighter of (deadline, an owned build's time per run -- the month's
+        # runs must fit in the month). Stopping at the deadline alone made the search depend on
+        # it: a longer deadline stopped earlier and lost the bigger cluster that could be owned
+        # (B4). Past that point more nodes only cost more (GPU-hours grow with the node count).
+        # "fastest" goes one doubling further.
+        if gpu.segment == "consumer" or self.d.site == "desk":
+            return out
+        gpn = gpns[-1]
+        met_once = False
+        prev: Quick | None = None
+        least_gph = math.inf
+        slack_h = self.stop_h * SLACK_FRAC
+        i = 0
+        batch = scan.global_batch()
+        while i < len(NODE_LADDER):
+            nodes = NODE_LADDER[i]
+            i += 1
+            t.considered += 1
+            c = self._try(scan, t, gpu, gpn, nodes, count_drops=False)
+            q = c.q if c else None
+            if c is not None and c.q.fits and batch is not None and c.q.replicas > batch:
+                # More replicas than the global batch has samples: the plan would train with a
+                # bigger batch than asked (a different run); more nodes only add replicas.
+                t.drop(DROP_BATCH)
+                break
+            if c and c.q.fits and c.q.wall_hours <= self.search_h:
+                out.append(c)
+                if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
                     break
-                if c and c.q.fits and c.q.wall_hours <= self.search_h:
-                    out.append(c)
-                    if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
-                        break
-                    met_once = met_once or c.q.wall_hours <= slack_h
-                if q is not None and q.fits:
-                    least_gph = min(least_gph, q.gpu_hours)
-                    if prev is not None and prev.fits and q.wall_hours > 0.97 * prev.wall_hours:
-                        break  # more nodes no longer help
-                    if q.gpu_hours > 2.0 * least_gph:
-                        break  # scaling efficiency below 50 %: more nodes only burn money
-                    if self.obj != "fastest" and not met_once and math.isfinite(q.wall_hours):
-                        # Scaling is at best linear: skip the node counts that cannot meet the slack.
-                        need = nodes * q.wall_hours / slack_h * 0.95
-                        while i < len(NODE_LADDER) and NODE_LADDER[i] < need:
-                            i += 1
-                prev = q
-        return Enumerated(cands=tuple(out), dropped=t.frozen(), considered=t.considered, fastest_miss=t.fastest_miss)
+                met_once = met_once or c.q.wall_hours <= slack_h
+            if q is not None and q.fits:
+                least_gph = min(least_gph, q.gpu_hours)
+                if prev is not None and prev.fits and q.wall_hours > 0.97 * prev.wall_hours:
+                    break  # more nodes no longer help
+                if q.gpu_hours > 2.0 * least_gph:
+                    break  # scaling efficiency below 50 %: more nodes only burn money
+                if self.obj != "fastest" and not met_once and math.isfinite(q.wall_hours):
+                    # Scaling is at best linear: skip the node counts that cannot meet the slack.
+                    need = nodes * q.wall_hours / slack_h * 0.95
+                    while i < len(NODE_LADDER) and NODE_LADDER[i] < need:
+                        i += 1
+            prev = q
+        return out
 
     def enumerated(self, scan: _Scanner) -> Enumerated:
         """``enumerate``, kept per plan key on every other field it reads (the data and schedule
@@ -636,7 +690,11 @@ class _Recommender:
                 t.drop(DROP_SITE)
             return None
         try:
-            q = scan.quick(gpu, gpn * nodes, gpn)
+            if prune and not pinned and scan.no_fit_proved(gpu, gpn * nodes, gpn):
+                q = _NO_FIT  # a GPU of its fit class with more memory fits no layout here
+            else:
+                q = scan.quick(gpu, gpn * nodes, gpn)
+                scan.note_fit(gpu, gpn * nodes, gpn, q)
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
             t.drop(DROP_ERROR)
             return None
