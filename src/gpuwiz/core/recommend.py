@@ -156,6 +156,7 @@ class _Scanner:
 
     def __init__(self, req: Requirements, cat: Catalog) -> None:
         from gpuwiz.core import estimate as est_mod
+        from gpuwiz.core.ranges import scale_group  # (estimate imports it: no new module)
 
         self.req, self.cat, self.mod = req, cat, est_mod
         self.ctx: Any = None
@@ -173,9 +174,10 @@ class _Scanner:
             self.quotes.clear()
         # ... and each plan's cross-validated speed spread's P10 (the P90 wall time is wall / P10, as
         # estimate.wall_hours_high computes it; the spread depends on the plan, not on the data size)
-        self.p10: dict[tuple[str, int, int], float | None] = (
+        self.p10: dict[tuple[Any, ...], float | None] = (
             hit[1].setdefault("recommend.p10", {}) if hit is not None else {})
         self._spread = getattr(est_mod, "_speed_spread", None)
+        self._scale = scale_group
         self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
         # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
         # the plan key leaves out), and per shape the last one made (``plan_estimate``)
@@ -195,6 +197,7 @@ class _Scanner:
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
         # (count, gpus per node, fit class) -> the most GPU memory found to fit no layout there (no_fit_proved)
         self.no_fit: dict[tuple[Any, ...], float] = {}
+        self.fit_classes: dict[tuple[int, int], tuple[GPU, tuple[Any, ...] | None]] = {}  # per (GPU, gpn)
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
@@ -253,15 +256,22 @@ class _Scanner:
         its NVLink allows, the vendor a configured stack filters on, the host RAM a CPU-offload layout may
         use on its platform), or None when unknown (no fast path). Two GPUs of one class at one shape
         see the same layouts and host budget; the one with less memory has a smaller budget for each."""
+        key = (id(gpu), gpn)
+        hit = self.fit_classes.get(key)
+        if hit is not None and hit[0] is gpu:
+            return hit[1]
         host = getattr(self.mod, "_host_limit_gib", None)
-        if not self.fast or host is None:
-            return None
-        return (gpu.nvlink_gbps > 0, gpu.nvlink_multi_gpu, gpu.vendor, host(self.ctx, gpu, gpn))
+        cls = None if not self.fast or host is None else (
+            gpu.nvlink_gbps > 0, gpu.nvlink_multi_gpu, gpu.vendor, host(self.ctx, gpu, gpn))
+        self.fit_classes[key] = (gpu, cls)
+        return cls
 
     def no_fit_proved(self, gpu: GPU, count: int, gpn: int) -> bool:
         """A GPU of this one's fit class with at least its memory found no layout at this shape (its
         planner's choice did not fit, even at the tighter headroom): nothing fits this GPU either, as
         every layout needs the same bytes and has less room (``fit_class``)."""
+        if not self.no_fit:
+            return False
         cls = self.fit_class(gpu, gpn)
         most = self.no_fit.get((count, gpn, cls)) if cls is not None else None
         return most is not None and most >= gpu.memory_gib
@@ -283,7 +293,8 @@ class _Scanner:
                 r = self.mod.requote(self.ctx, r)
             return self.mod.wall_hours_high(self.ctx, r)
         d = r.detail
-        key = (d.gpu.id, d.count, d.gpn)
+        # the spread reads the plan's groups: the GPU (generation), the stack (GPU and layout) and the scale
+        key = (d.gpu.id, d.choice.shape, self._scale(d.count), getattr(self.ctx, "stack_override", None) or "")
         if key in self.p10:
             p10 = self.p10[key]
         else:
@@ -519,6 +530,7 @@ class _Recommender:
         if self.d.mode in ("buy", "either"):
             self.stop_h = min(self.stop_h, HOURS_PER_MONTH / req.schedule.runs_per_month)
         self.cap_cache: dict[tuple[str, int, int], float] = {}
+        self.floors: dict[tuple[str, int, int], tuple[float, float]] = {}  # _buy_floor per shape
         self.ram_cap: dict[tuple[str, int], float] = {}
         self.restricted = market.purchase_restricted_country(cat, self.d.country)
         self.y = costmod.years(req)
@@ -1113,12 +1125,16 @@ class _Recommender:
         their cheapest price (new or used: the lean / used tiers), every other BOM line and the power
         and space at nothing, on either footprint kind (rack or not: the sized chassis decides). Owning
         costs rise with the capex (residual and maintenance are shares of it) and with the power."""
-        prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
-        capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
-        total = min(costmod.onprem_parts(self.req, self.cat, costmod.Footprint(
-            nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex=capex).total(
-            self.y, 0.0) for rack in (False, True))
-        return capex, total
+        key = (c.gpu.id, c.gpn, c.nodes)
+        got = self.floors.get(key)
+        if got is None:
+            prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
+            capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
+            total = min(costmod.onprem_parts(self.req, self.cat, costmod.Footprint(
+                nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex=capex).total(
+                self.y, 0.0) for rack in (False, True))
+            got = self.floors[key] = (capex, total)
+        return got
 
     def _rent_stays(self, c: Cand) -> bool:
         """``exact(c)`` provably keeps ``c``'s score, mode and drop: it is ranked on its rent price and
