@@ -5,6 +5,7 @@ the one the unpruned search gives, on every example and every scenario, also aft
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +161,12 @@ def test_a_lazy_build_that_could_be_the_build_to_own_is_sized() -> None:
     assert not r._not_best_buy(c, None)  # nothing sized to own yet: the lazy one might be it
 
 
-def test_rank_sizes_fewer_builds_for_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On the small-team example, rank leaves the rented builds that cannot change the answer unsized:
-    fewer system sizings (core.system.size_system), the same JSON as the unpruned search."""
-    req = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+@pytest.mark.parametrize("name", ["small-team-lora-7b", "resnet50-imagenet"])
+def test_rank_sizes_fewer_builds_for_the_same_answer(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """rank leaves the builds whose sizing cannot change the answer unsized (rented ones whose owning
+    floor is above their rent, builds only to own that cannot show): fewer system sizings
+    (core.system.size_system), the same JSON as the unpruned search."""
+    req = load_config(ROOT / "examples" / f"{name}.yaml")
     calls = [0]
     real = rec_mod.sysmod.size_system
 
@@ -248,3 +251,36 @@ def test_the_70b_search_asks_the_estimator_less_for_the_same_answer(monkeypatch:
         got = recommend(req, CAT).model_dump_json()
     assert got == want
     assert calls[0] < unpruned_calls * 0.75, (calls[0], unpruned_calls)
+
+
+def test_a_build_only_to_own_is_left_unsized_only_when_it_cannot_show() -> None:
+    """rank leaves a build that can only be owned unsized when even at its owning floor it is not the
+    pick, an alternative, the build to own or a Pareto point (_Recommender._owned_irrelevant). Each
+    part of that proof blocks it: without a faster, no dearer point it might be on the front; without
+    four other GPU types ranked ahead it might be an alternative; faster than everything, it might be
+    the front's fast end."""
+    req = load_config(ROOT / "examples" / "resnet50-imagenet.yaml")
+    r = rec_mod._Recommender(req, CAT, req.deployment.objective)
+    scan = rec_mod._Scanner(req, CAT)
+    w0 = r.workload0(scan)
+    priced = r.price(r.enumerate(scan), w0)
+    ranked = r.rank(priced, w0)
+    assert ranked is not None
+    shortlist = sorted(ranked.shortlist, key=r.key)
+    final = [c for c in ranked.priced if c.exact or not r._may_hold(c)]
+    held = [c for c in ranked.priced if r._may_hold(c)]
+    assert held  # some builds only to own were left unsized ...
+    assert all(c not in ranked.shortlist for c in held)  # ... and not shortlisted
+    check = r._owned_irrelevant(ranked.win, shortlist, final)
+    assert all(check(c) for c in held)
+    c = next(c for c in held if c.gpu.id != ranked.win.gpu.id)
+    assert not r._owned_irrelevant(ranked.win, shortlist, [])(c)  # nothing faster on the front
+    alone = [x for x in shortlist if x.gpu.id == ranked.win.gpu.id]  # no other type ranked ahead
+    assert not r._owned_irrelevant(ranked.win, alone, final)(c)  # it might be an alternative
+    fast = c.but(q=dataclasses.replace(c.q, wall_hours=min(x.q.wall_hours for x in final) / 2))
+    assert not check(fast)  # the front's fast end
+    # sized, each is indeed no pick, alternative or front point: the answer is the unpruned one
+    with memo.disabled(), unpruned():
+        want = recommend(req, CAT).model_dump_json()
+    with memo.disabled():
+        assert recommend(req, CAT).model_dump_json() == want

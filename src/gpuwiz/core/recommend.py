@@ -27,9 +27,10 @@ build, or the first year of cloud spend for a rented one.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -1099,13 +1100,31 @@ class _Recommender:
         # lists and sits on the Pareto front exactly as sized (all read its rent price alone).
         lazy = [c for c in picked if prune and self._rent_stays(c)]
         lazy_ids = {id(c) for c in lazy}
-        sized = {id(c): self.exact(c, w0) for c in picked if id(c) not in lazy_ids}
-        shortlist = [sized.get(id(c), c) for c in picked]
-        shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
-        if not shortlist:
-            return None
-        shortlist.sort(key=self.key)
-        win = self.pick(shortlist)
+        # A build only to own (no rent offer) that, even at its owning floor, is neither the pick, nor an
+        # alternative, nor the build to own, nor on the Pareto front (``_owned_irrelevant``), is not sized
+        # and not shortlisted: sized, it would change nothing the answer shows.
+        held = [c for c in picked if prune and not pinned and self._may_hold(c)]
+        held_ids = {id(c) for c in held}
+        sized = {id(c): self.exact(c, w0) for c in picked if id(c) not in lazy_ids and id(c) not in held_ids}
+        while True:
+            shortlist = [sized.get(id(c), c) for c in picked if id(c) not in held_ids or id(c) in sized]
+            shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
+            if not shortlist and not any(id(c) not in sized for c in held):
+                return None
+            shortlist.sort(key=self.key)
+            win = self.pick(shortlist) if shortlist else None
+            waiting = [c for c in held if id(c) not in sized]
+            if waiting and win is not None:
+                final = [sized.get(id(c), c) for c in priced.ok if id(c) not in held_ids or id(c) in sized]
+                irrelevant = self._owned_irrelevant(win, shortlist, final)
+                waiting = [c for c in waiting if not irrelevant(c)]
+            if not waiting:
+                break
+            # size the one cheapest to own (it may be the build to own, which proves the others), then
+            # make the shortlist, the pick and the proofs again
+            c = min(waiting, key=lambda c: self._buy_floor(c)[1])
+            sized[id(c)] = self.exact(c, w0)
+        assert win is not None
         if lazy:
             # sizing keeps each lazy one's key (same score, mode, run time): the order and the pick stand
             if id(win) in lazy_ids:
@@ -1135,6 +1154,51 @@ class _Recommender:
                 self.y, 0.0) for rack in (False, True))
             got = self.floors[key] = (capex, total)
         return got
+
+    def _may_hold(self, c: Cand) -> bool:
+        """``c`` is ranked on owning alone (no rent price), under the cheapest objective: its sized score
+        is at least its owning floor (``_buy_floor``), which ``_owned_irrelevant`` weighs."""
+        return (self.obj == "cheapest" and not c.exact and c.capex is not None and c.rent_total is None
+                and c.rent_run is None and c.mode == "buy" and self.d.mode in ("buy", "either"))
+
+    def _owned_irrelevant(self, win: Cand, shortlist: list[Cand], final: list[Cand]) -> Callable[[Cand], bool]:
+        """A test of whether ``c`` (``_may_hold``), sized, would change nothing the answer shows, whatever
+        its real price at or above its floor: it ranks behind the first of the sorted ``shortlist`` and
+        outside the pick's near-tie band (``pick``); behind ``N_ALTERNATIVES`` other GPU types, or behind
+        a shape of its own type, or is of the pick's type (``alternatives``); it is not the build to own
+        (``_not_best_buy``); and it is off the Pareto front, a point of ``final`` (the priced candidates
+        as they stand, the pick aside) being faster and no dearer per run (``pareto``)."""
+        first = self.key(shortlist[0])[:2]
+        band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
+        keyed = [(self.key(x)[:2], x.gpu.id) for x in shortlist]
+        best = self._best_buy(shortlist)
+        pts = sorted((round(p.q.wall_hours, 3), round(self.per_run(p), 2)) for p in final
+                     if p is not win and not math.isinf(p.score) and (p.exact or p.mode == "rent"))
+        walls = [w for w, _run in pts]
+        least: list[float] = []  # the lowest cost per run up to each point (by run time)
+        for _w, run in pts:
+            least.append(min(run, least[-1]) if least else run)
+        years_runs = max(self.rpy * self.y, 1e-9)
+
+        def irrelevant(c: Cand) -> bool:
+            floor = self._buy_floor(c)[1] * (1 - 1e-9)
+            score = floor / costmod.BUY_MARGIN if self.d.mode == "either" else floor
+            low = (float(self.tight(c)), score * self._stack(c))  # the least its key (``key``) can be
+            if not low > first or (low[0] == first[0] and low[1] <= band):
+                return False
+            if c.gpu.id != win.gpu.id:
+                before: set[str] = set()
+                for k, gid in keyed:
+                    if k < low:
+                        before.add(gid)
+                if c.gpu.id not in before and len(before - {win.gpu.id}) < N_ALTERNATIVES:
+                    return False
+            if not self._not_best_buy(c, best):
+                return False
+            i = bisect.bisect_left(walls, round(c.q.wall_hours, 3))  # the points strictly faster
+            return i > 0 and least[i - 1] <= round(floor / years_runs, 2)
+
+        return irrelevant
 
     def _rent_stays(self, c: Cand) -> bool:
         """``exact(c)`` provably keeps ``c``'s score, mode and drop: it is ranked on its rent price and
