@@ -532,6 +532,7 @@ class _Recommender:
             self.stop_h = min(self.stop_h, HOURS_PER_MONTH / req.schedule.runs_per_month)
         self.cap_cache: dict[tuple[str, int, int], float] = {}
         self.floors: dict[tuple[str, int, int], tuple[float, float]] = {}  # _buy_floor per shape
+        self.points: dict[int, tuple[Cand, tuple[float, float]]] = {}  # _point per candidate (id, value)
         self.ram_cap: dict[tuple[str, int], float] = {}
         self.restricted = market.purchase_restricted_country(cat, self.d.country)
         self.y = costmod.years(req)
@@ -1114,16 +1115,18 @@ class _Recommender:
             shortlist.sort(key=self.key)
             win = self.pick(shortlist) if shortlist else None
             waiting = [c for c in held if id(c) not in sized]
+            shown: list[Cand] = []
             if waiting and win is not None:
                 final = [sized.get(id(c), c) for c in priced.ok if id(c) not in held_ids or id(c) in sized]
                 irrelevant = self._owned_irrelevant(win, shortlist, final)
                 waiting = [c for c in waiting if not irrelevant(c)]
+                shown = [c for c in waiting if not irrelevant(c, False)]  # ... whoever the build to own is
             if not waiting:
                 break
-            # size the one cheapest to own (it may be the build to own, which proves the others), then
-            # make the shortlist, the pick and the proofs again
-            c = min(waiting, key=lambda c: self._buy_floor(c)[1])
-            sized[id(c)] = self.exact(c, w0)
+            # size those now; else, of the ones that could only be the build to own, the one cheapest to
+            # own (it may be it, which proves the others); then the shortlist, the pick and the proofs again
+            for c in shown or [min(waiting, key=lambda c: self._buy_floor(c)[1])]:
+                sized[id(c)] = self.exact(c, w0)
         assert win is not None
         if lazy:
             # sizing keeps each lazy one's key (same score, mode, run time): the order and the pick stand
@@ -1161,18 +1164,19 @@ class _Recommender:
         return (self.obj == "cheapest" and not c.exact and c.capex is not None and c.rent_total is None
                 and c.rent_run is None and c.mode == "buy" and self.d.mode in ("buy", "either"))
 
-    def _owned_irrelevant(self, win: Cand, shortlist: list[Cand], final: list[Cand]) -> Callable[[Cand], bool]:
+    def _owned_irrelevant(self, win: Cand, shortlist: list[Cand], final: list[Cand]) -> Callable[..., bool]:
         """A test of whether ``c`` (``_may_hold``), sized, would change nothing the answer shows, whatever
         its real price at or above its floor: it ranks behind the first of the sorted ``shortlist`` and
         outside the pick's near-tie band (``pick``); behind ``N_ALTERNATIVES`` other GPU types, or behind
         a shape of its own type, or is of the pick's type (``alternatives``); it is not the build to own
-        (``_not_best_buy``); and it is off the Pareto front, a point of ``final`` (the priced candidates
-        as they stand, the pick aside) being faster and no dearer per run (``pareto``)."""
+        (``_not_best_buy``; not asked with ``buy`` False); and it is off the Pareto front, a point of
+        ``final`` (the priced candidates as they stand, the pick aside) being faster and no dearer per
+        run (``pareto``)."""
         first = self.key(shortlist[0])[:2]
         band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
         keyed = [(self.key(x)[:2], x.gpu.id) for x in shortlist]
         best = self._best_buy(shortlist)
-        pts = sorted((round(p.q.wall_hours, 3), round(self.per_run(p), 2)) for p in final
+        pts = sorted(self._point(p) for p in final
                      if p is not win and not math.isinf(p.score) and (p.exact or p.mode == "rent"))
         walls = [w for w, _run in pts]
         least: list[float] = []  # the lowest cost per run up to each point (by run time)
@@ -1180,7 +1184,7 @@ class _Recommender:
             least.append(min(run, least[-1]) if least else run)
         years_runs = max(self.rpy * self.y, 1e-9)
 
-        def irrelevant(c: Cand) -> bool:
+        def irrelevant(c: Cand, buy: bool = True) -> bool:
             floor = self._buy_floor(c)[1] * (1 - 1e-9)
             score = floor / costmod.BUY_MARGIN if self.d.mode == "either" else floor
             low = (float(self.tight(c)), score * self._stack(c))  # the least its key (``key``) can be
@@ -1193,12 +1197,19 @@ class _Recommender:
                         before.add(gid)
                 if c.gpu.id not in before and len(before - {win.gpu.id}) < N_ALTERNATIVES:
                     return False
-            if not self._not_best_buy(c, best):
+            if buy and not self._not_best_buy(c, best):
                 return False
             i = bisect.bisect_left(walls, round(c.q.wall_hours, 3))  # the points strictly faster
             return i > 0 and least[i - 1] <= round(floor / years_runs, 2)
 
         return irrelevant
+
+    def _point(self, c: Cand) -> tuple[float, float]:
+        """(run time, cost per run) of ``c`` as ``pareto`` rounds them, kept per candidate value."""
+        hit = self.points.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = self.points[id(c)] = (c, (round(c.q.wall_hours, 3), round(self.per_run(c), 2)))
+        return hit[1]
 
     def _rent_stays(self, c: Cand) -> bool:
         """``exact(c)`` provably keeps ``c``'s score, mode and drop: it is ranked on its rent price and
