@@ -165,16 +165,16 @@ def test_a_lazy_build_that_could_be_the_build_to_own_is_sized() -> None:
 def test_rank_sizes_fewer_builds_for_the_same_answer(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """rank leaves the builds whose sizing cannot change the answer unsized (rented ones whose owning
     floor is above their rent, builds only to own that cannot show): fewer system sizings
-    (core.system.size_system), the same JSON as the unpruned search."""
+    (core.system.size_cost, the sizing the ranking prices), the same JSON as the unpruned search."""
     req = load_config(ROOT / "examples" / f"{name}.yaml")
     calls = [0]
-    real = rec_mod.sysmod.size_system
+    real = rec_mod.sysmod.size_cost
 
     def counting(*a: Any, **k: Any) -> Any:
         calls[0] += 1
         return real(*a, **k)
 
-    monkeypatch.setattr(rec_mod.sysmod, "size_system", counting)
+    monkeypatch.setattr(rec_mod.sysmod, "size_cost", counting)
     with memo.disabled(), unpruned():
         want = recommend(req, CAT).model_dump_json()
     unpruned_calls, calls[0] = calls[0], 0
