@@ -14,7 +14,7 @@ from gpuwiz.core import estimate as E
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.models import Requirements
-from gpuwiz.core.parallel import Choice, Row, Shape, choose_from_table
+from gpuwiz.core.parallel import Choice, Row, Shape, choice_index, choose_from_table, choose_indexed
 from gpuwiz.core.units import GIB
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
@@ -129,3 +129,23 @@ def test_choose_from_table_is_the_plain_rule() -> None:
                     cap = lambda dp: 4 * dp  # noqa: E731
                     assert choose_from_table(rows, b, cap, want, host_budget) == _plain_choice(rows, b, cap, want,
                                                                                                host_budget)
+
+
+def test_indexed_choice_is_the_plain_rule() -> None:
+    """The index the fast path answers budgets from (thresholds by bisection, the leanest entry per host
+    budget) picks what the plain rule picks, one index asked many budgets and host budgets in turn (as GPUs of
+    other memory sizes ask it) -- at and around every entry's bytes, where its slack matters."""
+    rng = random.Random(11)
+    for _ in range(200):
+        rows = _random_rows(rng)
+        edges = [x for _s, _d, _h, per_ck in rows for _c, fixed, per in per_ck
+                 for x in (fixed, fixed + per, fixed + 2 * per)]
+        budgets = [*edges, *(e * (1 + d) for e in edges for d in (-1e-9, -1e-12, -1e-15, 1e-15, 1e-12)),
+                   0.0, -1.0, 1e15, *(rng.uniform(0, 120) * GIB for _ in range(8))]
+        rng.shuffle(budgets)
+        for want in (None, 1, 2):
+            ix = choice_index(rows, want)
+            for b in budgets:
+                for host_budget in (float("inf"), 500 * GIB, 0.0):
+                    cap = lambda dp: 4 * dp  # noqa: E731
+                    assert choose_indexed(ix, b, cap, host_budget) == _plain_choice(rows, b, cap, want, host_budget)
