@@ -25,6 +25,7 @@ user's own hardware (``hardware:``) and scale the model's values for other candi
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
@@ -220,6 +221,7 @@ class Context:
     _shape_intern: dict[tuple[int, int, int, int, int, int], Shape] = field(default_factory=dict)  # candidate_shapes
     # quick()'s memory stage by (layout key, memory size, host-RAM limit[, configured stack, vendor]): _Stage
     _stage_cache: dict[tuple[object, ...], _Stage] = field(default_factory=dict)
+    _work_num: int = -1  # _work_key's answer, looked up once
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
@@ -332,6 +334,13 @@ def prepare(
     ctx.ranges = bundled_ranges()
     ctx.stacks = catalog.stack_map
     ctx.perf = catalog.perf_map
+    # GPU facts of the catalog alone, kept with it (a config edit or a new context finds them): the host-RAM
+    # limit by (GPU, GPUs per node); with the default efficiency parameters, the GPU factors and link
+    # bandwidths by (GPU, GPUs per node) for this precision and time model
+    derived = catalog.derived
+    ctx._host_cache = derived.setdefault(("host-limit-by-gpu",), {})
+    if eff is EFF:
+        ctx._gpu_cache = derived.setdefault(("gpu-factors", tr.precision, cc.work is not None), {})
     if par is not None:
         ctx.cp, ctx.ep, ctx.vp = int(par.cp or 1), int(par.ep or 1), int(par.vp or 1)
     _calibrate(ctx)
@@ -510,7 +519,30 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape
                     ref_peak=rg.peak_tflops(ref_prec) * 1e12,
                     anchor_rates=_rates(ctx, ag, ref_prec, ref_st.attention, own=False) if shape and ag else None,
                     anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0,
-                    wmemo=ctx._wmemo, rate_keys=keys)
+                    wmemo=ctx._wmemo, rate_keys=keys, work_key=_work_key(ctx))
+
+
+_WORK_KEYS_MAX = 4096  # distinct work shapes numbered per catalog before the numbering starts afresh
+
+
+def _work_key(ctx: Context) -> int:
+    """This context's work shape's number in the catalog's operator-time memo (``RelSpeed.work_key``): one per
+    distinct WorkShape, from a counter that never repeats, so an entry keyed by an old number is never read
+    for another work shape. -1 without a work shape."""
+    w = ctx.cc.work
+    if w is None:
+        return -1
+    if ctx._work_num < 0:
+        derived = ctx.catalog.derived
+        ids: dict[WorkShape, int] = derived.setdefault(("work-keys",), {})
+        n = ids.get(w)
+        if n is None:
+            if len(ids) >= _WORK_KEYS_MAX:
+                ids.clear()
+            # next() of an itertools.count is atomic: two threads never draw the same number
+            n = ids[w] = next(derived.setdefault(("work-key-counter",), itertools.count()))
+        ctx._work_num = n
+    return ctx._work_num
 
 
 def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[Msg]:
