@@ -495,6 +495,19 @@ OP_SHAPE = True  # carry the size / sequence curves to other generations by the 
 
 
 def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape) -> RelSpeed:
+    """The operator model's view of this GPU, stack and layout. What it holds of the catalog alone (rates,
+    peaks, overlaps, the reference and anchor GPUs) is built once per catalog (``_relspeed_args``); the work
+    shape's memo (``wmemo``, ``work_key``) and the ratios (``local``) are this context's."""
+    prec = ctx.req.training.precision
+    ckey = ("relspeed-args", g.id, st.id, ref_st.id, prec, s.cp, s.ep, s.vp)
+    derived = ctx.catalog.derived
+    args = derived.get(ckey)
+    if args is None:
+        args = derived[ckey] = _relspeed_args(ctx, g, st, ref_st, s)
+    return RelSpeed(**args, wmemo=ctx._wmemo, work_key=_work_key(ctx))
+
+
+def _relspeed_args(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape) -> dict[str, object]:
     prec = ctx.req.training.precision
     fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
     arch = _arch(ctx, g)
@@ -509,17 +522,16 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape
     # the arguments each _rates() below is memoised by: the front memo's keys for the operator times
     keys = ((g.id, prec if fp8 else ref_prec, st.attention, True), (rg.id, ref_prec, ref_st.attention, ref_g is None),
             (ag.id, ref_prec, ref_st.attention, False) if shape and ag else ())
-    return RelSpeed(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
-                    # the reference's rates from its generation's entry alone: a per-GPU (overlay) entry on the
-                    # reference GPU itself then still moves that GPU's estimate
-                    ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
-                    ref_stack=ref_st,
-                    peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=s.cp, ep=s.ep,
-                    vp=s.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep),
-                    ref_peak=rg.peak_tflops(ref_prec) * 1e12,
-                    anchor_rates=_rates(ctx, ag, ref_prec, ref_st.attention, own=False) if shape and ag else None,
-                    anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0,
-                    wmemo=ctx._wmemo, rate_keys=keys, work_key=_work_key(ctx))
+    return dict(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
+                # the reference's rates from its generation's entry alone: a per-GPU (overlay) entry on the
+                # reference GPU itself then still moves that GPU's estimate
+                ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
+                ref_stack=ref_st,
+                peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=s.cp, ep=s.ep,
+                vp=s.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep),
+                ref_peak=rg.peak_tflops(ref_prec) * 1e12,
+                anchor_rates=_rates(ctx, ag, ref_prec, ref_st.attention, own=False) if shape and ag else None,
+                anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0, rate_keys=keys)
 
 
 _WORK_KEYS_MAX = 4096  # distinct work shapes numbered per catalog before the numbering starts afresh
