@@ -499,7 +499,7 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape
     peaks, overlaps, the reference and anchor GPUs) is built once per catalog (``_relspeed_args``); the work
     shape's memo (``wmemo``, ``work_key``) and the ratios (``local``) are this context's."""
     prec = ctx.req.training.precision
-    ckey = ("relspeed-args", g.id, st.id, ref_st.id, prec, s.cp, s.ep, s.vp)
+    ckey = ("relspeed-args", g.id, st.id, ref_st.id, prec, s.cp, s.ep, s.vp, OP_SHAPE)
     derived = ctx.catalog.derived
     args = derived.get(ckey)
     if args is None:
