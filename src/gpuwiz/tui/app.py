@@ -193,6 +193,7 @@ class GpuwizApp(App[None]):
             else:
                 focused.replace(event.character, *selection)
             self._field_typed(focused)
+            self._recompute_now_if_pending()
             return True
         if event.key == "enter" and self._core_ready:
             from gpuwiz.tui.screens.steps import StepScreen
@@ -203,6 +204,7 @@ class GpuwizApp(App[None]):
                 return True
         if await self._check_bindings(event.key):
             self._field_typed(focused)
+            self._recompute_now_if_pending()
             return True
         return False
 
@@ -410,9 +412,8 @@ class GpuwizApp(App[None]):
         self._refresh_chrome()
 
     def _refresh_chrome(self) -> None:
-        from gpuwiz.tui.widgets.chrome import StepBar
-
-        for bar in self.screen.query(StepBar):
+        bar = getattr(self.screen, "step_bar", None)  # a WizScreen's (a dialog has none); no DOM query per key
+        if bar is not None:
             bar.file_label = self.file_label
             bar.dirty = self.dirty
 
@@ -427,7 +428,15 @@ class GpuwizApp(App[None]):
             self._recompute_pending = True
             self.call_later(self._recompute)
 
+    def _recompute_now_if_pending(self) -> None:
+        """A typed key's requirements go to the engine now, before the typed character is painted
+        (the child computes while this thread draws), not a loop turn later."""
+        if self._recompute_pending:
+            self._recompute()
+
     def _recompute(self) -> None:
+        if not self._recompute_pending:
+            return  # sent already (_recompute_now_if_pending)
         self._recompute_pending = False
         if self.requirements is None:
             return
@@ -437,6 +446,9 @@ class GpuwizApp(App[None]):
         if proc is not None and proc.ready:
             self._last_sent = (self._seq, self.requirements)
             if proc.submit(self._seq, self.requirements):
+                hold = getattr(self.screen, "hold_frame", None)
+                if callable(hold):  # a step screen: the typed character waits a little for the live panel
+                    hold()
                 return
         self._engine_worker(self._seq, self.requirements)
 
