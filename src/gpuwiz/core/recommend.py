@@ -315,7 +315,7 @@ class Cand:
     mode: str = "rent"  # the cheaper way for this candidate
     exact: bool = False
     drop: str | None = None  # why it has no score (DROP_*), when it has none
-    build: Build | None = None  # the sized system (exact stage)
+    build: sysmod.Sizing | None = None  # the sized system's numbers (exact stage)
     tier: str | None = None  # the priced offer's market tier
     idle: int = 0  # GPUs paid for but unused (smallest offer >= count)
     overhead: float = 0.0  # per-run rent overhead in $ (provisioning, staging, egress)
@@ -358,6 +358,28 @@ class Cand:
 _CAND_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Cand) if f.default is not dataclasses.MISSING}
 
 Drops = tuple[tuple[str, int], ...]  # (reason, count), in the order first seen
+# price_rough's facts of one shape (_Recommender._shape_facts): the cheapest offer (rate, offer,
+# instances, overhead hours, egress $, reserved $/h, spot $/h, $ per GPU-hour), the rough capex, its owning parts
+_ShapeFacts = tuple[tuple[float, CloudInstance, int, float, float, float, float | None, float] | None, float | None,
+                    costmod.PartsStem | None]
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    """The pricing stage's per-shape tables for one workload (``_Recommender._shape_table``)."""
+
+    st_h: float  # $/h of the workload's cloud volume
+    facts: dict[tuple[str, int, int, float], _ShapeFacts]  # shape + host RAM -> price_rough's facts
+    # shape + host RAM + lean + used -> the sized system and its owning parts (``exact``)
+    sized: dict[tuple[str, int, int, float, bool, bool | None], tuple[sysmod.Sizing, costmod.PartsStem]]
+    # id(search) -> (the search, its candidates' _template): the search held, so its id is not reused
+    templates: dict[int, tuple[Enumerated, list[_Template]]]
+
+
+# price_rough's candidate before the money fields: (the candidate, its rent price and rough capex as
+# Cand fields, the year's rent or None, the owning parts or None); _Recommender._template
+_Template = tuple[Cand, dict[str, Any], float | None, costmod.PartsStem | None]
+TEMPLATES_MAX = 8  # searches whose templates a workload's shape table keeps (past it: emptied)
 
 
 class _Tally:
@@ -492,12 +514,15 @@ class _Recommender:
         self.not_training = {e.id for e in cat.platforms.training_excluded}
         self.buyable_cache: dict[tuple[str, int], bool] = {}
         self.sold_cache: dict[str, bool] = {}  # market.can_buy per GPU id (the country is fixed)
-        # (id(inst), id(w)) -> (overhead hours, egress $, $/h, reserved $/h, spot $/h)
-        self.overhead_cache: dict[tuple[int, int], tuple[float, float, float, float | None, float | None]] = {}
-        self.storage_cache: dict[int, tuple[sysmod.Workload, float]] = {}  # id(w) -> (w, storage_per_hour)
         self.pinned = bool(req.hardware and req.hardware.gpu)
-        self.onprem_key = costmod.onprem_key(req)
-        self.rough_parts = memo.table(cat, "rough_onprem_parts")
+        # owning: this deployment's $/kWh and residual factor, applied to the footprints' PartsStem
+        self.rates = costmod.own_rates(req, cat)
+        self.stem_key = costmod.stem_key(req)
+        self.rough_stems = memo.table(cat, "rough_onprem_stems")
+        # price_rough's per-shape facts (_shape_facts) for one workload: (workload, $/h of its cloud
+        # volume, {shape: facts}), kept per catalog on every field they read (_shape_table)
+        self.shape_tables = memo.table(cat, "rough_shapes", maxsize=32)
+        self._shapes: tuple[sysmod.Workload, _Shapes] | None = None
         # every requirement field price_rough's run-time-free facts read (_rough_facts)
         self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)
         self.facts = memo.table(cat, "rough_price_facts")
@@ -678,49 +703,104 @@ class _Recommender:
 
     def price_rough(self, c: Cand, w: sysmod.Workload) -> Cand:
         """The candidate with its rent price (exact: the offer's rate) and a rough buy price (capex
-        from the GPU share of a server), scored."""
-        st = self.storage_cache.get(id(w))
-        if st is None or st[0] is not w:
-            st = self.storage_cache[id(w)] = (w, self.storage_per_hour(w))
-        st_h = st[1]
-        q, count = c.q, c.gpn * c.nodes
+        from the GPU share of a server), scored: ``_money`` of its ``_template``."""
+        return self._money(self._template(c, w))
+
+    def _template(self, c: Cand, w: sysmod.Workload) -> _Template:
+        """What ``price_rough`` finds for ``c`` before the money fields (budget, horizon,
+        electricity): the candidate, its rent price and rough capex (the Cand fields ``_money`` sets),
+        the year's rent (the cheaper of on-demand and reservations) and the owning parts. The shape's
+        part of it comes from its ``_shape_facts``."""
+        shapes = self._shape_table(w)
+        q = c.q
+        key = (c.gpu.id, c.gpn, c.nodes, q.host_ram_gib)
+        f = shapes.facts.get(key)
+        if f is None:
+            f = shapes.facts[key] = self._shape_facts(c, w)
+        offer, capex, stem = f
         wall = q.wall_hours
         new: dict[str, Any] = {}
-        rent_total: float | None = None
-        hit, capex = self._rough_facts(c)
-        if hit:
-            rate, inst, n = hit
+        rent_year: float | None = None
+        if offer is not None:
+            st_h = shapes.st_h
+            rate, inst, n, over_h, egress, res_rate, spot_h, gpu_hour = offer
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
-            okey = (id(inst), id(w))  # both held while this call runs (the catalog; st above)
-            got = self.overhead_cache.get(okey)
-            if got is None:  # the offer's figures, read once per call (USD properties of the catalog row)
-                got = self.overhead_cache[okey] = (*self.overhead(inst, w), inst.price_usd_per_hour,
-                                                   inst.reserved_1y_usd_per_hour, inst.spot_usd_per_hour)
-            over_h, egress, usd_h, res_h, spot_h = got
             rent_run = rate * (wall + over_h) + egress + st_h * max(wall, 1.0)
-            res_rate = (res_h or usd_h * (1 - self.r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
             # ... plus what every run pays besides the instance: egress and the dataset's standing storage
             # (a reserved instance runs the setup and staging hours within its year).
             reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(wall * self.rpy / HOURS_PER_YEAR))
                              + (st_h * max(wall, 1.0) + egress) * self.rpy)
-            rent_total = min(rent_run * self.rpy, reserved_year) * self.y
+            rent_year = min(rent_run * self.rpy, reserved_year)
             new = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress, rent_inst=inst, rent_n=n,
-                rent_gpu_hour=usd_h / inst.gpu_count, tier=inst.tier,
-                idle=inst.gpu_count * n - count,  # GPUs paid for but unused (smallest offer >= count)
+                rent_gpu_hour=gpu_hour, tier=inst.tier,
+                idle=inst.gpu_count * n - c.gpn * c.nodes,  # GPUs paid for but unused (smallest offer >= count)
                 spot_run=(spot_h * n * wall * (1 + self.spot_over) if spot_h else None),
-                reserved_year=reserved_year, rent_total=rent_total)
-        buy_total: float | None = None
-        if capex is not None:
+                reserved_year=reserved_year)
+        if stem is not None:
             new["capex"] = capex
-            buy_total = new["buy_total"] = self._rough_parts(c, capex).total(
-                self.y, costmod.busy_hours(self.req, q.gpu_hours, count))
-        score, how, drop = self._scored(wall, rent_total, buy_total, capex)
-        new["score"], new["drop"] = score, drop
-        if how is not None:
-            new["mode"] = how
-        return c.but(**new)
+        return c, new, rent_year, stem
+
+    def _money(self, t: _Template) -> Cand:
+        """A ``_template`` priced over this answer's horizon, electricity and budget, scored."""
+        c, fields, rent_year, stem = t
+        rent_total = rent_year * self.y if rent_year is not None else None
+        buy_total: float | None = None
+        if stem is not None:
+            buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
+                                   costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
+        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, fields.get("capex", c.capex))
+        if how is None:
+            return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
+        return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
+
+    def _templates(self, found: Enumerated, w: sysmod.Workload) -> list[_Template]:
+        """``_template`` of every candidate of a search, kept in the workload's ``_shape_table`` per
+        search (a money edit re-prices the same search: core.memo keeps it per plan key)."""
+        shapes = self._shape_table(w)
+        got = shapes.templates.get(id(found))
+        if got is not None and got[0] is found:  # the entry holds the search: its id is not reused
+            return got[1]
+        out = [self._template(c, w) for c in found.cands]
+        if len(shapes.templates) >= TEMPLATES_MAX:
+            shapes.templates.clear()
+        shapes.templates[id(found)] = (found, out)
+        return out
+
+    def _shape_table(self, w: sysmod.Workload) -> _Shapes:
+        """The per-shape tables made for ``w``, kept per catalog on every requirement field
+        ``_shape_facts`` and ``_sized_stem`` read -- ``facts_key`` (policy, used hardware, country,
+        site, pinned), the workload (the dataset staged and stored, the weights sent out, what the
+        system is sized for), the runs per year (the standing storage's share) and ``stem_key``
+        (owning) -- so an edit of the budget, horizon or electricity reuses them all."""
+        last = self._shapes
+        if last is not None and last[0] is w:
+            return last[1]
+        tbl = self.shape_tables
+        key = (self.facts_key, w, self.rpy, self.stem_key)
+        got = tbl.get(key) if tbl is not None else memo.MISS
+        if got is memo.MISS:
+            got = _Shapes(st_h=self.storage_per_hour(w), facts={}, sized={}, templates={})
+            if tbl is not None:
+                tbl.put(key, got)
+        self._shapes = (w, got)
+        return got  # type: ignore[no-any-return]
+
+    def _shape_facts(self, c: Cand, w: sysmod.Workload) -> _ShapeFacts:
+        """What ``price_rough`` reads for one shape besides its run time and the money fields: the
+        cheapest offer (rate, offer, instances, overhead hours, egress $, reserved $/h, spot $/h, $ per
+        GPU-hour),
+        the rough capex and its owning parts (``PartsStem``); None where it is not rented / bought."""
+        hit, capex = self._rough_facts(c)
+        offer: tuple[float, CloudInstance, int, float, float, float, float | None, float] | None = None
+        if hit:
+            rate, inst, n = hit
+            over_h, egress = self.overhead(inst, w)
+            usd_h = inst.price_usd_per_hour
+            offer = (rate, inst, n, over_h, egress, (inst.reserved_1y_usd_per_hour or usd_h * (1 - self.r1)) * n,
+                     inst.spot_usd_per_hour, usd_h / inst.gpu_count)
+        return offer, capex, (self._rough_stem(c, capex) if capex is not None else None)
 
     def _rough_facts(self, c: Cand) -> tuple[tuple[float, CloudInstance, int] | None, float | None]:
         """What price_rough reads besides the run time and the owning rates: the cheapest offer
@@ -779,25 +859,25 @@ class _Recommender:
             self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, c.gpu, c.gpn, self.d.site))
         return self.buyable_cache[key]
 
-    def _rough_parts(self, c: Cand, capex: float) -> costmod.OnPremParts:
+    def _rough_stem(self, c: Cand, capex: float) -> costmod.PartsStem:
         """The owning parts of the candidate's footprint before the system is sized (cost.onprem_parts;
         power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform), from which
-        ``price_rough`` takes the horizon cost of owning."""
-        # The parts of one footprint and capex, kept per catalog on what onprem_parts reads (the
-        # footprint follows from the GPU and the shape), so a candidate seen before builds no footprint.
-        key = (c.gpu.id, c.gpn, c.nodes, capex, self.onprem_key)
-        parts = self.rough_parts.get(key) if self.rough_parts is not None else memo.MISS
-        if parts is memo.MISS:
+        ``price_rough`` takes the horizon cost of owning: the ``PartsStem`` (no electricity price, no
+        horizon), kept per catalog on the shape, the capex and ``stem_key``, so a candidate seen
+        before builds no footprint."""
+        key = (c.gpu.id, c.gpn, c.nodes, capex, self.stem_key)
+        stem = self.rough_stems.get(key) if self.rough_stems is not None else memo.MISS
+        if stem is memo.MISS:
             hgx = c.gpu.form_factor in ("sxm", "oam")
             gpu_w = c.gpn * c.gpu.tdp_w
             max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
             sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
             fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
                                    rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
-            parts = costmod.onprem_parts(self.req, self.cat, fp, capex=capex)
-            if self.rough_parts is not None:
-                self.rough_parts.put(key, parts)
-        return parts  # type: ignore[no-any-return]
+            stem = self.rates.stem(fp, capex)
+            if self.rough_stems is not None:
+                self.rough_stems.put(key, stem)
+        return stem  # type: ignore[no-any-return]
 
     def _score(self, c: Cand) -> Cand:
         """The candidate with its score (the cheaper allowed way over the horizon) and mode, or no
@@ -842,33 +922,50 @@ class _Recommender:
         used GPUs where the catalog has a used price, are tried before the build is given up."""
         if c.exact:
             return c
-        c = c.but(exact=True)
         if c.capex is None:
-            return c
-        # Size with the candidate's own CPU offload (the fast path's pinned host RAM): the workload
-        # before any estimate has none, so an offload build was ranked with the RAM of a build without
-        # it, and the answer's price (sized from the full estimate) came out dearer than the price it
-        # was ranked on -- a pick dominated on its own Pareto front.
-        if c.q.host_ram_gib > w.host_ram_gib:
-            w = dataclasses.replace(w, host_ram_gib=c.q.host_ram_gib,
-                                    offload=w.offload if w.offload != "none" else "optimizer")
-        build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
+            return c.but(exact=True)
+        build, stem = self._sized_stem(c, w, False, None)
         budget = self.d.budget_usd
         # The lean tier saves the platform extras (a few $k at most), used GPUs their price gap:
         # try each only when it could close the gap to the budget.
         if budget is not None and budget < build.capex_usd <= LEAN_REACH * budget and c.nodes == 1:
-            lean = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True)
-            if lean.capex_usd < build.capex_usd:
-                build = lean
+            lean = self._sized_stem(c, w, True, None)
+            if lean[0].capex_usd < build.capex_usd:
+                build, stem = lean
             gap = (c.gpu.price_new_usd or 0) - (c.gpu.price_used_usd or 0)
             if build.capex_usd > budget and c.gpu.price_used_usd and not self.d.used_hardware \
                     and gap * c.count >= build.capex_usd - budget:
-                used = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True, used=True)
-                if used.capex_usd < build.capex_usd:
-                    build = used
-        parts = costmod.onprem_parts(self.req, self.cat, build)
+                used = self._sized_stem(c, w, True, True)
+                if used[0].capex_usd < build.capex_usd:
+                    build, stem = used
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
-        return self._score(c.but(capex=build.capex_usd, buy_total=parts.total(self.y, busy), build=build))
+        buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y, busy)
+        score, how, drop = self._scored(c.q.wall_hours, c.rent_total, buy_total, build.capex_usd)  # as _score
+        if how is None:
+            return c.but(exact=True, capex=build.capex_usd, buy_total=buy_total, build=build, score=score, drop=drop)
+        return c.but(exact=True, capex=build.capex_usd, buy_total=buy_total, build=build, score=score, drop=drop,
+                     mode=how)
+
+    def _sized_stem(self, c: Cand, w: sysmod.Workload, lean: bool,
+                    used: bool | None) -> tuple[sysmod.Sizing, costmod.PartsStem]:
+        """The system sized for ``c`` (system.size_system, on the tier asked) and its owning parts
+        (cost.onprem_parts' ``PartsStem``), kept in the workload's ``_shape_table``: its numbers
+        alone (system.size_cost), as ranking reads them; the answer sizes what it shows (``_sized``)."""
+        shapes = self._shape_table(w)
+        key = (c.gpu.id, c.gpn, c.nodes, c.q.host_ram_gib, lean, used)
+        got = shapes.sized.get(key)
+        if got is None:
+            # Size with the candidate's own CPU offload (the fast path's pinned host RAM): the workload
+            # before any estimate has none, so an offload build was ranked with the RAM of a build without
+            # it, and the answer's price (sized from the full estimate) came out dearer than the price it
+            # was ranked on -- a pick dominated on its own Pareto front.
+            ws = w
+            if c.q.host_ram_gib > w.host_ram_gib:
+                ws = dataclasses.replace(w, host_ram_gib=c.q.host_ram_gib,
+                                         offload=w.offload if w.offload != "none" else "optimizer")
+            build = sysmod.size_cost(self.req, self.cat, c.gpu, c.gpn, c.nodes, ws, lean=lean, used=used)
+            got = shapes.sized[key] = (build, self.rates.stem(costmod.Footprint.of(build), build.capex_usd))
+        return got
 
     def tight(self, c: Cand) -> bool:
         """The run ends after SLACK_FRAC of the deadline (or of the assumed turnaround), or the slow
@@ -966,8 +1063,8 @@ class _Recommender:
         then the filters (budget, policy, a rented no-P2P pair when one GPU suffices)."""
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands: list[Cand] = []
-        for c in found.cands:
-            c = self.price_rough(c, w0)
+        for tmpl in self._templates(found, w0):
+            c = self._money(tmpl)
             # The budget filter uses the real bill of materials (and the lean / used tiers) for every
             # build the rough price puts within reach (it is off by well under 2x either way).
             if c.drop == DROP_BUDGET and c.capex is not None and self.d.budget_usd is not None \
