@@ -1,7 +1,13 @@
 """Benchmark the estimator: median time of estimate() and of the quick() fast path per preset model.
 
-Run: .venv/bin/python bench/bench_estimate.py [--calls-only]
+Run: .venv/bin/python bench/bench_estimate.py [--calls-only] [--instructions]
 Targets: estimate() median < 1 ms; ~1000 quick() candidates (GPU × count) in < 20 ms.
+
+``--instructions`` (valgrind installed; slow, ~1 min per example): the same replay's cost in instructions per
+call, counted by callgrind (deterministic, unlike CPU time on a shared machine): a process that replays the
+calls 3 times on fresh contexts less one that replays them 0 times, over 3 × the calls. Every replay process
+first runs the calls once on a context of its own, so the catalog's own tables (rates, GPU factors, operator
+times) are warm, as they are for a recommend() after the first.
 
 The second table replays, per example config, the fast-path calls recommend() makes (``quick`` for every
 candidate it sizes, ``wall_hours_high`` for those that fit, ``estimate_from`` for the finalists) on a fresh
@@ -11,7 +17,9 @@ context each run -- a config just opened, its lookup tables empty -- and prints 
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
 import sys
 import time
 from functools import partial
@@ -100,7 +108,45 @@ def recommend_calls(cat: Catalog, repeat: int = 21) -> None:
               f"{statistics.median(warm):6.1f} {statistics.median(high):19.1f} {statistics.median(fin):17.1f}")
 
 
+def _replay(cat: Catalog, name: str, k: int) -> int:
+    """Replay one example's recorded calls ``k`` times on fresh contexts (after one warm-up context); the count."""
+    loaded = load_config(EXAMPLES / f"{name}.yaml")
+    req = loaded[0] if isinstance(loaded, tuple) else loaded
+    calls, _full = _recorded(req, cat)
+    for i in range(k + 1):  # the first: warm-up
+        ctx = prepare(req, cat)
+        rs = [quick(ctx, g, n, gpn) for g, n, gpn in calls]
+        if i:
+            for r in rs:
+                if r.fits:
+                    est_mod.wall_hours_high(ctx, r)
+    return len(calls)
+
+
+def recommend_instructions() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from proc import instructions
+
+    env = dict(os.environ)
+    me = [sys.executable, str(Path(__file__).resolve())]
+    print(f"{'example':28} {'quick calls':>11} {'instructions per call (quick + wall_hours_high, fresh context)':>64}")
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        n = int(subprocess.run([*me, "--replay", path.stem, "0"], capture_output=True, text=True, check=True,
+                               env=env).stdout)
+        a = instructions([*me, "--replay", path.stem, "0"], env)
+        b = instructions([*me, "--replay", path.stem, "3"], env)
+        per = f"{(b - a) / 3 / n:64,.0f}" if a is not None and b is not None else f"{'(valgrind failed)':>64}"
+        print(f"{path.stem:28} {n:11d} {per}", flush=True)
+
+
 def main() -> None:
+    if "--replay" in sys.argv:  # (the --instructions child)
+        i = sys.argv.index("--replay")
+        print(_replay(load_catalog(), sys.argv[i + 1], int(sys.argv[i + 2])))
+        return
+    if "--instructions" in sys.argv:
+        recommend_instructions()
+        return
     cat = load_catalog()
     if "--calls-only" in sys.argv:
         recommend_calls(cat)

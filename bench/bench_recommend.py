@@ -11,7 +11,8 @@ that leaves the plan key alone (data epochs, runs per month, budget, horizon: ea
 run had, as a user typing), so every run re-prices the memoised plans and no table keyed on the whole
 input can answer it; "of which money only" edits budget, horizon or electricity alone (the search,
 stage 1, is reused; only pricing runs). Each cold row also says how many estimator calls
-(``estimate.quick``) the search made, and how many it makes with pruning off. The load average is
+(``estimate.quick``) and system sizings (``system.size_cost``) the search made, and how many it
+makes with pruning off. The load average is
 printed: on a shared machine it moves every figure.
 
 Run: .venv/bin/python bench/bench_recommend.py [--repeat N]
@@ -162,30 +163,39 @@ def main() -> None:
 
 
 def _estimator_calls(req: Requirements, cat: Catalog) -> str:
-    """How many times a cold recommend() runs the estimator's fast path (estimate.quick), pruned and
-    not (core.recommend ``unpruned``): the candidates the search sized."""
+    """How many times a cold recommend() runs the estimator's fast path (estimate.quick) and sizes a
+    system (system.size_cost: the exact pricing of a build), pruned and not (core.recommend
+    ``unpruned``): the candidates the search sized."""
     from gpuwiz.core import estimate
+    from gpuwiz.core import system as sysmod
     from gpuwiz.core.recommend import unpruned
 
-    real = estimate.quick
-    calls = [0]
+    real, real_size = estimate.quick, sysmod.size_cost
+    calls = [0, 0]
 
     def counting(*a: object, **k: object) -> object:
         calls[0] += 1
         return real(*a, **k)  # type: ignore[arg-type]
 
+    def sizing(*a: object, **k: object) -> object:
+        calls[1] += 1
+        return real_size(*a, **k)  # type: ignore[arg-type]
+
     estimate.quick = counting  # type: ignore[assignment]
+    sysmod.size_cost = sizing  # type: ignore[assignment]
     try:
         memo.clear()
         recommend(req, cat)
-        pruned = calls[0]
-        calls[0] = 0
+        pruned = tuple(calls)
+        calls[:] = [0, 0]
         memo.clear()
         with unpruned():
             recommend(req, cat)
-        return f"   quick() x{pruned} (unpruned x{calls[0]})"
+        return (f"   quick() x{pruned[0]} (unpruned x{calls[0]}), size_cost() x{pruned[1]} "
+                f"(unpruned x{calls[1]})")
     finally:
         estimate.quick = real
+        sysmod.size_cost = real_size
 
 
 def _next_edit(edits: Iterator[Requirements], cat: Catalog) -> object:

@@ -117,13 +117,13 @@ async def key_latency(presses: int, state: str) -> tuple[list[float], list[float
         await pilot.pause()
         panel = app.screen.query_one(LivePanel)
         rendered: list[tuple[int, float]] = []
-        render = panel.render
+        render_line = panel.render_line
 
-        def timed_render() -> object:  # the compositor asks the panel for its lines: the repaint
+        def timed_render(y: int) -> object:  # the compositor asks the panel for its lines: the repaint
             rendered.append((panel.version, time.perf_counter()))
-            return render()
+            return render_line(y)
 
-        panel.render = timed_render  # type: ignore[method-assign]
+        panel.render_line = timed_render  # type: ignore[method-assign,assignment]
         for i in range(presses):
             before = panel.text
             version = panel.version

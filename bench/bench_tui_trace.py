@@ -19,7 +19,9 @@ for every process on Linux, so the wizard's, its engine child's and this script'
   r_posted   ... unpickled it and posted EngineDone
   done       the UI thread starts on EngineDone (GpuwizApp.on_engine_done)
   shown      LivePanel.show returned (the panel marked for repaint)
-  rendered   the compositor has the panel's new lines (LivePanel.render returned)
+  released   the held frame is released (FrameTimer.release: the answer is applied)
+  tick       the screen's frame clock ticks (Screen._on_timer_update starts)
+  rendered   the compositor has the panel's new lines (LivePanel.render_line, its first line)
   frame      the frame with the panel is handed to Textual's writer thread (App._display returned)
   written    the writer thread has written and flushed it to the terminal
   screen     this script sees the panel change in ``tmux capture-pane``
@@ -48,7 +50,7 @@ from typing import Any
 from bench_tui_tmux import capture, epochs_line, key_for, panel, pct, tmux, to_epochs, wait_for
 
 HOPS = ("input", "key", "edited", "sent", "c_read", "c_run", "c_sent", "r_read", "r_posted", "done", "shown",
-        "rendered", "frame", "written")
+        "released", "tick", "rendered", "frame", "written")
 
 # ---- inside the wizard: the patches ---------------------------------------------------------------
 STAMPS: list[tuple[str, float]] = []
@@ -117,7 +119,20 @@ def _patch_ui(out: str) -> None:
     wrap(engine_mod.EngineProcess, "submit", after="sent")
     wrap(app_mod.GpuwizApp, "on_engine_done", before="done")
     wrap(live_panel.LivePanel, "show", after="shown")
-    wrap(live_panel.LivePanel, "render", after="rendered")
+    from textual.screen import Screen
+
+    from gpuwiz.tui import frames
+
+    wrap(frames.FrameTimer, "release", before="released")
+    wrap(Screen, "_on_timer_update", before="tick")
+    orig_line = live_panel.LivePanel.render_line
+
+    def render_line(self: Any, y: int) -> Any:
+        r = orig_line(self, y)
+        if y == 0:
+            stamp("rendered")
+        return r
+    live_panel.LivePanel.render_line = render_line  # type: ignore[method-assign]
     wrap(app_mod.GpuwizApp, "_display", after="frame")
 
     orig_loads = pickle.loads
@@ -289,7 +304,8 @@ def report(name: str, size: str, engine: str, sends: list[float], chars: list[fl
             if lab == "done":
                 done_at = t if done_at is None else done_at
             # hops after the answer: the first one after "done"
-            if lab in ("shown", "rendered", "frame", "written") and (done_at is None or t < done_at):
+            after = ("shown", "released", "tick", "rendered", "frame", "written")
+            if lab in after and (done_at is None or t < done_at):
                 continue
             first.setdefault(lab, t)
         for h in HOPS:

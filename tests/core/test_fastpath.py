@@ -14,7 +14,7 @@ from gpuwiz.core import estimate as E
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.models import Requirements
-from gpuwiz.core.parallel import Choice, Row, Shape, choose_from_table
+from gpuwiz.core.parallel import Choice, Row, Shape, choice_index, choose_from_table, choose_indexed
 from gpuwiz.core.units import GIB
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
@@ -129,3 +129,88 @@ def test_choose_from_table_is_the_plain_rule() -> None:
                     cap = lambda dp: 4 * dp  # noqa: E731
                     assert choose_from_table(rows, b, cap, want, host_budget) == _plain_choice(rows, b, cap, want,
                                                                                                host_budget)
+
+
+def test_indexed_choice_is_the_plain_rule() -> None:
+    """The index the fast path answers budgets from (thresholds by bisection, the leanest entry per host
+    budget) picks what the plain rule picks, one index asked many budgets and host budgets in turn (as GPUs of
+    other memory sizes ask it) -- at and around every entry's bytes, where its slack matters."""
+    rng = random.Random(11)
+    for _ in range(200):
+        rows = _random_rows(rng)
+        edges = [x for _s, _d, _h, per_ck in rows for _c, fixed, per in per_ck
+                 for x in (fixed, fixed + per, fixed + 2 * per)]
+        budgets = [*edges, *(e * (1 + d) for e in edges for d in (-1e-9, -1e-12, -1e-15, 1e-15, 1e-12)),
+                   0.0, -1.0, 1e15, *(rng.uniform(0, 120) * GIB for _ in range(8))]
+        rng.shuffle(budgets)
+        for want in (None, 1, 2):
+            ix = choice_index(rows, want)
+            for b in budgets:
+                for host_budget in (float("inf"), 500 * GIB, 0.0):
+                    cap = lambda dp: 4 * dp  # noqa: E731
+                    assert choose_indexed(ix, b, cap, host_budget) == _plain_choice(rows, b, cap, want, host_budget)
+
+
+def _fresh_catalog(cat: Catalog) -> Catalog:
+    """The same catalog with empty derived tables (what a catalog nothing has asked yet holds)."""
+    c = cat.model_copy()
+    c.__dict__.pop("derived", None)
+    return c
+
+
+@pytest.mark.parametrize("stack", ["auto", "unsloth", "llm-foundry", "mindspeed"])
+def test_memory_stage_shared_by_gpus_of_one_memory_size(cat: Catalog, stack: str) -> None:
+    """quick()'s memory stage is shared by GPUs of the same memory size, host limit and node layout: each GPU
+    still gets its own speed, its own name in the sentences, and -- with a configured stack that runs on some
+    vendors only (64 GB: AMD and Huawei cards; 288 GB: NVIDIA and AMD) -- its own vendor's layouts."""
+    req = Requirements.model_validate({"model": {"preset": "llama-2-13b"}, "data": {"tokens": 1e9},
+                                       "training": {"method": "full", "stack": stack}})
+    shared = E.prepare(req, cat)
+    gpus = sorted(cat.gpus, key=lambda g: (g.memory_gib, g.vendor, g.id))
+    named = 0
+    for count, gpn in ((1, None), (4, None), (16, 8)):
+        for g in gpus:
+            q = E.quick(shared, g, count, gpn)
+            f = E.quick(E.prepare(req, cat), g, count, gpn)
+            _same(q, f)
+            named += any(p.params.get("gpu") == g.name for p in q.detail.problems)
+    assert named  # some candidates do not fit, and their sentences name their own GPU
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8", "fp32", "tf32", "fp16"])
+def test_catalog_gpu_tables_keyed_by_precision_and_time_model(cat: Catalog, precision: str) -> None:
+    """The GPU factors and the host limit live with the catalog (a new context finds them): a catalog whose
+    tables other precisions and a model without the operator model (a CNN) filled answers as a fresh one."""
+    warm = _fresh_catalog(cat)
+    reqs = [Requirements.model_validate({"model": {"preset": m}, "data": {"tokens": 1e9, "samples": 1e6},
+                                         "training": {"precision": p}})
+            for m in ("llama-2-7b", "resnet-50") for p in ("bf16", "fp8", "fp32", "tf32", "fp16")]
+    for r in reqs:  # every precision and both time models fill the shared tables first
+        ctx = E.prepare(r, warm)
+        for g in warm.gpus:
+            E.quick(ctx, g, 8)
+    for m in ("llama-2-7b", "resnet-50"):
+        req = Requirements.model_validate({"model": {"preset": m}, "data": {"tokens": 1e9, "samples": 1e6},
+                                           "training": {"precision": precision}})
+        a, b = E.prepare(req, warm), E.prepare(req, _fresh_catalog(cat))
+        for g in cat.gpus:
+            for count in (1, 8, 16):
+                _same(E.quick(a, g, count), E.quick(b, g.id, count))
+
+
+def test_work_keys_tell_work_shapes_apart(cat: Catalog) -> None:
+    """The operator-time memo keys a work shape by its number: two models (and two sequence lengths of one)
+    timed through one catalog get the times a fresh catalog gives each -- at one pinned plan, so the operator
+    times are asked with the same plan arguments -- and equal work shapes share a number."""
+    warm = _fresh_catalog(cat)
+    specs = [({"preset": "llama-2-7b"}, "lora"), ({"preset": "llama-2-7b", "seq_len": 8192}, "lora"),
+             ({"preset": "llama-3-8b"}, "full"), ({"preset": "llama-2-7b"}, "full"),
+             ({"preset": "llama-2-13b"}, "full")]
+    for model, method in specs:
+        req = Requirements.model_validate({"model": model, "data": {"tokens": 1e9}, "training": {
+            "method": method, "micro_batch": 1, "activation_checkpointing": "full", "parallel": {"zero_stage": 3}}})
+        a, b = E.prepare(req, warm), E.prepare(req, _fresh_catalog(cat))
+        for gid in ("h100-sxm", "a100-80gb-sxm", "rtx-4090", "mi300x", "l40s", "h200-sxm"):
+            _same(E.quick(a, gid, 8), E.quick(b, gid, 8))
+    same = Requirements.model_validate({"model": {"preset": "llama-2-7b"}, "data": {"tokens": 1e9}})
+    assert E._work_key(E.prepare(same, warm)) == E._work_key(E.prepare(same, warm)) >= 0

@@ -68,6 +68,46 @@ async def test_the_child_process_answers_as_the_thread_would(make_app: MakeApp, 
         assert app.answer_for == app.requirements
 
 
+async def test_a_typed_key_is_sent_at_once_and_its_frame_waits_for_the_answer(
+        make_app: MakeApp, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the child answering, a typed key's requirements go to it and its frame is held for the
+    answer (one frame for the character and the live panel, gpuwiz.tui.frames); the answer releases it."""
+    from gpuwiz.tui import frames
+    from gpuwiz.tui.widgets.live_panel import LivePanel
+
+    calls: list[str] = []
+    hold, release = frames.FrameTimer.hold, frames.FrameTimer.release
+    monkeypatch.setattr(frames.FrameTimer, "hold", lambda self, *a: (calls.append("hold"), hold(self, *a))[1])
+    monkeypatch.setattr(frames.FrameTimer, "release", lambda self: (calls.append("release"), release(self))[1])
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
+        app.goto("data")
+        await pilot.pause()
+        app.screen.query_one("#f-data-epochs").focus()
+        await pilot.press("end")
+        await until(pilot, lambda: app.answered, "settled")
+        panel = app.screen.query_one(LivePanel)
+        before = panel.text
+        proc = app._engine_proc
+        assert proc is not None
+        submit = proc.submit
+
+        def spy(seq: int, req: Any) -> bool:
+            calls.append("submit")
+            return submit(seq, req)
+
+        proc.submit = spy  # type: ignore[method-assign]
+        calls.clear()
+        await pilot.press("7")
+        await until(pilot, lambda: app.answered and panel.text != before, "the answer for the new epochs")
+        await until(pilot, lambda: "release" in calls, "the held frame released")
+        assert calls[:2] == ["submit", "hold"]
+        timer = app.screen._frame_timer
+        assert isinstance(timer, frames.FrameTimer) and not timer.holding
+
+
 async def test_a_child_started_before_the_app_answers_from_the_first_question_on(
         make_app: MakeApp, config_file: Path) -> None:
     prestart_engine_process(None, "en")  # as `gpuwiz FILE.yaml` does, before Textual is imported

@@ -105,3 +105,82 @@ def test_a_change_painted_meanwhile_does_not_tick_again(clock: Clock) -> None:
             timer.stop()
 
     asyncio.run(scenario())
+
+
+class HoldClock(Clock):
+    """Also the wait for a release: other tasks run first (the release may come), else the timeout passes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    async def wait_event(self, event: asyncio.Event, timeout: float) -> None:
+        self.waits.append(timeout)
+        for _ in range(50):
+            if event.is_set():
+                return
+            await asyncio.sleep(0)
+        self.now += timeout
+
+
+@pytest.fixture
+def hold_clock(monkeypatch: pytest.MonkeyPatch) -> HoldClock:
+    c = HoldClock()
+    monkeypatch.setattr(frames, "get_time", c.get_time)
+    monkeypatch.setattr(frames, "sleep", c.sleep)
+    monkeypatch.setattr(frames, "wait_event", c.wait_event)
+    return c
+
+
+def test_a_held_frame_waits_for_its_release_then_goes_at_once(hold_clock: HoldClock) -> None:
+    """A typed key whose answer is on its way: its character and the answer in one frame, painted
+    when the answer is in, not an interval after the last frame."""
+    async def scenario() -> None:
+        timer = Recorder(Target(), INTERVAL, pause=True)
+        timer._start()
+        try:
+            timer.resume()
+            await _until(lambda: len(timer.ticks) == 1)  # an earlier frame (the cursor's blink)
+            hold_clock.now += 0.002
+            timer.hold(0.010)
+            timer.resume()  # the typed character asks for a frame
+            await _until(lambda: hold_clock.waits == [pytest.approx(0.010)])
+            assert len(timer.ticks) == 1  # held
+            hold_clock.now += 0.003
+            timer.release()  # the answer is in: one frame for both
+            await _until(lambda: len(timer.ticks) == 2)
+            assert timer.ticks[1] == pytest.approx(100.005)  # 5 ms after the last frame: no interval wait
+            assert hold_clock.sleeps == [] and not timer.holding
+        finally:
+            timer.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_hold_ends_at_its_deadline_and_the_late_answer_is_painted_as_soon_as_it_comes(
+        hold_clock: HoldClock) -> None:
+    async def scenario() -> None:
+        timer = Recorder(Target(), INTERVAL, pause=True)
+        timer._start()
+        try:
+            timer.hold(0.010)
+            timer.resume()
+            await _until(lambda: len(timer.ticks) == 1)
+            assert timer.ticks[0] == pytest.approx(100.010)  # the character waited 10 ms, no more
+            assert timer.holding  # its answer has not come yet
+            hold_clock.now += 0.004  # it comes 4 ms after that frame
+            timer.release()
+            timer.resume()
+            await _until(lambda: len(timer.ticks) == 2)
+            assert timer.ticks[1] == pytest.approx(100.014)  # at once, not an interval after the character
+            assert hold_clock.sleeps == []
+            hold_clock.now += 0.001  # the next change (no answer awaited) keeps the interval
+            timer.release()  # a release without a hold changes nothing
+            timer.resume()
+            await _until(lambda: len(timer.ticks) == 3)
+            assert timer.ticks[2] == pytest.approx(100.014 + INTERVAL)
+            assert hold_clock.sleeps == [pytest.approx(INTERVAL - 0.001)]
+        finally:
+            timer.stop()
+
+    asyncio.run(scenario())

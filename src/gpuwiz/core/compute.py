@@ -350,6 +350,10 @@ class RelSpeed:
     # work and the rates on every lookup. None: ``memo`` alone (the same values, looked up slower).
     wmemo: dict[tuple[object, ...], float] | None = None
     rate_keys: tuple[tuple[object, ...], tuple[object, ...], tuple[object, ...]] = ((), (), ())
+    # the work shape's number in ``memo``'s catalog (estimate._work_key: one per distinct WorkShape, never
+    # reused): with ``rate_keys``, ``memo``'s entries are keyed by it instead of hashing and comparing the work
+    # and the rates on every lookup; -1: keyed by the work and the rates themselves
+    work_key: int = -1
 
     def _t(self, w: WorkShape, r: GpuRates, st: StackEntry, fp8: bool, units_mb: float, mb: int, tp: int, pp: int,
            ckpt: str, rk: tuple[object, ...] = ()) -> float:
@@ -359,7 +363,9 @@ class RelSpeed:
             got = front.get(fkey)
             if got is not None:
                 return got
-        key = (w, r, st.id, fp8, mb, tp, pp, ckpt, self.cp, self.ep)
+        wk = self.work_key
+        key = (wk, rk, st.id, fp8, mb, tp, pp, ckpt, self.cp, self.ep) if wk >= 0 and rk else \
+            (w, r, st.id, fp8, mb, tp, pp, ckpt, self.cp, self.ep)
         hit = self.memo.get(key)
         if hit is None:
             if len(self.memo) > MEMO_MAX:
@@ -393,8 +399,11 @@ class RelSpeed:
                     self.local[key] = hit
                     return hit
             # the same for every GPU of the generation: shared through the catalog-wide memo
-            gkey = ("shape", w, self.ref_rates, self.anchor_rates, self.ref_stack.id, units_mb, mflops_unit, mb, tp,
-                    pp, self.cp, self.ep)
+            wk = self.work_key
+            gkey = ("shape", wk, self.rate_keys[1], self.rate_keys[2], self.ref_stack.id, units_mb, mflops_unit, mb, tp,
+                    pp, self.cp, self.ep) if wk >= 0 and self.rate_keys[1] and self.rate_keys[2] else \
+                ("shape", w, self.ref_rates, self.anchor_rates, self.ref_stack.id, units_mb, mflops_unit, mb, tp,
+                 pp, self.cp, self.ep)
             hit = self.memo.get(gkey)
             if hit is None:
                 flops = units_mb * mflops_unit / (tp * pp * max(1, self.cp))

@@ -21,13 +21,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpuwiz.core import market, memo
 from gpuwiz.core.catalog import Catalog, CloudInstance
 from gpuwiz.core.models import Build, CloudOption, CostAnalysis, MonthPoint, OnPremTCO, Requirements
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.i18n import N_, _
+
+if TYPE_CHECKING:
+    from gpuwiz.core.system import Sizing
 
 IDLE_FRAC = 0.25  # idle draw as a fraction of max (judgement, 0.15-0.35; tco_and_pitfalls §C4)
 BUY_MARGIN = 0.9  # buy only when it is clearly (>= 10 %) cheaper than renting over the horizon
@@ -111,13 +114,23 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
 
     A job goes on the smallest instance with enough GPUs (idle ones are paid and said so), on
     several instances over RDMA, or -- given ``split`` -- on several smaller instances over plain
-    Ethernet when its gradient traffic is small enough (SplitJob.slowdown)."""
+    Ethernet when its gradient traffic is small enough (SplitJob.slowdown). Memoised (core.memo)
+    on every argument and what it reads of ``req``: the policy fields (``_offer_rows``) and the runs
+    per year, so a money edit (budget, horizon, electricity) builds no option again."""
     rpy = runs_per_year(req)
+    key = (gpu_id, gpus_total, gpus_per_node, wall_hours, storage_tb, split, host_ram_gib, rpy,
+           market.policy_key(req))
+    return list(memo.cached(cat, "cloud_options", key, lambda: tuple(_cloud_options(
+        req, cat, gpu_id, gpus_total, gpus_per_node, wall_hours, storage_tb, split, host_ram_gib, rpy)), maxsize=256))
+
+
+def _cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
+                   wall_hours: float, storage_tb: float, split: SplitJob | None, host_ram_gib: float,
+                   rpy: float) -> list[CloudOption]:
     spot_over = cat.fac("spot_overhead_frac")
     r1 = cat.fac("reserved_1y_discount")
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
-    out: list[CloudOption] = []
-    split_or_idle: dict[int, tuple[bool, bool]] = {}  # id(option) -> (split over Ethernet, paid-but-idle GPUs)
+    rows: list[tuple[CloudOption, bool, bool]] = []  # (option, split over Ethernet, paid-but-idle GPUs)
     for inst, n, slow, note, is_split, idle, usd_h, spot_h, res_h, tradeoff in _offer_rows(
             req, cat, gpu_id, gpus_total, gpus_per_node, split, host_ram_gib):
         # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
@@ -130,7 +143,7 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
         # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
         reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
         res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
-        out.append(opt := CloudOption(
+        rows.append((CloudOption(
             provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
             gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
             usd_per_hour=round(rate, 4), cost_per_run_usd=round(per_run, 2),
@@ -140,15 +153,15 @@ def cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int,
             country=inst.country, tier=inst.tier, currency=inst.currency,
             price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
             tradeoff=tradeoff,
-        ))
-        split_or_idle[id(opt)] = (is_split, idle > 0)
-    out.sort(key=lambda o: (o.cost_per_run_usd, o.provider))
+        ), is_split, idle > 0))
+    rows.sort(key=lambda r: (r[0].cost_per_run_usd, r[0].provider))
     # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
-    exact = [o.cost_per_run_usd for o in out
-             if o.gpus_per_instance * o.instances == gpus_total or split_or_idle[id(o)][0]]
+    exact = [o.cost_per_run_usd for o, is_split, _idle in rows
+             if o.gpus_per_instance * o.instances == gpus_total or is_split]
     if exact:
-        out = [o for o in out if not split_or_idle[id(o)][1] or o.cost_per_run_usd < min(exact)]
-    return out
+        least = min(exact)
+        return [o for o, _split, idle in rows if not idle or o.cost_per_run_usd < least]
+    return [o for o, _split, _idle in rows]
 
 
 _OfferRow = tuple[CloudInstance, int, float, str, bool, int, float, float | None, float | None, str]
@@ -214,14 +227,18 @@ def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int
     with ``req``, only offers its data policy allows (market.eligible); with ``host_ram_gib`` (per
     node), only offers whose RAM holds it (``instance_ram_ok``). Memoised (core.memo) on what it
     reads: the shape, the countries, the host RAM and the policy fields of ``req``."""
-    tbl = memo.table(cat, "cheapest_rate")
     key = (gpu_id, gpus_total, gpus_per_node, frozenset(countries) if countries is not None else None,
            market.policy_key(req) if req is not None else None, host_ram_gib)
-    hit = tbl.get(key) if tbl is not None else memo.MISS
-    if hit is not memo.MISS:
-        return hit  # type: ignore[no-any-return]
+    return memo.cached(cat, "cheapest_rate", key,
+                       lambda: _cheapest_rate(cat, gpu_id, gpus_total, gpus_per_node, countries, req, key[4],
+                                              host_ram_gib))
+
+
+def _cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int, countries: set[str] | None,
+                   req: Requirements | None, policy: tuple[object, ...] | None,
+                   host_ram_gib: float) -> tuple[float, CloudInstance, int] | None:
     best: tuple[float, CloudInstance, int] | None = None
-    for inst, usd_h in _allowed_offers(cat, gpu_id, req, key[4]):
+    for inst, usd_h in _allowed_offers(cat, gpu_id, req, policy):
         if countries is not None and inst.country.upper() not in countries:
             continue
         if not instance_ram_ok(inst, host_ram_gib):
@@ -232,8 +249,6 @@ def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int
         rate = usd_h * n
         if best is None or rate < best[0]:
             best = (rate, inst, n)
-    if tbl is not None:
-        tbl.put(key, best)
     return best
 
 
@@ -285,7 +300,7 @@ class Footprint:
     rack: bool  # a rack server / HGX box or a cluster (colocation when the site is open)
 
     @staticmethod
-    def of(build: Build) -> Footprint:
+    def of(build: Build | Sizing) -> Footprint:
         rack = build.nodes > 1 or build.chassis_kind in ("server", "hgx") or not build.chassis
         return Footprint(build.nodes, build.gpus_per_node, build.max_power_w, build.power_w, rack)
 
@@ -327,15 +342,19 @@ class OwnRates:
 
     def parts(self, fp: Footprint, capex: float) -> OnPremParts:
         """Yearly pieces of owning ``fp`` bought for ``capex`` (onprem_parts)."""
+        return self.stem(fp, capex).at(self.kwh, self.residual_factor)
+
+    def stem(self, fp: Footprint, capex: float) -> PartsStem:
+        """``parts`` without the electricity price and the horizon (``PartsStem``): it reads only the
+        ``stem_key`` fields of the deployment."""
         gpus = fp.gpus_per_node * fp.nodes
         colo = self.site == "colo" or (self.site in ("any", "cloud") and fp.rack)
         pue = self.pue_colo if colo else self.pue_office
-        kwh = self.kwh
         max_kw = fp.max_power_w / 1000.0
         sustained_kw = fp.power_w / 1000.0
         idle_kw = IDLE_FRAC * max_kw
-        power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR * kwh
-        power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue * kwh
+        power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR  # x $/kWh (PartsStem.at)
+        power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue  # x $/kWh
         space = fp.nodes * max_kw * self.colo_rate * 12 if colo else gpus * self.office_space
         maint = self.maint_frac * capex
         # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
@@ -351,10 +370,45 @@ class OwnRates:
             min_fte = 0.05
         fte = max(min_fte, fp.nodes / self.nodes_per_fte)
         staff = fte * self.salary
-        residual = capex * self.residual_factor
-        return OnPremParts(capex=capex, residual=residual, power_idle_per_year=power_idle,
-                           power_per_gpu_hour=power_per_gpu_hour, space=space, maintenance=maint, staff=staff,
-                           gpus=gpus, colo=colo)
+        return PartsStem(capex=capex, power_idle_per_kwh=power_idle, power_per_gpu_hour_per_kwh=power_per_gpu_hour,
+                         space=space, maintenance=maint, staff=staff, gpus=gpus, colo=colo)
+
+
+@dataclass(frozen=True)
+class PartsStem:
+    """``OnPremParts`` of one footprint and capex before the two money fields a user edits most are
+    applied: the power figures per $/kWh of electricity, the residual value as a factor of the horizon
+    (``OwnRates.residual_factor``). Kept across electricity and horizon edits (the recommender's rough
+    ranking prices a few hundred footprints per answer from these)."""
+
+    capex: float
+    power_idle_per_kwh: float  # kWh a year paid whatever the utilisation
+    power_per_gpu_hour_per_kwh: float  # extra kWh of one busy GPU-hour
+    space: float
+    maintenance: float
+    staff: float
+    gpus: int
+    colo: bool
+
+    def at(self, kwh: float, residual_factor: float) -> OnPremParts:
+        return OnPremParts(capex=self.capex, residual=self.capex * residual_factor,
+                           power_idle_per_year=self.power_idle_per_kwh * kwh,
+                           power_per_gpu_hour=self.power_per_gpu_hour_per_kwh * kwh, space=self.space,
+                           maintenance=self.maintenance, staff=self.staff, gpus=self.gpus, colo=self.colo)
+
+    def total(self, kwh: float, residual_factor: float, y: float, busy_gpu_hours_per_year: float) -> float:
+        """``self.at(kwh, residual_factor).total(y, busy)``, without building the parts (the same
+        operations in the same order: the same float)."""
+        opex = (self.power_idle_per_kwh * kwh + self.power_per_gpu_hour_per_kwh * kwh * busy_gpu_hours_per_year
+                + self.space + self.maintenance + self.staff)
+        return self.capex - self.capex * residual_factor + y * opex
+
+
+def stem_key(req: Requirements) -> tuple[object, ...]:
+    """The requirement fields ``OwnRates.stem`` reads: ``onprem_key`` without the electricity price
+    and the horizon."""
+    d = req.deployment
+    return (d.site, d.country, d.pue, d.colo_usd_per_kw_month, d.staff_usd_per_year)
 
 
 def own_rates(req: Requirements, cat: Catalog) -> OwnRates:

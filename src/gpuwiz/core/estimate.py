@@ -25,6 +25,7 @@ user's own hardware (``hardware:``) and scale the model's values for other candi
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
@@ -76,11 +77,14 @@ from gpuwiz.core.models import (
 )
 from gpuwiz.core.parallel import (
     Choice,
+    ChoiceIndex,
     Pinned,
     Row,
     Shape,
     candidate_shapes,
+    choice_index,
     choose_from_table,
+    choose_indexed,
     ckpt_options,
     memory_table,
     shape_problem,
@@ -197,7 +201,7 @@ class Context:
     ep: int = 1
     vp: int = 1
     stack_override: str | None = None  # estimate_from's stack alternatives: this stack instead of the configured one
-    _rel_cache: dict[tuple[str, Shape, str], dict[str, RelSpeed]] = field(default_factory=dict)
+    _rel_cache: dict[tuple[str, Shape, str], RelSpeed | None] = field(default_factory=dict)
     _stack_cache: dict[tuple[str, Shape, str], tuple[StackEntry | None, str]] = field(default_factory=dict)
     _relspeed: dict[tuple[str, str, str, int, int, int], RelSpeed] = field(default_factory=dict)
     _cc_cache: dict[int, ComputeConsts] = field(default_factory=dict)  # by expert-parallel degree (_cc_for)
@@ -205,15 +209,19 @@ class Context:
     _wmemo: dict[tuple[object, ...], float] = field(default_factory=dict)
     _gf_cache: dict[str, tuple[float, float, str]] = field(default_factory=dict)  # gpu_factor by GPU id
     _ref_stack_cache: dict[tuple[str, Shape], StackEntry | None] = field(default_factory=dict)  # by (vendor, layout)
-    # the speed spread (wall_hours_high) by (GPU id, layout, scale group, stack override)
-    _spread_cache: dict[tuple[str, Shape, str, str], Spread | None] = field(default_factory=dict)
+    # the speed spread (_speed_spread, wall_hours_high) by its group keys: (generation, stack, scale group)
+    _spread_cache: dict[tuple[str, str, str], Spread | None] = field(default_factory=dict)
     _arch_cache: dict[str, str] = field(default_factory=dict)  # compute.arch_key by GPU architecture
     _rows_cache: dict[tuple[object, ...], list[Row]] = field(default_factory=dict)  # filtered layout tables
     _choice_cache: dict[tuple[tuple[object, ...], float, float], Choice] = field(default_factory=dict)  # _choose
+    _choice_index: dict[tuple[object, ...], ChoiceIndex] = field(default_factory=dict)  # _choose: rows by tkey
     _step_cache: dict[tuple[object, ...], StepTime] = field(default_factory=dict)  # plans timed by _step_units_per_s
     _host_need_cache: dict[tuple[int, Shape], float] = field(default_factory=dict)  # offload host bytes per GPU
     _act_cache: dict[tuple[int, int, str, int, int], float] = field(default_factory=dict)  # memory.micro_batch_terms
     _shape_intern: dict[tuple[int, int, int, int, int, int], Shape] = field(default_factory=dict)  # candidate_shapes
+    # quick()'s memory stage by (layout key, memory size, host-RAM limit[, configured stack, vendor]): _Stage
+    _stage_cache: dict[tuple[object, ...], _Stage] = field(default_factory=dict)
+    _work_num: int = -1  # _work_key's answer, looked up once
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
@@ -326,6 +334,13 @@ def prepare(
     ctx.ranges = bundled_ranges()
     ctx.stacks = catalog.stack_map
     ctx.perf = catalog.perf_map
+    # GPU facts of the catalog alone, kept with it (a config edit or a new context finds them): the host-RAM
+    # limit by (GPU, GPUs per node); with the default efficiency parameters, the GPU factors and link
+    # bandwidths by (GPU, GPUs per node) for this precision and time model
+    derived = catalog.derived
+    ctx._host_cache = derived.setdefault(("host-limit-by-gpu",), {})
+    if eff is EFF:
+        ctx._gpu_cache = derived.setdefault(("gpu-factors", tr.precision, cc.work is not None), {})
     if par is not None:
         ctx.cp, ctx.ep, ctx.vp = int(par.cp or 1), int(par.ep or 1), int(par.vp or 1)
     _calibrate(ctx)
@@ -425,15 +440,16 @@ def _rates(ctx: Context, g: GPU, prec: str, attention: str, own: bool = True) ->
     return r
 
 
-def _op_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
+def _op_rel(ctx: Context, g: GPU, s: Shape) -> RelSpeed | None:
     """``rel`` for compute.step_time: the operator model's view of this GPU / precision / stack against the
-    generation's reference GPU and the stack `auto` picks (empty: the efficiency model alone)."""
+    generation's reference GPU and the stack `auto` picks (None: the efficiency model alone)."""
     if ctx.cc.work is None:
-        return {}
+        return None
     key = (g.id, s, ctx.stack_override or "")
-    hit = ctx._rel_cache.get(key)
-    if hit is None:
-        hit = ctx._rel_cache[key] = _rel_kwargs(ctx, g, s)
+    cache = ctx._rel_cache
+    if key in cache:  # (None is a value there: no stack runs the layout)
+        return cache[key]
+    hit = cache[key] = _rel_for(ctx, g, s)
     return hit
 
 
@@ -455,16 +471,16 @@ def _ref_stack(ctx: Context, g: GPU, s: Shape) -> StackEntry | None:
     return hit
 
 
-def _rel_kwargs(ctx: Context, g: GPU, s: Shape) -> dict[str, RelSpeed]:
+def _rel_for(ctx: Context, g: GPU, s: Shape) -> RelSpeed | None:
     st, _ = _stack_for(ctx, g, s)
     ref_st = _ref_stack(ctx, g, s) or st
     if st is None or ref_st is None:
-        return {}
+        return None
     key = (g.id, st.id, ref_st.id, s.cp, s.ep, s.vp)
     rel = ctx._relspeed.get(key)
     if rel is None:
         rel = ctx._relspeed[key] = _relspeed(ctx, g, st, ref_st, s)
-    return {"rel": rel}
+    return rel
 
 
 def _op_memo(ctx: Context) -> dict[tuple[object, ...], float]:
@@ -479,6 +495,19 @@ OP_SHAPE = True  # carry the size / sequence curves to other generations by the 
 
 
 def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape) -> RelSpeed:
+    """The operator model's view of this GPU, stack and layout. What it holds of the catalog alone (rates,
+    peaks, overlaps, the reference and anchor GPUs) is built once per catalog (``_relspeed_args``); the work
+    shape's memo (``wmemo``, ``work_key``) and the ratios (``local``) are this context's."""
+    prec = ctx.req.training.precision
+    ckey = ("relspeed-args", g.id, st.id, ref_st.id, prec, s.cp, s.ep, s.vp, OP_SHAPE)
+    derived = ctx.catalog.derived
+    args = derived.get(ckey)
+    if args is None:
+        args = derived[ckey] = _relspeed_args(ctx, g, st, ref_st, s)
+    return RelSpeed(**args, wmemo=ctx._wmemo, work_key=_work_key(ctx))
+
+
+def _relspeed_args(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape) -> dict[str, object]:
     prec = ctx.req.training.precision
     fp8 = prec == "fp8" and st.fp8 != "none" and bool(g.fp8_tflops)
     arch = _arch(ctx, g)
@@ -493,17 +522,39 @@ def _relspeed(ctx: Context, g: GPU, st: StackEntry, ref_st: StackEntry, s: Shape
     # the arguments each _rates() below is memoised by: the front memo's keys for the operator times
     keys = ((g.id, prec if fp8 else ref_prec, st.attention, True), (rg.id, ref_prec, ref_st.attention, ref_g is None),
             (ag.id, ref_prec, ref_st.attention, False) if shape and ag else ())
-    return RelSpeed(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
-                    # the reference's rates from its generation's entry alone: a per-GPU (overlay) entry on the
-                    # reference GPU itself then still moves that GPU's estimate
-                    ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
-                    ref_stack=ref_st,
-                    peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=s.cp, ep=s.ep,
-                    vp=s.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep),
-                    ref_peak=rg.peak_tflops(ref_prec) * 1e12,
-                    anchor_rates=_rates(ctx, ag, ref_prec, ref_st.attention, own=False) if shape and ag else None,
-                    anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0,
-                    wmemo=ctx._wmemo, rate_keys=keys)
+    return dict(rates=_rates(ctx, g, prec if fp8 else ref_prec, st.attention), stack=st,
+                # the reference's rates from its generation's entry alone: a per-GPU (overlay) entry on the
+                # reference GPU itself then still moves that GPU's estimate
+                ref_rates=_rates(ctx, rg, ref_prec, ref_st.attention, own=ref_g is None),
+                ref_stack=ref_st,
+                peak_ratio=g.peak_tflops(ref_prec) / rg.peak_tflops(ref_prec), fp8=fp8, cp=s.cp, ep=s.ep,
+                vp=s.vp, memo=_op_memo(ctx), ov=(o.dp - r.dp, o.tp - r.tp, o.pp, o.cp, o.ep),
+                ref_peak=rg.peak_tflops(ref_prec) * 1e12,
+                anchor_rates=_rates(ctx, ag, ref_prec, ref_st.attention, own=False) if shape and ag else None,
+                anchor_peak=ag.peak_tflops(ref_prec) * 1e12 if shape and ag else 0.0, rate_keys=keys)
+
+
+_WORK_KEYS_MAX = 4096  # distinct work shapes numbered per catalog before the numbering starts afresh
+
+
+def _work_key(ctx: Context) -> int:
+    """This context's work shape's number in the catalog's operator-time memo (``RelSpeed.work_key``): one per
+    distinct WorkShape, from a counter that never repeats, so an entry keyed by an old number is never read
+    for another work shape. -1 without a work shape."""
+    w = ctx.cc.work
+    if w is None:
+        return -1
+    if ctx._work_num < 0:
+        derived = ctx.catalog.derived
+        ids: dict[WorkShape, int] = derived.setdefault(("work-keys",), {})
+        n = ids.get(w)
+        if n is None:
+            if len(ids) >= _WORK_KEYS_MAX:
+                ids.clear()
+            # next() of an itertools.count is atomic: two threads never draw the same number
+            n = ids[w] = next(derived.setdefault(("work-key-counter",), itertools.count()))
+        ctx._work_num = n
+    return ctx._work_num
 
 
 def _extra_dim_problems(ctx: Context, s: Shape, count: int) -> list[Msg]:
@@ -704,7 +755,7 @@ def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: i
     if st is None:
         st = ctx._step_cache[key] = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp,
                                               s.zero, s.offload, ch.mb, ga, ch.ckpt, intra, inter,
-                                              **_op_kwargs(ctx, g, s))
+                                              rel=_op_rel(ctx, g, s))
     return ch.mb * ga * dpd / st.step_s if st.step_s > 0 else 0.0
 
 
@@ -805,26 +856,70 @@ def _choose(ctx: Context, tkey: tuple[object, ...], rows: list[Row], budget: flo
     ckey = (tkey, budget, host_pg)
     hit = ctx._choice_cache.get(ckey)
     if hit is None:
-        hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
+        if len(rows) <= 2:  # (a row or two: the scan is as quick as an index)
+            hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
+        else:
+            ix = ctx._choice_index.get(tkey)
+            if ix is None:
+                ix = ctx._choice_index[tkey] = choice_index(rows, ctx.pinned.micro_batch)
+            hit = choose_indexed(ix, budget, ctx._mb_cap_fn, host_pg)
         ctx._choice_cache[ckey] = hit
     return hit
 
 
-def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> QuickResult:
-    """Fast evaluation of one candidate (see module docstring). Never raises for a known GPU."""
-    g = gpu if isinstance(gpu, GPU) else ctx.gpus.get(gpu)
-    if g is None:
-        raise GpuwizError(f"hardware.gpu: unknown GPU id {gpu!r}{did_you_mean(str(gpu), list(ctx.gpus))}")
-    count = max(1, int(count))
-    gpn = max(1, min(count, int(gpus_per_node or g.max_per_node)))
-    nodes = -(-count // gpn)
+_GPU_NAME = "gpu"  # the Msg parameter a memoised sentence names the candidate's GPU by (filled in per candidate)
+
+
+def _named(msgs: tuple[Msg, ...], name: str) -> list[Msg]:
+    """The memoised sentences of a memory stage with this candidate's GPU name in them."""
+    return [Msg(m.template, **{**m.params, _GPU_NAME: name}) if _GPU_NAME in m.params else m for m in msgs]
+
+
+@dataclass(slots=True)
+class _Fit:
+    """What ``quick`` settles after the plan choice, from the choice and the GPU's memory alone: the
+    pipeline's micro-batch floor, gradient accumulation, the memory breakdown, whether it fits and the
+    sentences saying why not (a sentence naming the GPU holds a placeholder: ``_named``)."""
+
+    ch: Choice
+    ga: int
+    dpd: int
+    mem: MemParts
+    plan_s: str
+    per_gpu: float
+    fits: bool
+    problems: tuple[Msg, ...]
+    notes: tuple[Msg, ...]
+    named: bool  # a problem names the GPU
+
+
+@dataclass(slots=True)
+class _Stage:
+    """The memory stage of a candidate -- layouts, the plan that fits, the headroom it is planned against --
+    which depends on the GPU only through the GPUs per node, NVLink's reach, the memory size, the host-RAM
+    limit and (with a configured stack) the vendor: GPUs that share those share it (``Context._stage_cache``).
+    ``fit`` is None where the plan search times plans (``_fastest`` / ``_interleave``: per GPU)."""
+
+    shapes: list[Shape]
+    table: list[Row]
+    problems: tuple[Msg, ...]
+    notes: tuple[Msg, ...]
+    ch: Choice
+    usable: float
+    fastest: bool  # the multi-node search for the fastest layout applies
+    fast_budget: float
+    large: bool
+    moe_ep: bool
+    named: bool  # a problem names the GPU
+    fit: _Fit | None
+    fits_by_choice: dict[tuple[object, ...], _Fit] = field(default_factory=dict)  # timed stages: _Fit per choice
+
+
+def _stage(ctx: Context, g: GPU, count: int, gpn: int, nodes: int, nvlink_tp: int, key: tuple[int, int, int, int],
+           capacity: float, host_gib: float) -> _Stage:
     problems: list[Msg] = []
     notes: list[Msg] = []
     model = ctx.model
-    timed = False  # the plan search timed plans (_step_units_per_s): the chosen one may be among them
-
-    nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
-    key = (count, gpn, nodes, nvlink_tp)
     cached = ctx._shape_cache.get(key)
     if cached is None:
         shapes = candidate_shapes(count, gpn, nodes, nvlink_tp, model.is_token_model, model.heads or 1,
@@ -858,19 +953,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         if bad:
             problems.append(bad)
 
-    capacity = g.memory_gib
     usable = capacity * (1.0 - ctx.headroom)
     budget = usable * GIB / ctx.mem_scale
-    host_gib = _host_limit_gib(ctx, g, gpn)
-    gkey = (g.id, gpn)
-    gf = ctx._gpu_cache.get(gkey)
-    if gf is None:
-        per_gpu_f = ctx._gf_cache.get(g.id)  # gpu_factor does not depend on the GPUs per node
-        if per_gpu_f is None:
-            per_gpu_f = ctx._gf_cache[g.id] = gpu_factor(g, ctx.req.training.precision, ctx.eff,
-                                                         op=ctx.cc.work is not None)
-        gf = (*per_gpu_f, intra_node_bw(g, gpn, ctx.eff)[0], inter_node_bw(g, gpn, ctx.eff)[0])
-        ctx._gpu_cache[gkey] = gf
     host_pg = host_gib * GIB / gpn
     ch = _choose(ctx, tkey, table, budget, host_pg)
     if ((not ch.fits or ch.shape.offload != "none") and ctx.pinned.offload in (None, "none")
@@ -887,20 +971,35 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
             notes.append(Msg(N_("TIGHT: fits only with less than the {asked:.0%} headroom asked "
                                 "(deployment.headroom); planned against {tight:.0%} instead of CPU offload"),
                              asked=ctx.headroom, tight=TIGHT_HEADROOM))
+    fastest = large = moe_ep = False
+    fast_budget = 0.0
     if (ch.fits and nodes > 1 and ch.shape.offload == "none" and not ctx.any_layout
             and model.is_token_model):
         large = count >= LARGE_SCALE_GPUS and model.params_total >= LARGE_SCALE_PARAMS
         moe_ep = (model.experts or 1) > 1 and count >= MOE_EP_GPUS and ctx.pinned.ep is None
         if large or moe_ep or ch.shape.zero >= 3:
-            timed = True
-            ch = _fastest(ctx, g, gf, table, ch, budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
-                          else usable * GIB / ctx.mem_scale, count, gpn, nodes, host_pg, prefer_mp=large,
-                          prefer_ep=moe_ep)
+            fastest = True
+            fast_budget = (budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
+                           else usable * GIB / ctx.mem_scale)
+    pre = tuple(problems)
+    named = any(_GPU_NAME in m.params for m in pre)
+    st = _Stage(shapes, table, pre, tuple(notes), ch, usable, fastest, fast_budget, large, moe_ep, named, None)
+    if not fastest and not _interleaves(ctx, ch):
+        st.fit = _fit(ctx, st, ch, count, gpn, capacity, host_gib)
+    return st
+
+
+def _interleaves(ctx: Context, ch: Choice) -> bool:
+    """Whether the plan search tries an interleaved schedule for this plan (``_interleave``)."""
     s = ch.shape
-    if ch.fits and s.pp > 1 and s.vp == 1 and ctx.pinned.vp is None and not ctx.any_layout \
-            and model.is_token_model:
-        ch = _interleave(ctx, g, gf, ch, usable * GIB / ctx.mem_scale, count, gpn, nodes)
-        timed = True
+    return (ch.fits and s.pp > 1 and s.vp == 1 and ctx.pinned.vp is None and not ctx.any_layout
+            and ctx.model.is_token_model)
+
+
+def _fit(ctx: Context, stage: _Stage, ch: Choice, count: int, gpn: int, capacity: float, host_gib: float) -> _Fit:
+    problems: list[Msg] = list(stage.problems)
+    notes: list[Msg] = list(stage.notes)
+    usable = stage.usable
     s = ch.shape
     if s.pp > 1 and ctx.pinned.micro_batch is None:
         # keep at least as many micro-batches per step as pipeline stages: a smaller micro-batch only
@@ -933,14 +1032,14 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         problems.append(Msg(N_(
             "does not fit: even {plan} needs {need:.0f} GiB of host RAM per node, more than the {host:.0f} GiB a "
             "platform for {gpn}× {gpu} takes"), plan=s.framework(count), need=mem.host_per_gpu * gpn / GIB,
-            host=host_gib, gpn=gpn, gpu=g.name))
+            host=host_gib, gpn=gpn, gpu=""))
     elif not ch.fits:
         problems.append(Msg(N_(
             "does not fit: needs {need:.1f} GiB per GPU with the leanest plan ({plan}, checkpointing {ckpt}, "
             "micro-batch {mb}); {gpu} has {usable:.1f} GiB usable ({cap:g} GiB less {headroom:.0%} headroom)"),
-            need=per_gpu, plan=s.framework(count), ckpt=ch.ckpt, mb=ch.mb, gpu=g.name, usable=usable, cap=capacity,
+            need=per_gpu, plan=s.framework(count), ckpt=ch.ckpt, mb=ch.mb, gpu="", usable=usable, cap=capacity,
             headroom=ctx.headroom))
-        off = [x for x in shapes if x.offload != "none"]
+        off = [x for x in stage.shapes if x.offload != "none"]
         if off:
             hkey = (count, off[-1])
             host_b = ctx._host_need_cache.get(hkey)
@@ -951,7 +1050,61 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
             if need > host_gib:
                 problems.append(Msg(N_("CPU offload would need {need:.0f} GiB of host RAM per node; a platform "
                                        "for {gpn}× {gpu} takes at most {host:.0f} GiB"), need=need, gpn=gpn,
-                                    gpu=g.name, host=host_gib))
+                                    gpu="", host=host_gib))
+    pr = tuple(problems)
+    return _Fit(ch, ga, dpd, mem, plan_s, per_gpu, fits, pr, tuple(notes),
+                any(_GPU_NAME in m.params for m in pr))
+
+
+def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> QuickResult:
+    """Fast evaluation of one candidate (see module docstring). Never raises for a known GPU.
+
+    The memory stage (``_Stage``, ``_Fit``) is shared by GPUs with the same memory, host limit and node
+    layout; what is the GPU's own -- its speed, the plans timed at multi-node scale, its name in the
+    sentences -- is computed here."""
+    g = gpu if isinstance(gpu, GPU) else ctx.gpus.get(gpu)
+    if g is None:
+        raise GpuwizError(f"hardware.gpu: unknown GPU id {gpu!r}{did_you_mean(str(gpu), list(ctx.gpus))}")
+    count = max(1, int(count))
+    gpn = max(1, min(count, int(gpus_per_node or g.max_per_node)))
+    nodes = -(-count // gpn)
+    nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
+    key = (count, gpn, nodes, nvlink_tp)
+    capacity = g.memory_gib
+    host_gib = _host_limit_gib(ctx, g, gpn)
+    want = ctx.stack_override or ctx.req.training.stack
+    # the stage's key: everything of the GPU it reads (the vendor only where a configured stack filters layouts),
+    # and the memory calibration (prepare's _calibrate plans the reference point before it sets the scale)
+    skey = (key, capacity, host_gib, ctx.mem_scale, want, g.vendor) if want != "auto" and want in ctx.stacks else \
+        (key, capacity, host_gib, ctx.mem_scale)
+    stage = ctx._stage_cache.get(skey)
+    if stage is None:
+        stage = ctx._stage_cache[skey] = _stage(ctx, g, count, gpn, nodes, nvlink_tp, key, capacity, host_gib)
+    gkey = (g.id, gpn)
+    gf = ctx._gpu_cache.get(gkey)
+    if gf is None:
+        per_gpu_f = ctx._gf_cache.get(g.id)  # gpu_factor does not depend on the GPUs per node
+        if per_gpu_f is None:
+            per_gpu_f = ctx._gf_cache[g.id] = gpu_factor(g, ctx.req.training.precision, ctx.eff,
+                                                         op=ctx.cc.work is not None)
+        gf = (*per_gpu_f, intra_node_bw(g, gpn, ctx.eff)[0], inter_node_bw(g, gpn, ctx.eff)[0])
+        ctx._gpu_cache[gkey] = gf
+    fit = stage.fit
+    timed = fit is None  # the plan search timed plans (_step_units_per_s): the chosen one may be among them
+    if fit is None:
+        ch = stage.ch
+        if stage.fastest:
+            ch = _fastest(ctx, g, gf, stage.table, ch, stage.fast_budget, count, gpn, nodes, host_gib * GIB / gpn,
+                          prefer_mp=stage.large, prefer_ep=stage.moe_ep)
+        if _interleaves(ctx, ch):
+            ch = _interleave(ctx, g, gf, ch, stage.usable * GIB / ctx.mem_scale, count, gpn, nodes)
+        fkey = (ch.shape, ch.dp, ch.mb, ch.ckpt, ch.fits, ch.host_ok)
+        fit = stage.fits_by_choice.get(fkey)
+        if fit is None:
+            fit = stage.fits_by_choice[fkey] = _fit(ctx, stage, ch, count, gpn, capacity, host_gib)
+    ch, ga, mem, s = fit.ch, fit.ga, fit.mem, fit.ch.shape
+    problems = _named(fit.problems, g.name) if fit.named else list(fit.problems)
+    notes = list(fit.notes)
 
     core_gpu, peak, pnote, intra, inter = gf
     if pnote:  # gpu_factor's note (memoised with the GPU factors): rendered from the same facts
@@ -960,8 +1113,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
         if timed else None
     st = hit_st if hit_st is not None else step_time(
         _cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
-        ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
-    units_step = ch.mb * ga * dpd * ctx.cc.units_per_sample
+        ch.ckpt, intra, inter, rel=_op_rel(ctx, g, s))
+    units_step = ch.mb * ga * fit.dpd * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:
         if ctx.thr_direct < 0:  # calibrated MFU
@@ -974,12 +1127,12 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
 
     wall = wall_hours(ctx, ups, count)
     host_node = mem.host_per_gpu / GIB * gpn
-    tok = ups if model.is_token_model else None
+    tok = ups if ctx.model.is_token_model else None
     smp = ups / ctx.cc.units_per_sample if ctx.cc.units_per_sample else None
     return QuickResult(
-        fits=fits, per_gpu_gib=per_gpu, capacity_gib=capacity, wall_hours=wall, gpu_hours=wall * count, mfu=mfu,
-        tokens_per_s_per_gpu=tok, samples_per_s_per_gpu=smp, plan=plan_s, reason=problems[0] if problems else None,
-        nodes=nodes, gpus_per_node=gpn, host_ram_gib=host_node,
+        fits=fit.fits, per_gpu_gib=fit.per_gpu, capacity_gib=capacity, wall_hours=wall, gpu_hours=wall * count,
+        mfu=mfu, tokens_per_s_per_gpu=tok, samples_per_s_per_gpu=smp, plan=fit.plan_s,
+        reason=problems[0] if problems else None, nodes=nodes, gpus_per_node=gpn, host_ram_gib=host_node,
         detail=_Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, st, peak, ups, problems, notes),
     )
 
@@ -1104,7 +1257,7 @@ def _stack_alternatives(ctx: Context, q: QuickResult) -> list[StackAlternative]:
                 continue
             ctx.stack_override = sid
             alt = step_time(_cc_for(ctx, s), g, core_gpu, peak, d.count, d.gpn, d.nodes, ch.dp, s.tp, s.pp, s.zero,
-                            s.offload, ch.mb, d.ga, ch.ckpt, intra, inter, **_op_kwargs(ctx, g, s))
+                            s.offload, ch.mb, d.ga, ch.ckpt, intra, inter, rel=_op_rel(ctx, g, s))
             if alt.step_s <= 0:
                 continue
             f = alt.step_s / d.st.step_s
@@ -1134,13 +1287,7 @@ def wall_hours_high(ctx: Context, q: QuickResult) -> float | None:
         return None
     if ctx.ranges is None or ctx.thr_direct is not None or ctx.thr_scale != 1.0:
         return None  # no spread (_speed_spread)
-    d = q.detail
-    # the group keys read the generation (the GPU), the stack (GPU vendor, layout, override) and the scale
-    key = (d.gpu.id, d.choice.shape, scale_group(d.count), ctx.stack_override or "")
-    if key in ctx._spread_cache:
-        sp = ctx._spread_cache[key]
-    else:
-        sp = ctx._spread_cache[key] = _speed_spread(ctx, q)
+    sp = _speed_spread(ctx, q)
     return q.wall_hours / sp.p10 if sp is not None else None  # around(wall, sp, inverse=True).high
 
 
@@ -1155,7 +1302,19 @@ def _speed_spread(ctx: Context, q: QuickResult, keys: dict[str, str] | None = No
     config's own measured speed (calibration:) replaces the model's."""
     if ctx.ranges is None or ctx.thr_direct is not None or ctx.thr_scale != 1.0:
         return None
-    return range_for(ctx.ranges, "throughput", keys if keys is not None else _group_keys(ctx, q))
+    if keys is not None:
+        return range_for(ctx.ranges, "throughput", keys)
+    # the group keys (_group_keys) read the generation, the stack and the scale (the family is the context's)
+    d = q.detail
+    arch = _arch(ctx, d.gpu)
+    stack = _stack_name(ctx, d.gpu, d.choice.shape)
+    key = (arch, stack, scale_group(d.count))
+    cache = ctx._spread_cache
+    if key in cache:
+        return cache[key]
+    sp = cache[key] = range_for(ctx.ranges, "throughput", group_keys(generation=arch, family=ctx.model.family,
+                                                                     stack=stack, gpus=d.count))
+    return sp
 
 
 def _ranges(ctx: Context, q: QuickResult) -> _Ranges:

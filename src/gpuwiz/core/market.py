@@ -268,7 +268,14 @@ def assess(req: Requirements, cat: Catalog, gpu: GPU | None = None, gpus: int = 
 
     ``no_compliant_offer`` is True when the catalog has offers for the GPU that hold the job but the
     policy excludes all of them; ``closest_compliant`` is then the allowed offer with the nearest
-    total GPU memory (any GPU type), or empty when the policy allows no offer at all."""
+    total GPU memory (any GPU type), or empty when the policy allows no offer at all. Memoised
+    (core.memo) on the shape and what it reads of ``req``: the policy fields (``policy_key``: the
+    regions, the data sensitivity, the country)."""
+    key = (gpu.id if gpu is not None else None, gpus, gpn, policy_key(req))
+    return memo.cached(cat, "market_assess", key, lambda: _assess(req, cat, gpu, gpus, gpn), maxsize=256)
+
+
+def _assess(req: Requirements, cat: Catalog, gpu: GPU | None, gpus: int, gpn: int) -> MarketStatus:
     d = req.deployment
     excluded: dict[str, int] = {}
     total = ok = 0

@@ -32,6 +32,7 @@ The search is closed-form per layout (memory is linear in the micro-batch), so i
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -332,6 +333,76 @@ def choose_from_table(
     assert best is not None
     s, dp, ck, need, host_ok = best
     return Choice(s, dp, want or 1, ck, False, need, len(rows), host_ok)
+
+
+# an entry's threshold is scaled by this before it rules the entry out: a filter, the exact test decides
+_THRESHOLD_SLACK = 1.0 - 1e-9
+
+
+@dataclass(slots=True)
+class ChoiceIndex:
+    """``choose_from_table``'s rows, prepared to answer many budgets (GPUs of other memory sizes): every
+    (layout, checkpointing) entry in table order with the bytes it needs at the wanted micro-batch, and the
+    entries ordered by that threshold, so a budget finds the entries that may fit by bisection instead of
+    scanning them all (``choose_indexed``: the same answer as ``choose_from_table``)."""
+
+    rows: list[Row]
+    want: int | None
+    # (row index, layout, dp, host bytes, checkpointing, fixed, per-sample, bytes needed at the wanted mb)
+    flat: list[tuple[int, Shape, int, float, Checkpointing, float, float, float]]
+    thresholds: list[float]  # ascending: the bytes needed, scaled by _THRESHOLD_SLACK (a lower bound)
+    by_threshold: list[int]  # the flat indices in that order
+    leanest: dict[float, Choice] = field(default_factory=dict)  # the no-fit answer by host budget
+
+
+def choice_index(rows: list[Row], want: int | None) -> ChoiceIndex:
+    w = want or 1
+    flat = [(i, s, dp, host, ck, fixed, per, fixed + per * w)
+            for i, (s, dp, host, per_ck) in enumerate(rows) for ck, fixed, per in per_ck]
+    order = sorted(range(len(flat)), key=lambda j: flat[j][7])
+    return ChoiceIndex(rows, want, flat, [flat[j][7] * _THRESHOLD_SLACK for j in order], order)
+
+
+def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[int], int],
+                   host_budget_per_gpu: float = float("inf")) -> Choice:
+    """``choose_from_table(ix.rows, budget_bytes, mb_cap_fn, ix.want, host_budget_per_gpu)``, answered from the
+    index: only entries whose bytes needed are within the budget (a necessary condition, with slack) are
+    tested, in table order, by the same arithmetic; with none fitting, the leanest entry (per host budget)."""
+    want = ix.want
+    if (want is not None and want < 1) or budget_bytes != budget_bytes:  # (not met by the planner: the plain scan)
+        return choose_from_table(ix.rows, budget_bytes, mb_cap_fn, want, host_budget_per_gpu)
+    k = bisect_right(ix.thresholds, budget_bytes)
+    if k:
+        w = want or 1
+        flat = ix.flat
+        for j in sorted(ix.by_threshold[:k]) if k > 1 else ix.by_threshold[:1]:
+            i, s, dp, host, ck, fixed, per, _need = flat[j]
+            if host > host_budget_per_gpu:
+                continue
+            room = budget_bytes - fixed
+            if per > 0:
+                mbmax = int(room // per) if room > 0 else 0
+            else:
+                mbmax = (1 << 30) if room >= 0 else 0
+            if mbmax < w:
+                continue
+            if want is not None:
+                return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
+            lim = min(mbmax, mb_cap_fn(dp))
+            mb = 1
+            while mb * 2 <= lim:
+                mb *= 2
+            return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
+    hit = ix.leanest.get(host_budget_per_gpu)
+    if hit is None:
+        # the least (not host_ok, need), the first of equals (as choose_from_table's scan): by_threshold lists the
+        # entries by need, equals in table order (a stable sort), so the first the host can carry, else the first
+        flat = ix.flat
+        best = next((j for j in ix.by_threshold if flat[j][3] <= host_budget_per_gpu), ix.by_threshold[0])
+        _i, s, dp, host, ck, _f, _p, need = flat[best]
+        host_ok = host <= host_budget_per_gpu
+        hit = ix.leanest[host_budget_per_gpu] = Choice(s, dp, want or 1, ck, False, need, len(ix.rows), host_ok)
+    return hit
 
 
 def choose(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
@@ -63,7 +64,12 @@ class Context:
 
     def cash(self, usd: float | None, decimals: int = 0) -> str:
         """A USD amount as the messages show it: in the user's currency (``market.cash``)."""
-        return market.cash(self.cat, self.req)(usd, decimals)
+        return self._cash(usd, decimals)
+
+    @cached_property
+    def _cash(self) -> Callable[..., str]:
+        """``market.cash`` of this context's catalog and requirements, made once per context."""
+        return market.cash(self.cat, self.req)
 
     def on_site(self, *kinds: str) -> bool:
         """Is the build going to live at one of these sites (user's choice, else inferred)?"""

@@ -27,9 +27,10 @@ build, or the first year of cloud spend for a rented one.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -122,7 +123,11 @@ class Quick:
     host_ram_gib: float = 0.0  # per node, CPU offload
     replicas: int = 1  # data-parallel replicas of the plan (each needs samples of the global batch)
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
+    plan_fits: bool = True  # the planner found a layout within the GPU's memory (False: none, at any micro-batch)
 
+
+# What _try books for a shape whose outcome _Scanner.no_fit_proved proves (no layout fits its memory).
+_NO_FIT = Quick(fits=False, wall_hours=math.inf, gpu_hours=math.inf, plan_fits=False)
 
 QUOTES_MAX = 4096  # Quick values kept per plan key (a search makes ~100-300; each data edit as many new)
 FULLS_MAX = 256  # full estimates kept per plan key (an answer makes 1-3)
@@ -152,6 +157,7 @@ class _Scanner:
 
     def __init__(self, req: Requirements, cat: Catalog) -> None:
         from gpuwiz.core import estimate as est_mod
+        from gpuwiz.core.ranges import scale_group  # (estimate imports it: no new module)
 
         self.req, self.cat, self.mod = req, cat, est_mod
         self.ctx: Any = None
@@ -169,9 +175,10 @@ class _Scanner:
             self.quotes.clear()
         # ... and each plan's cross-validated speed spread's P10 (the P90 wall time is wall / P10, as
         # estimate.wall_hours_high computes it; the spread depends on the plan, not on the data size)
-        self.p10: dict[tuple[str, int, int], float | None] = (
+        self.p10: dict[tuple[Any, ...], float | None] = (
             hit[1].setdefault("recommend.p10", {}) if hit is not None else {})
         self._spread = getattr(est_mod, "_speed_spread", None)
+        self._scale = scale_group
         self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
         # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
         # the plan key leaves out), and per shape the last one made (``plan_estimate``)
@@ -187,8 +194,11 @@ class _Scanner:
         if self.enumerated is not None and len(self.enumerated) > ENUMERATED_MAX:
             self.enumerated.clear()
         # ... and the part of each plan's Quick that the data size does not change (``_stem``)
-        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int]] = (
+        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int, bool]] = (
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
+        # (count, gpus per node, fit class) -> the most GPU memory found to fit no layout there (no_fit_proved)
+        self.no_fit: dict[tuple[Any, ...], float] = {}
+        self.fit_classes: dict[tuple[int, int], tuple[GPU, tuple[Any, ...] | None]] = {}  # per (GPU, gpn)
 
     def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
         if self.fast:
@@ -225,21 +235,56 @@ class _Scanner:
         stem = self.stems.get(key)
         if stem is None:
             stem = self.stems[key] = self._stem(r)
-        fits, per_gpu, host, problems, replicas = stem
+        fits, per_gpu, host, problems, replicas, plan_fits = stem
         new = object.__new__(Quick)  # a frozen dataclass, built without its __init__ (one per shape tried)
         new.__dict__.update(fits=fits, wall_hours=float(wall or math.inf), gpu_hours=float(gpu_hours or math.inf),
                             per_gpu_gib=per_gpu, problems=problems, host_ram_gib=host, replicas=replicas,
-                            wall_hours_p90=self._p90(r, wall) if fits else None)
+                            wall_hours_p90=self._p90(r, wall) if fits else None, plan_fits=plan_fits)
         return new
 
-    def _stem(self, r: Any) -> tuple[bool, float, float, tuple[str, ...], int]:
-        """(fits, GiB per GPU, host GiB per node, problems, replicas) of a plan: what requote keeps."""
+    def _stem(self, r: Any) -> tuple[bool, float, float, tuple[str, ...], int, bool]:
+        """(fits, GiB per GPU, host GiB per node, problems, replicas, plan fits) of a plan: what requote
+        keeps."""
         detail = r.detail
         blocked = bool(detail is not None and getattr(detail, "problems", None))
         choice = getattr(detail, "choice", None)
         dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
         return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0),
-                (str(r.reason),) if r.reason else (), max(1, dp))
+                (str(r.reason),) if r.reason else (), max(1, dp), bool(getattr(choice, "fits", True)))
+
+    def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
+        """What the fast path's fit test reads of a GPU besides its memory (estimate.quick: the layouts
+        its NVLink allows, the vendor a configured stack filters on, the host RAM a CPU-offload layout may
+        use on its platform), or None when unknown (no fast path). Two GPUs of one class at one shape
+        see the same layouts and host budget; the one with less memory has a smaller budget for each."""
+        key = (id(gpu), gpn)
+        hit = self.fit_classes.get(key)
+        if hit is not None and hit[0] is gpu:
+            return hit[1]
+        host = getattr(self.mod, "_host_limit_gib", None)
+        cls = None if not self.fast or host is None else (
+            gpu.nvlink_gbps > 0, gpu.nvlink_multi_gpu, gpu.vendor, host(self.ctx, gpu, gpn))
+        self.fit_classes[key] = (gpu, cls)
+        return cls
+
+    def no_fit_proved(self, gpu: GPU, count: int, gpn: int) -> bool:
+        """A GPU of this one's fit class with at least its memory found no layout at this shape (its
+        planner's choice did not fit, even at the tighter headroom): nothing fits this GPU either, as
+        every layout needs the same bytes and has less room (``fit_class``)."""
+        if not self.no_fit:
+            return False
+        cls = self.fit_class(gpu, gpn)
+        most = self.no_fit.get((count, gpn, cls)) if cls is not None else None
+        return most is not None and most >= gpu.memory_gib
+
+    def note_fit(self, gpu: GPU, count: int, gpn: int, q: Quick) -> None:
+        """Keep the most memory a GPU of each fit class had where its planner found no layout."""
+        if q.plan_fits:
+            return
+        cls = self.fit_class(gpu, gpn)
+        if cls is not None:
+            key = (count, gpn, cls)
+            self.no_fit[key] = max(self.no_fit.get(key, 0.0), gpu.memory_gib)
 
     def _p90(self, r: Any, wall: float) -> float | None:
         """``estimate.wall_hours_high`` of ``r`` at run time ``wall`` through the plan's memoised spread
@@ -249,7 +294,8 @@ class _Scanner:
                 r = self.mod.requote(self.ctx, r)
             return self.mod.wall_hours_high(self.ctx, r)
         d = r.detail
-        key = (d.gpu.id, d.count, d.gpn)
+        # the spread reads the plan's groups: the GPU (generation), the stack (GPU and layout) and the scale
+        key = (d.gpu.id, d.choice.shape, self._scale(d.count), getattr(self.ctx, "stack_override", None) or "")
         if key in self.p10:
             p10 = self.p10[key]
         else:
@@ -315,7 +361,7 @@ class Cand:
     mode: str = "rent"  # the cheaper way for this candidate
     exact: bool = False
     drop: str | None = None  # why it has no score (DROP_*), when it has none
-    build: Build | None = None  # the sized system (exact stage)
+    build: sysmod.Sizing | None = None  # the sized system's numbers (exact stage)
     tier: str | None = None  # the priced offer's market tier
     idle: int = 0  # GPUs paid for but unused (smallest offer >= count)
     overhead: float = 0.0  # per-run rent overhead in $ (provisioning, staging, egress)
@@ -358,6 +404,28 @@ class Cand:
 _CAND_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Cand) if f.default is not dataclasses.MISSING}
 
 Drops = tuple[tuple[str, int], ...]  # (reason, count), in the order first seen
+# price_rough's facts of one shape (_Recommender._shape_facts): the cheapest offer (rate, offer,
+# instances, overhead hours, egress $, reserved $/h, spot $/h, $ per GPU-hour), the rough capex, its owning parts
+_ShapeFacts = tuple[tuple[float, CloudInstance, int, float, float, float, float | None, float] | None, float | None,
+                    costmod.PartsStem | None]
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    """The pricing stage's per-shape tables for one workload (``_Recommender._shape_table``)."""
+
+    st_h: float  # $/h of the workload's cloud volume
+    facts: dict[tuple[str, int, int, float], _ShapeFacts]  # shape + host RAM -> price_rough's facts
+    # shape + host RAM + lean + used -> the sized system and its owning parts (``exact``)
+    sized: dict[tuple[str, int, int, float, bool, bool | None], tuple[sysmod.Sizing, costmod.PartsStem]]
+    # id(search) -> (the search, its candidates' _template): the search held, so its id is not reused
+    templates: dict[int, tuple[Enumerated, list[_Template]]]
+
+
+# price_rough's candidate before the money fields: (the candidate, its rent price and rough capex as
+# Cand fields, the year's rent or None, the owning parts or None); _Recommender._template
+_Template = tuple[Cand, dict[str, Any], float | None, costmod.PartsStem | None]
+TEMPLATES_MAX = 8  # searches whose templates a workload's shape table keeps (past it: emptied)
 
 
 class _Tally:
@@ -485,6 +553,8 @@ class _Recommender:
         if self.d.mode in ("buy", "either"):
             self.stop_h = min(self.stop_h, HOURS_PER_MONTH / req.schedule.runs_per_month)
         self.cap_cache: dict[tuple[str, int, int], float] = {}
+        self.floors: dict[tuple[str, int, int], tuple[float, float]] = {}  # _buy_floor per shape
+        self.points: dict[int, tuple[Cand, tuple[float, float]]] = {}  # _point per candidate (id, value)
         self.ram_cap: dict[tuple[str, int], float] = {}
         self.restricted = market.purchase_restricted_country(cat, self.d.country)
         self.y = costmod.years(req)
@@ -492,12 +562,15 @@ class _Recommender:
         self.not_training = {e.id for e in cat.platforms.training_excluded}
         self.buyable_cache: dict[tuple[str, int], bool] = {}
         self.sold_cache: dict[str, bool] = {}  # market.can_buy per GPU id (the country is fixed)
-        # (id(inst), id(w)) -> (overhead hours, egress $, $/h, reserved $/h, spot $/h)
-        self.overhead_cache: dict[tuple[int, int], tuple[float, float, float, float | None, float | None]] = {}
-        self.storage_cache: dict[int, tuple[sysmod.Workload, float]] = {}  # id(w) -> (w, storage_per_hour)
         self.pinned = bool(req.hardware and req.hardware.gpu)
-        self.onprem_key = costmod.onprem_key(req)
-        self.rough_parts = memo.table(cat, "rough_onprem_parts")
+        # owning: this deployment's $/kWh and residual factor, applied to the footprints' PartsStem
+        self.rates = costmod.own_rates(req, cat)
+        self.stem_key = costmod.stem_key(req)
+        self.rough_stems = memo.table(cat, "rough_onprem_stems")
+        # price_rough's per-shape facts (_shape_facts) for one workload: (workload, $/h of its cloud
+        # volume, {shape: facts}), kept per catalog on every field they read (_shape_table)
+        self.shape_tables = memo.table(cat, "rough_shapes", maxsize=32)
+        self._shapes: tuple[sysmod.Workload, _Shapes] | None = None
         # every requirement field price_rough's run-time-free facts read (_rough_facts)
         self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)
         self.facts = memo.table(cat, "rough_price_facts")
@@ -540,79 +613,99 @@ class _Recommender:
         return None
 
     def enumerate(self, scan: _Scanner) -> Enumerated:
-        """Stage 1: every GPU x shape the search tries, sized by the estimator's fast path."""
+        """Stage 1: every GPU x shape the search tries, sized by the estimator's fast path. With pruning
+        the GPUs are searched largest memory first (so a GPU that fits nowhere proves it for the smaller
+        ones of its fit class, ``_Scanner.no_fit_proved``); the candidates and drop counts are put
+        together in catalog order, as the plain search makes them."""
+        gpus = self.gpus()
+        order = sorted(range(len(gpus)), key=lambda i: -gpus[i].memory_gib) if prune else range(len(gpus))
+        parts: dict[int, tuple[list[Cand], _Tally]] = {}
+        for i in order:
+            sub = _Tally()
+            parts[i] = (self._enumerate_gpu(scan, sub, gpus[i]), sub)
         t = _Tally()
         out: list[Cand] = []
+        for i in range(len(gpus)):
+            cands, sub = parts[i]
+            out += cands
+            for reason, n in sub.counts.items():
+                t.drop(reason, n)
+            t.considered += sub.considered
+            t.fastest_miss = min(t.fastest_miss, sub.fastest_miss)
+        return Enumerated(cands=tuple(out), dropped=t.frozen(), considered=t.considered, fastest_miss=t.fastest_miss)
+
+    def _enumerate_gpu(self, scan: _Scanner, t: _Tally, gpu: GPU) -> list[Cand]:
+        """``enumerate`` for one GPU type: its candidates, its drops and shapes tried booked in ``t``."""
+        out: list[Cand] = []
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
-        for gpu in self.gpus():
-            if not pinned:
-                excluded = self.excluded(gpu)
-                if excluded:
-                    t.drop(excluded)
-                    continue
-                if self.d.site == "desk" and gpu.form_factor in ("sxm", "oam"):
-                    t.drop(DROP_SITE)
-                    continue
-            shapes = self.shapes(gpu)
-            if shapes is not None:
-                for gpn, nodes in shapes:
-                    t.considered += 1
-                    c = self._try(scan, t, gpu, gpn, nodes, pinned=True)
-                    if c:
-                        out.append(c)
-                continue
-            gpns = _gpn_options(gpu)
-            if self.req.hardware and self.req.hardware.gpus_per_node:
-                gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
-            for gpn in gpns:
+        if not pinned:
+            excluded = self.excluded(gpu)
+            if excluded:
+                t.drop(excluded)
+                return out
+            if self.d.site == "desk" and gpu.form_factor in ("sxm", "oam"):
+                t.drop(DROP_SITE)
+                return out
+        shapes = self.shapes(gpu)
+        if shapes is not None:
+            for gpn, nodes in shapes:
                 t.considered += 1
-                c = self._try(scan, t, gpu, gpn, 1)
+                c = self._try(scan, t, gpu, gpn, nodes, pinned=True)
                 if c:
                     out.append(c)
-            # Scale out with full nodes: keep every shape that meets the deadline, and stop once a
-            # shape also meets the tighter of (deadline, an owned build's time per run -- the month's
-            # runs must fit in the month). Stopping at the deadline alone made the search depend on
-            # it: a longer deadline stopped earlier and lost the bigger cluster that could be owned
-            # (B4). Past that point more nodes only cost more (GPU-hours grow with the node count).
-            # "fastest" goes one doubling further.
-            if gpu.segment == "consumer" or self.d.site == "desk":
-                continue
-            gpn = gpns[-1]
-            met_once = False
-            prev: Quick | None = None
-            least_gph = math.inf
-            slack_h = self.stop_h * SLACK_FRAC
-            i = 0
-            batch = scan.global_batch()
-            while i < len(NODE_LADDER):
-                nodes = NODE_LADDER[i]
-                i += 1
-                t.considered += 1
-                c = self._try(scan, t, gpu, gpn, nodes, count_drops=False)
-                q = c.q if c else None
-                if c is not None and c.q.fits and batch is not None and c.q.replicas > batch:
-                    # More replicas than the global batch has samples: the plan would train with a
-                    # bigger batch than asked (a different run); more nodes only add replicas.
-                    t.drop(DROP_BATCH)
+            return out
+        gpns = _gpn_options(gpu)
+        if self.req.hardware and self.req.hardware.gpus_per_node:
+            gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
+        for gpn in gpns:
+            t.considered += 1
+            c = self._try(scan, t, gpu, gpn, 1)
+            if c:
+                out.append(c)
+        # Scale out with full nodes: keep every shape that meets the deadline, and stop once a
+        # shape also meets the tighter of (deadline, an owned build's time per run -- the month's
+        # runs must fit in the month). Stopping at the deadline alone made the search depend on
+        # it: a longer deadline stopped earlier and lost the bigger cluster that could be owned
+        # (B4). Past that point more nodes only cost more (GPU-hours grow with the node count).
+        # "fastest" goes one doubling further.
+        if gpu.segment == "consumer" or self.d.site == "desk":
+            return out
+        gpn = gpns[-1]
+        met_once = False
+        prev: Quick | None = None
+        least_gph = math.inf
+        slack_h = self.stop_h * SLACK_FRAC
+        i = 0
+        batch = scan.global_batch()
+        while i < len(NODE_LADDER):
+            nodes = NODE_LADDER[i]
+            i += 1
+            t.considered += 1
+            c = self._try(scan, t, gpu, gpn, nodes, count_drops=False)
+            q = c.q if c else None
+            if c is not None and c.q.fits and batch is not None and c.q.replicas > batch:
+                # More replicas than the global batch has samples: the plan would train with a
+                # bigger batch than asked (a different run); more nodes only add replicas.
+                t.drop(DROP_BATCH)
+                break
+            if c and c.q.fits and c.q.wall_hours <= self.search_h:
+                out.append(c)
+                if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
                     break
-                if c and c.q.fits and c.q.wall_hours <= self.search_h:
-                    out.append(c)
-                    if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
-                        break
-                    met_once = met_once or c.q.wall_hours <= slack_h
-                if q is not None and q.fits:
-                    least_gph = min(least_gph, q.gpu_hours)
-                    if prev is not None and prev.fits and q.wall_hours > 0.97 * prev.wall_hours:
-                        break  # more nodes no longer help
-                    if q.gpu_hours > 2.0 * least_gph:
-                        break  # scaling efficiency below 50 %: more nodes only burn money
-                    if self.obj != "fastest" and not met_once and math.isfinite(q.wall_hours):
-                        # Scaling is at best linear: skip the node counts that cannot meet the slack.
-                        need = nodes * q.wall_hours / slack_h * 0.95
-                        while i < len(NODE_LADDER) and NODE_LADDER[i] < need:
-                            i += 1
-                prev = q
-        return Enumerated(cands=tuple(out), dropped=t.frozen(), considered=t.considered, fastest_miss=t.fastest_miss)
+                met_once = met_once or c.q.wall_hours <= slack_h
+            if q is not None and q.fits:
+                least_gph = min(least_gph, q.gpu_hours)
+                if prev is not None and prev.fits and q.wall_hours > 0.97 * prev.wall_hours:
+                    break  # more nodes no longer help
+                if q.gpu_hours > 2.0 * least_gph:
+                    break  # scaling efficiency below 50 %: more nodes only burn money
+                if self.obj != "fastest" and not met_once and math.isfinite(q.wall_hours):
+                    # Scaling is at best linear: skip the node counts that cannot meet the slack.
+                    need = nodes * q.wall_hours / slack_h * 0.95
+                    while i < len(NODE_LADDER) and NODE_LADDER[i] < need:
+                        i += 1
+            prev = q
+        return out
 
     def enumerated(self, scan: _Scanner) -> Enumerated:
         """``enumerate``, kept per plan key on every other field it reads (the data and schedule
@@ -636,7 +729,11 @@ class _Recommender:
                 t.drop(DROP_SITE)
             return None
         try:
-            q = scan.quick(gpu, gpn * nodes, gpn)
+            if prune and not pinned and scan.no_fit_proved(gpu, gpn * nodes, gpn):
+                q = _NO_FIT  # a GPU of its fit class with more memory fits no layout here
+            else:
+                q = scan.quick(gpu, gpn * nodes, gpn)
+                scan.note_fit(gpu, gpn * nodes, gpn, q)
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
             t.drop(DROP_ERROR)
             return None
@@ -678,49 +775,104 @@ class _Recommender:
 
     def price_rough(self, c: Cand, w: sysmod.Workload) -> Cand:
         """The candidate with its rent price (exact: the offer's rate) and a rough buy price (capex
-        from the GPU share of a server), scored."""
-        st = self.storage_cache.get(id(w))
-        if st is None or st[0] is not w:
-            st = self.storage_cache[id(w)] = (w, self.storage_per_hour(w))
-        st_h = st[1]
-        q, count = c.q, c.gpn * c.nodes
+        from the GPU share of a server), scored: ``_money`` of its ``_template``."""
+        return self._money(self._template(c, w))
+
+    def _template(self, c: Cand, w: sysmod.Workload) -> _Template:
+        """What ``price_rough`` finds for ``c`` before the money fields (budget, horizon,
+        electricity): the candidate, its rent price and rough capex (the Cand fields ``_money`` sets),
+        the year's rent (the cheaper of on-demand and reservations) and the owning parts. The shape's
+        part of it comes from its ``_shape_facts``."""
+        shapes = self._shape_table(w)
+        q = c.q
+        key = (c.gpu.id, c.gpn, c.nodes, q.host_ram_gib)
+        f = shapes.facts.get(key)
+        if f is None:
+            f = shapes.facts[key] = self._shape_facts(c, w)
+        offer, capex, stem = f
         wall = q.wall_hours
         new: dict[str, Any] = {}
-        rent_total: float | None = None
-        hit, capex = self._rough_facts(c)
-        if hit:
-            rate, inst, n = hit
+        rent_year: float | None = None
+        if offer is not None:
+            st_h = shapes.st_h
+            rate, inst, n, over_h, egress, res_rate, spot_h, gpu_hour = offer
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
-            okey = (id(inst), id(w))  # both held while this call runs (the catalog; st above)
-            got = self.overhead_cache.get(okey)
-            if got is None:  # the offer's figures, read once per call (USD properties of the catalog row)
-                got = self.overhead_cache[okey] = (*self.overhead(inst, w), inst.price_usd_per_hour,
-                                                   inst.reserved_1y_usd_per_hour, inst.spot_usd_per_hour)
-            over_h, egress, usd_h, res_h, spot_h = got
             rent_run = rate * (wall + over_h) + egress + st_h * max(wall, 1.0)
-            res_rate = (res_h or usd_h * (1 - self.r1)) * n
             # One reservation holds 8,760 h a year; the year's runs may need several.
             # ... plus what every run pays besides the instance: egress and the dataset's standing storage
             # (a reserved instance runs the setup and staging hours within its year).
             reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(wall * self.rpy / HOURS_PER_YEAR))
                              + (st_h * max(wall, 1.0) + egress) * self.rpy)
-            rent_total = min(rent_run * self.rpy, reserved_year) * self.y
+            rent_year = min(rent_run * self.rpy, reserved_year)
             new = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress, rent_inst=inst, rent_n=n,
-                rent_gpu_hour=usd_h / inst.gpu_count, tier=inst.tier,
-                idle=inst.gpu_count * n - count,  # GPUs paid for but unused (smallest offer >= count)
+                rent_gpu_hour=gpu_hour, tier=inst.tier,
+                idle=inst.gpu_count * n - c.gpn * c.nodes,  # GPUs paid for but unused (smallest offer >= count)
                 spot_run=(spot_h * n * wall * (1 + self.spot_over) if spot_h else None),
-                reserved_year=reserved_year, rent_total=rent_total)
-        buy_total: float | None = None
-        if capex is not None:
+                reserved_year=reserved_year)
+        if stem is not None:
             new["capex"] = capex
-            buy_total = new["buy_total"] = self._rough_parts(c, capex).total(
-                self.y, costmod.busy_hours(self.req, q.gpu_hours, count))
-        score, how, drop = self._scored(wall, rent_total, buy_total, capex)
-        new["score"], new["drop"] = score, drop
-        if how is not None:
-            new["mode"] = how
-        return c.but(**new)
+        return c, new, rent_year, stem
+
+    def _money(self, t: _Template) -> Cand:
+        """A ``_template`` priced over this answer's horizon, electricity and budget, scored."""
+        c, fields, rent_year, stem = t
+        rent_total = rent_year * self.y if rent_year is not None else None
+        buy_total: float | None = None
+        if stem is not None:
+            buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
+                                   costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
+        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, fields.get("capex", c.capex))
+        if how is None:
+            return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
+        return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
+
+    def _templates(self, found: Enumerated, w: sysmod.Workload) -> list[_Template]:
+        """``_template`` of every candidate of a search, kept in the workload's ``_shape_table`` per
+        search (a money edit re-prices the same search: core.memo keeps it per plan key)."""
+        shapes = self._shape_table(w)
+        got = shapes.templates.get(id(found))
+        if got is not None and got[0] is found:  # the entry holds the search: its id is not reused
+            return got[1]
+        out = [self._template(c, w) for c in found.cands]
+        if len(shapes.templates) >= TEMPLATES_MAX:
+            shapes.templates.clear()
+        shapes.templates[id(found)] = (found, out)
+        return out
+
+    def _shape_table(self, w: sysmod.Workload) -> _Shapes:
+        """The per-shape tables made for ``w``, kept per catalog on every requirement field
+        ``_shape_facts`` and ``_sized_stem`` read -- ``facts_key`` (policy, used hardware, country,
+        site, pinned), the workload (the dataset staged and stored, the weights sent out, what the
+        system is sized for), the runs per year (the standing storage's share) and ``stem_key``
+        (owning) -- so an edit of the budget, horizon or electricity reuses them all."""
+        last = self._shapes
+        if last is not None and last[0] is w:
+            return last[1]
+        tbl = self.shape_tables
+        key = (self.facts_key, w, self.rpy, self.stem_key)
+        got = tbl.get(key) if tbl is not None else memo.MISS
+        if got is memo.MISS:
+            got = _Shapes(st_h=self.storage_per_hour(w), facts={}, sized={}, templates={})
+            if tbl is not None:
+                tbl.put(key, got)
+        self._shapes = (w, got)
+        return got  # type: ignore[no-any-return]
+
+    def _shape_facts(self, c: Cand, w: sysmod.Workload) -> _ShapeFacts:
+        """What ``price_rough`` reads for one shape besides its run time and the money fields: the
+        cheapest offer (rate, offer, instances, overhead hours, egress $, reserved $/h, spot $/h, $ per
+        GPU-hour),
+        the rough capex and its owning parts (``PartsStem``); None where it is not rented / bought."""
+        hit, capex = self._rough_facts(c)
+        offer: tuple[float, CloudInstance, int, float, float, float, float | None, float] | None = None
+        if hit:
+            rate, inst, n = hit
+            over_h, egress = self.overhead(inst, w)
+            usd_h = inst.price_usd_per_hour
+            offer = (rate, inst, n, over_h, egress, (inst.reserved_1y_usd_per_hour or usd_h * (1 - self.r1)) * n,
+                     inst.spot_usd_per_hour, usd_h / inst.gpu_count)
+        return offer, capex, (self._rough_stem(c, capex) if capex is not None else None)
 
     def _rough_facts(self, c: Cand) -> tuple[tuple[float, CloudInstance, int] | None, float | None]:
         """What price_rough reads besides the run time and the owning rates: the cheapest offer
@@ -779,25 +931,25 @@ class _Recommender:
             self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, c.gpu, c.gpn, self.d.site))
         return self.buyable_cache[key]
 
-    def _rough_parts(self, c: Cand, capex: float) -> costmod.OnPremParts:
+    def _rough_stem(self, c: Cand, capex: float) -> costmod.PartsStem:
         """The owning parts of the candidate's footprint before the system is sized (cost.onprem_parts;
         power per system.py's rules: HGX 1.82x GPU TDP, PCIe GPUs + ~600 W of platform), from which
-        ``price_rough`` takes the horizon cost of owning."""
-        # The parts of one footprint and capex, kept per catalog on what onprem_parts reads (the
-        # footprint follows from the GPU and the shape), so a candidate seen before builds no footprint.
-        key = (c.gpu.id, c.gpn, c.nodes, capex, self.onprem_key)
-        parts = self.rough_parts.get(key) if self.rough_parts is not None else memo.MISS
-        if parts is memo.MISS:
+        ``price_rough`` takes the horizon cost of owning: the ``PartsStem`` (no electricity price, no
+        horizon), kept per catalog on the shape, the capex and ``stem_key``, so a candidate seen
+        before builds no footprint."""
+        key = (c.gpu.id, c.gpn, c.nodes, capex, self.stem_key)
+        stem = self.rough_stems.get(key) if self.rough_stems is not None else memo.MISS
+        if stem is memo.MISS:
             hgx = c.gpu.form_factor in ("sxm", "oam")
             gpu_w = c.gpn * c.gpu.tdp_w
             max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
             sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
             fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
                                    rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
-            parts = costmod.onprem_parts(self.req, self.cat, fp, capex=capex)
-            if self.rough_parts is not None:
-                self.rough_parts.put(key, parts)
-        return parts  # type: ignore[no-any-return]
+            stem = self.rates.stem(fp, capex)
+            if self.rough_stems is not None:
+                self.rough_stems.put(key, stem)
+        return stem  # type: ignore[no-any-return]
 
     def _score(self, c: Cand) -> Cand:
         """The candidate with its score (the cheaper allowed way over the horizon) and mode, or no
@@ -842,33 +994,50 @@ class _Recommender:
         used GPUs where the catalog has a used price, are tried before the build is given up."""
         if c.exact:
             return c
-        c = c.but(exact=True)
         if c.capex is None:
-            return c
-        # Size with the candidate's own CPU offload (the fast path's pinned host RAM): the workload
-        # before any estimate has none, so an offload build was ranked with the RAM of a build without
-        # it, and the answer's price (sized from the full estimate) came out dearer than the price it
-        # was ranked on -- a pick dominated on its own Pareto front.
-        if c.q.host_ram_gib > w.host_ram_gib:
-            w = dataclasses.replace(w, host_ram_gib=c.q.host_ram_gib,
-                                    offload=w.offload if w.offload != "none" else "optimizer")
-        build = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w)
+            return c.but(exact=True)
+        build, stem = self._sized_stem(c, w, False, None)
         budget = self.d.budget_usd
         # The lean tier saves the platform extras (a few $k at most), used GPUs their price gap:
         # try each only when it could close the gap to the budget.
         if budget is not None and budget < build.capex_usd <= LEAN_REACH * budget and c.nodes == 1:
-            lean = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True)
-            if lean.capex_usd < build.capex_usd:
-                build = lean
+            lean = self._sized_stem(c, w, True, None)
+            if lean[0].capex_usd < build.capex_usd:
+                build, stem = lean
             gap = (c.gpu.price_new_usd or 0) - (c.gpu.price_used_usd or 0)
             if build.capex_usd > budget and c.gpu.price_used_usd and not self.d.used_hardware \
                     and gap * c.count >= build.capex_usd - budget:
-                used = sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=True, used=True)
-                if used.capex_usd < build.capex_usd:
-                    build = used
-        parts = costmod.onprem_parts(self.req, self.cat, build)
+                used = self._sized_stem(c, w, True, True)
+                if used[0].capex_usd < build.capex_usd:
+                    build, stem = used
         busy = costmod.busy_hours(self.req, c.q.gpu_hours, c.count)
-        return self._score(c.but(capex=build.capex_usd, buy_total=parts.total(self.y, busy), build=build))
+        buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y, busy)
+        score, how, drop = self._scored(c.q.wall_hours, c.rent_total, buy_total, build.capex_usd)  # as _score
+        if how is None:
+            return c.but(exact=True, capex=build.capex_usd, buy_total=buy_total, build=build, score=score, drop=drop)
+        return c.but(exact=True, capex=build.capex_usd, buy_total=buy_total, build=build, score=score, drop=drop,
+                     mode=how)
+
+    def _sized_stem(self, c: Cand, w: sysmod.Workload, lean: bool,
+                    used: bool | None) -> tuple[sysmod.Sizing, costmod.PartsStem]:
+        """The system sized for ``c`` (system.size_system, on the tier asked) and its owning parts
+        (cost.onprem_parts' ``PartsStem``), kept in the workload's ``_shape_table``: its numbers
+        alone (system.size_cost), as ranking reads them; the answer sizes what it shows (``_sized``)."""
+        shapes = self._shape_table(w)
+        key = (c.gpu.id, c.gpn, c.nodes, c.q.host_ram_gib, lean, used)
+        got = shapes.sized.get(key)
+        if got is None:
+            # Size with the candidate's own CPU offload (the fast path's pinned host RAM): the workload
+            # before any estimate has none, so an offload build was ranked with the RAM of a build without
+            # it, and the answer's price (sized from the full estimate) came out dearer than the price it
+            # was ranked on -- a pick dominated on its own Pareto front.
+            ws = w
+            if c.q.host_ram_gib > w.host_ram_gib:
+                ws = dataclasses.replace(w, host_ram_gib=c.q.host_ram_gib,
+                                         offload=w.offload if w.offload != "none" else "optimizer")
+            build = sysmod.size_cost(self.req, self.cat, c.gpu, c.gpn, c.nodes, ws, lean=lean, used=used)
+            got = shapes.sized[key] = (build, self.rates.stem(costmod.Footprint.of(build), build.capex_usd))
+        return got
 
     def tight(self, c: Cand) -> bool:
         """The run ends after SLACK_FRAC of the deadline (or of the assumed turnaround), or the slow
@@ -966,8 +1135,8 @@ class _Recommender:
         then the filters (budget, policy, a rented no-P2P pair when one GPU suffices)."""
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
         cands: list[Cand] = []
-        for c in found.cands:
-            c = self.price_rough(c, w0)
+        for tmpl in self._templates(found, w0):
+            c = self._money(tmpl)
             # The budget filter uses the real bill of materials (and the lean / used tiers) for every
             # build the rough price puts within reach (it is off by well under 2x either way).
             if c.drop == DROP_BUDGET and c.capex is not None and self.d.budget_usd is not None \
@@ -1024,16 +1193,145 @@ class _Recommender:
                         i == 0 or c.score <= near or (c.buy_total is not None and c.buy_total <= near_buy))):
                     picked.append(c)
                     seen.add(id(c))
-        sized = {id(c): self.exact(c, w0) for c in picked}
-        shortlist = [sized[id(c)] for c in picked]
+        # A rented candidate whose sizing provably leaves its score and mode alone (``_rent_stays``) is
+        # sized only if it is the pick or could be the build to own (``_best_buy``): unsized, it ranks,
+        # lists and sits on the Pareto front exactly as sized (all read its rent price alone).
+        lazy = [c for c in picked if prune and self._rent_stays(c)]
+        lazy_ids = {id(c) for c in lazy}
+        # A build only to own (no rent offer) that, even at its owning floor, is neither the pick, nor an
+        # alternative, nor the build to own, nor on the Pareto front (``_owned_irrelevant``), is not sized
+        # and not shortlisted: sized, it would change nothing the answer shows.
+        held = [c for c in picked if prune and not pinned and self._may_hold(c)]
+        held_ids = {id(c) for c in held}
+        sized = {id(c): self.exact(c, w0) for c in picked if id(c) not in lazy_ids and id(c) not in held_ids}
+        while True:
+            shortlist = [sized.get(id(c), c) for c in picked if id(c) not in held_ids or id(c) in sized]
+            shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
+            if not shortlist and not any(id(c) not in sized for c in held):
+                return None
+            shortlist.sort(key=self.key)
+            win = self.pick(shortlist) if shortlist else None
+            waiting = [c for c in held if id(c) not in sized]
+            shown: list[Cand] = []
+            if waiting and win is not None:
+                final = [sized.get(id(c), c) for c in priced.ok if id(c) not in held_ids or id(c) in sized]
+                irrelevant = self._owned_irrelevant(win, shortlist, final)
+                waiting = [c for c in waiting if not irrelevant(c)]
+                shown = [c for c in waiting if not irrelevant(c, False)]  # ... whoever the build to own is
+            if not waiting:
+                break
+            # size those now; else, of the ones that could only be the build to own, the one cheapest to
+            # own (it may be it, which proves the others); then the shortlist, the pick and the proofs again
+            for c in shown or [min(waiting, key=lambda c: self._buy_floor(c)[1])]:
+                sized[id(c)] = self.exact(c, w0)
+        assert win is not None
+        if lazy:
+            # sizing keeps each lazy one's key (same score, mode, run time): the order and the pick stand
+            if id(win) in lazy_ids:
+                sized[id(win)] = self.exact(win, w0)
+                win = sized[id(win)]
+            best = self._best_buy([sized.get(id(c), c) for c in shortlist])
+            for c in lazy:
+                if id(c) not in sized and not self._not_best_buy(c, best):
+                    sized[id(c)] = self.exact(c, w0)
+            shortlist = [sized.get(id(c), c) for c in shortlist]
         every = tuple(sized.get(id(c), c) for c in priced.ok)
-        shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
-        if not shortlist:
-            return None
-        shortlist.sort(key=self.key)
-        win = self.pick(shortlist)
         shortlist.remove(win)
         return Ranked(shortlist=(win, *shortlist), priced=every, search=priced)
+
+    def _buy_floor(self, c: Cand) -> tuple[float, float]:
+        """(capex, horizon cost of owning) that ``exact`` cannot go below for ``c``: the GPUs alone at
+        their cheapest price (new or used: the lean / used tiers), every other BOM line and the power
+        and space at nothing, on either footprint kind (rack or not: the sized chassis decides). Owning
+        costs rise with the capex (residual and maintenance are shares of it) and with the power."""
+        key = (c.gpu.id, c.gpn, c.nodes)
+        got = self.floors.get(key)
+        if got is None:
+            prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
+            capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
+            total = min(costmod.onprem_parts(self.req, self.cat, costmod.Footprint(
+                nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex=capex).total(
+                self.y, 0.0) for rack in (False, True))
+            got = self.floors[key] = (capex, total)
+        return got
+
+    def _may_hold(self, c: Cand) -> bool:
+        """``c`` is ranked on owning alone (no rent price), under the cheapest objective: its sized score
+        is at least its owning floor (``_buy_floor``), which ``_owned_irrelevant`` weighs."""
+        return (self.obj == "cheapest" and not c.exact and c.capex is not None and c.rent_total is None
+                and c.rent_run is None and c.mode == "buy" and self.d.mode in ("buy", "either"))
+
+    def _owned_irrelevant(self, win: Cand, shortlist: list[Cand], final: list[Cand]) -> Callable[..., bool]:
+        """A test of whether ``c`` (``_may_hold``), sized, would change nothing the answer shows, whatever
+        its real price at or above its floor: it ranks behind the first of the sorted ``shortlist`` and
+        outside the pick's near-tie band (``pick``); behind ``N_ALTERNATIVES`` other GPU types, or behind
+        a shape of its own type, or is of the pick's type (``alternatives``); it is not the build to own
+        (``_not_best_buy``; not asked with ``buy`` False); and it is off the Pareto front, a point of
+        ``final`` (the priced candidates as they stand, the pick aside) being faster and no dearer per
+        run (``pareto``)."""
+        first = self.key(shortlist[0])[:2]
+        band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
+        keyed = [(self.key(x)[:2], x.gpu.id) for x in shortlist]
+        best = self._best_buy(shortlist)
+        pts = sorted(self._point(p) for p in final
+                     if p is not win and not math.isinf(p.score) and (p.exact or p.mode == "rent"))
+        walls = [w for w, _run in pts]
+        least: list[float] = []  # the lowest cost per run up to each point (by run time)
+        for _w, run in pts:
+            least.append(min(run, least[-1]) if least else run)
+        years_runs = max(self.rpy * self.y, 1e-9)
+
+        def irrelevant(c: Cand, buy: bool = True) -> bool:
+            floor = self._buy_floor(c)[1] * (1 - 1e-9)
+            score = floor / costmod.BUY_MARGIN if self.d.mode == "either" else floor
+            low = (float(self.tight(c)), score * self._stack(c))  # the least its key (``key``) can be
+            if not low > first or (low[0] == first[0] and low[1] <= band):
+                return False
+            if c.gpu.id != win.gpu.id:
+                before: set[str] = set()
+                for k, gid in keyed:
+                    if k < low:
+                        before.add(gid)
+                if c.gpu.id not in before and len(before - {win.gpu.id}) < N_ALTERNATIVES:
+                    return False
+            if buy and not self._not_best_buy(c, best):
+                return False
+            i = bisect.bisect_left(walls, round(c.q.wall_hours, 3))  # the points strictly faster
+            return i > 0 and least[i - 1] <= round(floor / years_runs, 2)
+
+        return irrelevant
+
+    def _point(self, c: Cand) -> tuple[float, float]:
+        """(run time, cost per run) of ``c`` as ``pareto`` rounds them, kept per candidate value."""
+        hit = self.points.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = self.points[id(c)] = (c, (round(c.q.wall_hours, 3), round(self.per_run(c), 2)))
+        return hit[1]
+
+    def _rent_stays(self, c: Cand) -> bool:
+        """``exact(c)`` provably keeps ``c``'s score, mode and drop: it is ranked on its rent price and
+        owning it cannot win (``_buy_floor`` over the buy margin is above that price), or only renting
+        is allowed. Sizing then changes only its buy-side fields (capex, buy_total, build)."""
+        if c.exact or c.capex is None or c.mode != "rent" or c.rent_total is None or c.drop is not None \
+                or not math.isfinite(c.score) or c.score != c.rent_total:
+            return False
+        if self.d.mode == "rent":
+            return True
+        return self.d.mode == "either" and self._buy_floor(c)[1] * (1 - 1e-9) / costmod.BUY_MARGIN > c.rent_total
+
+    def _not_best_buy(self, c: Cand, best: Cand | None) -> bool:
+        """``c`` once sized cannot be ``_best_buy``'s answer: it could not keep up with the month's runs
+        or stay within the budget, or ``best`` (sized) comes first in that order even against its
+        floor (``_buy_floor``)."""
+        if c.q.wall_hours * self.req.schedule.runs_per_month > HOURS_PER_MONTH:
+            return True
+        capex, total = self._buy_floor(c)
+        if self.d.budget_usd is not None and capex > self.d.budget_usd:
+            return True
+        if best is None or best.buy_total is None:
+            return False
+        floor = total * (1 - 1e-9) * self._stack(c)
+        return (self.tight(best), best.buy_total * self._stack(best)) < (self.tight(c), floor)
 
     def _sized(self, c: Cand, w: sysmod.Workload) -> Build:
         """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""

@@ -244,7 +244,13 @@ def cpu_fits_chassis(cpu: CPU, chassis: Chassis | None) -> bool:
 
 
 def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
-    """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes."""
+    """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes
+    (memoised per catalog: a pure function of its parts; the chassis is one of the catalog's rows)."""
+    key = (id(chassis) if chassis is not None else None, cores, lanes)
+    return memo.cached(cat, "pick_cpu", key, lambda: _pick_cpu(cat, chassis, cores, lanes), catalog_only=True)
+
+
+def _pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
     sockets_max = chassis.sockets if chassis else 2
     best: tuple[float, CPU, int] | None = None
     for cpu in cat.platforms.cpus:
@@ -283,7 +289,15 @@ DIMM_TOLERANCE = 0.9
 
 def pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
                 desktop: bool) -> tuple[Dimm | None, int]:
-    """Fill memory channels evenly (1 or 2 DIMMs per channel) with the cheapest config >= target."""
+    """Fill memory channels evenly (1 or 2 DIMMs per channel) with the cheapest config >= target
+    (memoised per catalog: a pure function of its parts; the CPU is one of the catalog's rows)."""
+    key = (id(cpu) if cpu is not None else None, sockets, target_gb, desktop)
+    return memo.cached(cat, "pick_memory", key, lambda: _pick_memory(cat, cpu, sockets, target_gb, desktop),
+                       catalog_only=True)
+
+
+def _pick_memory(cat: Catalog, cpu: CPU | None, sockets: int, target_gb: float,
+                 desktop: bool) -> tuple[Dimm | None, int]:
     # Current desktop / Threadripper 7000 / EPYC 9004 / Xeon 4th-gen platforms take DDR5.
     kinds = ("ddr5-udimm",) if desktop else ("ddr5-rdimm",)
     dimms = ([d for d in cat.platforms.memory if d.kind in kinds]
@@ -417,6 +431,14 @@ def framework_line(w: Workload) -> str:
 
 
 def software_stack(cat: Catalog, gpu: GPU, nodes: int, w: Workload) -> list[str]:
+    """OS, driver stack, collectives, containers and the training framework, one line each
+    (memoised per catalog on what it reads: the GPU, one node or several, the framework line)."""
+    fw = framework_line(w)
+    return list(memo.cached(cat, "software_stack", (gpu.id, nodes > 1, fw),
+                            lambda: tuple(_software_stack(cat, gpu, nodes, fw)), catalog_only=True))
+
+
+def _software_stack(cat: Catalog, gpu: GPU, nodes: int, framework: str) -> list[str]:
     out = ["Ubuntu 22.04/24.04 LTS"]
     out += driver_stack(cat, gpu)
     # Collectives and monitoring per vendor: NCCL + DCGM (NVIDIA), RCCL + AMD SMI/ROCm
@@ -436,7 +458,7 @@ def software_stack(cat: Catalog, gpu: GPU, nodes: int, w: Workload) -> list[str]
         out.append("Docker + NVIDIA Container Toolkit" if gpu.vendor == "nvidia" else "Docker")
         if gpu.vendor == "nvidia":
             out.append(_("nvidia-smi / DCGM exporter for monitoring"))
-    out.append(framework_line(w))
+    out.append(framework)
     return out
 
 
@@ -491,9 +513,47 @@ def size_system(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, n
     used = req.deployment.used_hardware if used is None else used
     circuit = office_circuit(cat, req.deployment.country)
     key = (gpu.id, gpus_per_node, nodes, w, lean, used, site, circuit)  # (memo tables are kept per language)
-    return memo.cached(cat, "size_system", key,  # a search sizes ~10-60 builds
-                       lambda: _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site, circuit),
+    return memo.cached(cat, "size_system", key,  # an answer shows 1-3 builds
+                       lambda: _build(_size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site, circuit)),
                        maxsize=512)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What ranking a build reads of its sizing (``size_cost``): the capex, the tier and the facts
+    owning it costs by (cost.Footprint.of) -- the same numbers as ``size_system``'s Build."""
+
+    capex_usd: float
+    tier: str
+    nodes: int
+    gpus_per_node: int
+    max_power_w: int  # per node, worst case
+    power_w: int  # sustained, per node
+    chassis: str | None
+    chassis_kind: str | None
+
+
+def size_cost(req: Requirements, cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int,
+              w: Workload, lean: bool = False, used: bool | None = None) -> Sizing:
+    """``size_system``'s numbers without its text (bill-of-materials notes, storage and network lines,
+    site, software): the recommender sizes ~10-60 builds per answer to rank them and shows 1-3.
+    Memoised on the same key."""
+    site = req.deployment.site
+    used = req.deployment.used_hardware if used is None else used
+    circuit = office_circuit(cat, req.deployment.country)
+    key = (gpu.id, gpus_per_node, nodes, w, lean, used, site, circuit)
+    return memo.cached(cat, "size_cost", key, lambda: _sizing(
+        _size_system(cat, gpu, gpus_per_node, nodes, w, lean, used, site, circuit, text=False)), maxsize=1024)
+
+
+def _build(b: Build | Sizing) -> Build:
+    assert isinstance(b, Build)
+    return b
+
+
+def _sizing(b: Build | Sizing) -> Sizing:
+    assert isinstance(b, Sizing)
+    return b
 
 
 @dataclass(frozen=True)
@@ -516,7 +576,9 @@ def office_circuit(cat: Catalog, country: str) -> Circuit:
 
 
 def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload, lean: bool, used: bool,
-                 site: str, circuit: Circuit) -> Build:
+                 site: str, circuit: Circuit, text: bool = True) -> Build | Sizing:
+    """The sizing rules. ``text``: the Build with its sentences; without, its numbers alone
+    (``Sizing``: the same parts, lines and sums; the sentences of every build are skipped)."""
     if gpu.price_new_usd is None and gpu.price_used_usd:
         used = True  # no longer sold new: the used market is the only way to buy it
     options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
@@ -580,7 +642,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     elif nodes > 1:
         network = _("InfiniBand / RoCE RDMA, >= {gbps:g} Gb/s per GPU (not in catalog)").format(gbps=target_gbps)
     elif net and not lean:
-        network = _("{name} ({gbps:g} Gb/s) for data ingest").format(name=net.name, gbps=net.gbps)
+        network = _("{name} ({gbps:g} Gb/s) for data ingest").format(name=net.name, gbps=net.gbps) if text else ""
         net_lines.append(BomLine(item=f"{net.name} NIC", qty=1, unit_usd=net.nic_price_usd,
                                  total_usd=net.nic_price_usd, note=_("data ingest")))
     else:
@@ -608,14 +670,15 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     fast_read = n_nvme * (nvme.read_gbps if nvme else 3.0)
     storage: list[str] = []
     if nvme:
-        raid = " RAID-0" if n_nvme > 1 else ""
-        storage.append(_("{n}x {name} ({tb:g} TB NVMe{raid}, ~{gbps:.0f} GB/s read)").format(
-            n=n_nvme, name=nvme.name, tb=fast_tb, raid=raid, gbps=fast_read))
+        if text:
+            raid = " RAID-0" if n_nvme > 1 else ""
+            storage.append(_("{n}x {name} ({tb:g} TB NVMe{raid}, ~{gbps:.0f} GB/s read)").format(
+                n=n_nvme, name=nvme.name, tb=fast_tb, raid=raid, gbps=fast_read))
         bom.append(BomLine(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
                            total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
                            note=_("data + last checkpoints (RAID-0 cache)") if n_nvme > 1
                            else _("data + last checkpoints")))
-    else:
+    elif text:
         storage.append(_("{tb:g} TB NVMe (data + last checkpoints)").format(tb=fast_tb))
 
     bulk_tb = 0.0
@@ -627,8 +690,9 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
             t = fit[0] if fit else hdd[-1]
             n = max(2, math.ceil(bulk_need_gb / 1000 / (t.capacity_tb or 1.0)))  # >= 2: a mirrored pair
             bulk_tb = n * (t.capacity_tb or 1.0)
-            storage.append(_("{n}x {name} ({tb:g} TB HDD bulk: raw data, checkpoint history)").format(
-                n=n, name=t.name, tb=bulk_tb))
+            if text:
+                storage.append(_("{n}x {name} ({tb:g} TB HDD bulk: raw data, checkpoint history)").format(
+                    n=n, name=t.name, tb=bulk_tb))
             bom.append(BomLine(item=t.name, qty=n, unit_usd=t.price_usd, total_usd=(t.price_usd or 0) * n,
                                note=_("bulk: raw data + checkpoint history")))
     elif nodes > 1:
@@ -645,8 +709,9 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                                       "writes)").format(what=what, tb=shared_tb, gbps=shared_gbps)))
         else:
             storage.append(_("shared storage, >= {tb:.0f} TB (not in catalog)").format(tb=shared_tb))
-    each = f"~{ckpt_gb:,.0f} GB" if ckpt_gb >= 1 else "< 1 GB"
-    storage.append(_("off-site copy of checkpoints ({each} each) in object storage").format(each=each))
+    if text:
+        each = f"~{ckpt_gb:,.0f} GB" if ckpt_gb >= 1 else "< 1 GB"
+        storage.append(_("off-site copy of checkpoints ({each} each) in object storage").format(each=each))
     bom += net_lines
 
     cpu_lanes_have = 0
@@ -655,7 +720,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         bom.append(BomLine(item=cpu.name, qty=sockets * nodes, unit_usd=cpu.price_usd,
                            total_usd=cpu.price_usd * sockets * nodes,
                            note=_("{cores} cores/node (need {need}), {lanes} lanes (need {need_lanes})").format(
-                               cores=cpu.cores * sockets, need=cores, lanes=cpu_lanes_have, need_lanes=lanes)))
+                               cores=cpu.cores * sockets, need=cores, lanes=cpu_lanes_have, need_lanes=lanes)
+                           if text else ""))
 
     # RAM.
     floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
@@ -664,9 +730,9 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     if dimm:
         bom.append(BomLine(item=dimm.name, qty=n_dimm * nodes, unit_usd=dimm.price_usd,
                            total_usd=dimm.price_usd * n_dimm * nodes,
-                           note=_("{gb} GB/node = {x:.1f}x VRAM").format(gb=ram_gb, x=ram_gb / max(vram_gb, 1))
-                           + (_("; runs at {mts} MT/s on this CPU").format(mts=min(dimm.mts, cpu.memory_mts))
-                              if cpu else "")))
+                           note=(_("{gb} GB/node = {x:.1f}x VRAM").format(gb=ram_gb, x=ram_gb / max(vram_gb, 1))
+                                 + (_("; runs at {mts} MT/s on this CPU").format(mts=min(dimm.mts, cpu.memory_mts))
+                                    if cpu else "")) if text else ""))
 
     # Power and heat.
     cpu_w = (cpu.tdp_w if cpu else 250.0) * sockets
@@ -681,8 +747,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         sustained = gpu_w + 0.6 * cpu_w + base * 0.8
     psu_need = psu_needed_w(gpu, max_w, hgx)
     heat_kw = sustained * nodes / 1000.0
-    where = place(site, sustained, nodes, chassis, circuit)
-    where_kind = place_kind(site, sustained, nodes, chassis, circuit.continuous_w)
+    where = place(site, sustained, nodes, chassis, circuit) if text else ""
+    where_kind = place_kind(site, sustained, nodes, chassis, circuit.continuous_w) if text else ""
 
     # Chassis / board / PSUs. A chassis whose PSU is too small gets the extra PSU capacity in the BOM.
     gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.price_new_usd)
@@ -690,13 +756,15 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     psu_w: int
     if chassis:
         chassis_usd = chassis.price_usd
-        chassis_note = (_("{kind}, {w:g} W PSU").format(kind=chassis.kind, w=chassis.psu_w)
-                        + (f", {chassis.rack_units}U" if chassis.rack_units else _(", tower")))
-        if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
-            chassis_note += _("; needs {n}-slot (blower) variants of the card").format(n=chassis.max_slot_width)
-        elif packed_open_air(chassis, gpu, gpus_per_node):
-            chassis_note += "; " + _("needs blower or liquid-cooled variants of the card (open-air coolers "
-                                     "slot to slot recirculate each other's heat)")
+        chassis_note = ""
+        if text:
+            chassis_note = (_("{kind}, {w:g} W PSU").format(kind=chassis.kind, w=chassis.psu_w)
+                            + (f", {chassis.rack_units}U" if chassis.rack_units else _(", tower")))
+            if chassis.gpu_form == "pcie" and chassis.max_slot_width < gpu.slot_width:
+                chassis_note += _("; needs {n}-slot (blower) variants of the card").format(n=chassis.max_slot_width)
+            elif packed_open_air(chassis, gpu, gpus_per_node):
+                chassis_note += "; " + _("needs blower or liquid-cooled variants of the card (open-air coolers "
+                                         "slot to slot recirculate each other's heat)")
         bom.insert(0, BomLine(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
                               note=chassis_note))
         psu_w = int(chassis.psu_w)
@@ -708,7 +776,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
             bom.insert(1, BomLine(item=f"PSU capacity +{extra:,} W", qty=nodes, unit_usd=round(unit, 2),
                                   total_usd=round(unit * nodes, 2),
                                   note=_("{how}: {need:,.0f} W needed for {peak:,.0f} W peak").format(
-                                      how=how, need=psu_need, peak=max_w)))
+                                      how=how, need=psu_need, peak=max_w) if text else ""))
             psu_w = int(chassis.psu_w) + extra
     else:
         # No catalog chassis takes these GPUs: price the platform as a share of the GPU cost
@@ -720,11 +788,16 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                               note=_("no catalog chassis fits; priced as a share of GPU cost (Epoch)")))
         psu_w = _round_psu(psu_need)
     board = (_(" ({n} board(s) of {per})").format(n=gpus_per_node // gpu.sold_as_board, per=gpu.sold_as_board)
-             if gpu.sold_as_board > 1 else "")
+             if gpu.sold_as_board > 1 and text else "")
     bom.insert(0, BomLine(item=gpu.name + (_(" (used)") if used and gpu.price_used_usd else ""),
                           qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
                           note=(_("price unknown") if gpu_unit is None else "") + board))
     capex = sum(b.total_usd or 0.0 for b in bom)
+    if not text:
+        return Sizing(capex_usd=round(capex, 2), tier=("lean" if lean else "standard") + (
+            "-used" if used and gpu.price_used_usd else ""), nodes=nodes, gpus_per_node=gpus_per_node,
+                      max_power_w=round(max_w), power_w=round(sustained), chassis=chassis.name if chassis else None,
+                      chassis_kind=chassis.kind if chassis else None)
 
     return Build(
         gpu=gpu.id,

@@ -125,6 +125,7 @@ class GpuwizApp(App[None]):
         self.handle_signals = handle_signals
         self.offer_restore = offer_restore
         self._initial_config = config_path
+        self._opened_first = False  # the config was opened before the first frame (_open_first)
         self._saved: Requirements | None = None
         self._core_ready = False
         self._recompute_pending = False
@@ -193,6 +194,7 @@ class GpuwizApp(App[None]):
             else:
                 focused.replace(event.character, *selection)
             self._field_typed(focused)
+            self._recompute_now_if_pending()
             return True
         if event.key == "enter" and self._core_ready:
             from gpuwiz.tui.screens.steps import StepScreen
@@ -203,6 +205,7 @@ class GpuwizApp(App[None]):
                 return True
         if await self._check_bindings(event.key):
             self._field_typed(focused)
+            self._recompute_now_if_pending()
             return True
         return False
 
@@ -252,7 +255,8 @@ class GpuwizApp(App[None]):
         from gpuwiz.tui.screens.start import StartScreen
 
         self.install_screen(StartScreen(), "start")
-        self.push_screen("start")
+        if not self._open_first():
+            self.push_screen("start")
         self._install_signal_handlers()
         if self._want_engine_process:  # a child the command line started early: ours from the first answer on
             from gpuwiz.i18n import current_language
@@ -262,6 +266,27 @@ class GpuwizApp(App[None]):
             if proc is not None:
                 self._want_engine_process = False
                 self._adopt_engine_process(proc)
+
+    def _open_first(self) -> bool:
+        """``gpuwiz FILE.yaml``: the config opens before the first frame, whose screen is its answer
+        (the start screen is never built and drawn only to be replaced; the engine starts on it
+        while the Result screen is built). Only where the command line has loaded the core already
+        (its catalog check), so a first frame without a config never waits for pydantic; False:
+        the start screen first, the config after it, as before."""
+        import sys
+
+        if not self._initial_config or "gpuwiz.core.models" not in sys.modules:
+            return False
+        self.ensure_core()
+        self._opened_first = True  # _open_initial does not open it again (nor say twice why it cannot)
+        self._keep_foreign_draft = self.offer_restore  # no draft is touched before _startup has offered it
+        error = self.open_config(self._initial_config)
+        if error:
+            self.notify(error, title="Cannot open config", severity="error", timeout=10)
+            return False  # the start screen, the error on it
+        self.step = "result"
+        self.push_screen("result")
+        return True
 
     def on_ready(self) -> None:
         self.ready_at = time.perf_counter()
@@ -330,6 +355,7 @@ class GpuwizApp(App[None]):
 
             self.push_screen(ChoiceDialog("Restore draft?", msg, choices), done)
         else:
+            self._keep_foreign_draft = False  # none to offer (_open_first kept them untouched till now)
             self._open_initial()
 
     def binding_ids(self) -> set[str]:
@@ -350,6 +376,9 @@ class GpuwizApp(App[None]):
             self.set_keymap(settings.keymap)
 
     def _open_initial(self) -> None:
+        if self._opened_first:
+            self._opened_first = False  # opened before the first frame (_open_first): once
+            return
         if self._initial_config:
             error = self.open_config(self._initial_config)
             if error:
@@ -410,9 +439,8 @@ class GpuwizApp(App[None]):
         self._refresh_chrome()
 
     def _refresh_chrome(self) -> None:
-        from gpuwiz.tui.widgets.chrome import StepBar
-
-        for bar in self.screen.query(StepBar):
+        bar = getattr(self.screen, "step_bar", None)  # a WizScreen's (a dialog has none); no DOM query per key
+        if bar is not None:
             bar.file_label = self.file_label
             bar.dirty = self.dirty
 
@@ -427,7 +455,15 @@ class GpuwizApp(App[None]):
             self._recompute_pending = True
             self.call_later(self._recompute)
 
+    def _recompute_now_if_pending(self) -> None:
+        """A typed key's requirements go to the engine now, before the typed character is painted
+        (the child computes while this thread draws), not a loop turn later."""
+        if self._recompute_pending:
+            self._recompute()
+
     def _recompute(self) -> None:
+        if not self._recompute_pending:
+            return  # sent already (_recompute_now_if_pending)
         self._recompute_pending = False
         if self.requirements is None:
             return
@@ -437,6 +473,9 @@ class GpuwizApp(App[None]):
         if proc is not None and proc.ready:
             self._last_sent = (self._seq, self.requirements)
             if proc.submit(self._seq, self.requirements):
+                hold = getattr(self.screen, "hold_frame", None)
+                if callable(hold):  # a step screen: the typed character waits a little for the live panel
+                    hold()
                 return
         self._engine_worker(self._seq, self.requirements)
 

@@ -11,6 +11,13 @@ LivePanel.show -> its render, p50 18.4 ms).
 ``FrameTimer`` keeps the same ceiling (one frame per interval) but measures from the last frame: a
 change is painted as soon as it is asked for when the last frame is an interval old or more, and
 otherwise when it will be.
+
+A typed key whose answer the engine's child is computing ``hold``s the next frame for a few
+milliseconds: when the answer comes within them (``release``), the typed character and the live
+panel are painted in ONE frame (the second frame of a key cost ~5 ms of the UI thread and, an
+interval after the first, ~17 ms of latency). When it comes later, the character has been painted
+at the end of the hold and the answer's frame goes as soon as it is asked for (one such frame per
+hold, so a held key never waits an interval for its answer).
 """
 
 from __future__ import annotations
@@ -20,9 +27,48 @@ import asyncio
 from textual._time import get_time, sleep
 from textual.timer import EventTargetGone, Timer
 
+HOLD_S = 0.010  # the longest a typed character waits for its answer (issue 9: its p95 <= 35 ms)
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> None:
+    """Until ``event`` is set or ``timeout`` seconds have passed."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except TimeoutError:
+        pass
+
 
 class FrameTimer(Timer):
-    """``Timer`` whose ticks are at least ``interval`` apart, each as early as that allows."""
+    """``Timer`` whose ticks are at least ``interval`` apart, each as early as that allows, with a
+    bounded ``hold`` for an expected change (see the module doc)."""
+
+    _hold_until = 0.0  # get_time() until which the next frame waits (0: no hold)
+    _awaiting = False  # a hold was asked for and its release has not come yet
+    _urgent = False  # the released change's frame goes at once, not an interval after the last one
+    _released: asyncio.Event | None = None
+
+    def hold(self, seconds: float | None = None) -> None:
+        """The next frame waits up to ``seconds`` (HOLD_S) for ``release`` (an answer on its way)."""
+        if self._released is None:
+            self._released = asyncio.Event()
+        self._released.clear()
+        self._hold_until = get_time() + (HOLD_S if seconds is None else seconds)
+        self._awaiting = True
+        self._urgent = False
+
+    def release(self) -> None:
+        """The held-for change is in: paint now (no interval wait for this one frame)."""
+        if not self._awaiting:
+            return
+        self._awaiting = False
+        self._hold_until = 0.0
+        self._urgent = True
+        if self._released is not None:
+            self._released.set()
+
+    @property
+    def holding(self) -> bool:
+        return self._awaiting
 
     async def _run(self) -> None:
         interval = self._interval
@@ -31,11 +77,22 @@ class FrameTimer(Timer):
         count = 0
         while True:
             await active.wait()
-            wait = last + interval - get_time()
-            if wait > 0:
-                await sleep(wait)
+            held = self._hold_until - get_time()
+            if held > 0 and self._released is not None:
+                await wait_event(self._released, held)
+                self._hold_until = 0.0
                 if not active.is_set():
-                    continue  # painted meanwhile (a layout pass pauses the clock): wait for the next change
+                    continue
+            if self._urgent:
+                self._urgent = False
+            else:
+                wait = last + interval - get_time()
+                if wait > 0:
+                    await sleep(wait)
+                    if not active.is_set():
+                        continue  # painted meanwhile (a layout pass pauses the clock): wait for the next change
+                    if self._urgent:  # released while waiting: this frame is the one it asked for
+                        self._urgent = False
             last = get_time()
             count += 1
             try:

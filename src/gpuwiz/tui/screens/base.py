@@ -7,15 +7,22 @@ from typing import TYPE_CHECKING, cast
 
 from textual.app import ComposeResult
 from textual.containers import Container
+from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
 
+from gpuwiz.tui.compositor import SpanCompositor
+from gpuwiz.tui.frames import FrameTimer
 from gpuwiz.tui.widgets.chrome import StepBar, TooSmall
 from gpuwiz.tui.widgets.footer import LocalFooter
 
 if TYPE_CHECKING:
     from gpuwiz.tui.app import GpuwizApp
+
+
+class ReleaseFrame(Message):
+    """Posted by a screen to itself after the Updates of an engine answer: the held frame may go."""
 
 
 class WizScreen(Screen[None]):
@@ -24,6 +31,11 @@ class WizScreen(Screen[None]):
     _focus_before_small: Widget | None = None  # focus taken away behind the too-small notice
 
     _frame_timer: Timer | None = None
+    step_bar: StepBar | None = None  # the bar on top (set in compose)
+
+    def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._compositor = SpanCompositor()  # partial frames ask only the changed lines (gpuwiz.tui.compositor)
 
     @property
     def wiz(self) -> GpuwizApp:
@@ -36,8 +48,6 @@ class WizScreen(Screen[None]):
         if self._frame_timer is None:
             from textual import screen as textual_screen
 
-            from gpuwiz.tui.frames import FrameTimer
-
             timer = FrameTimer(self, textual_screen.UPDATE_PERIOD, name="screen_update",
                                callback=self._on_timer_update, pause=True)
             timer._start()
@@ -45,9 +55,33 @@ class WizScreen(Screen[None]):
             self._frame_timer = timer
         return self._frame_timer
 
+    def hold_frame(self) -> None:
+        """The next frame waits a few ms for the engine's answer (gpuwiz.tui.frames.FrameTimer.hold):
+        a typed key and its live panel in one frame."""
+        timer = self._update_timer
+        if isinstance(timer, FrameTimer):
+            timer.hold()
+
+    def release_frame(self, *changed: Widget) -> None:
+        """The answer is applied: ``changed`` (the widgets it repainted) go to the frame now and the
+        held frame with them. Their repaint requests are handed to this screen at once (Textual would
+        do it a few message hops later, after the release), then the release, in that order."""
+        timer = self._frame_timer
+        if not isinstance(timer, FrameTimer) or not timer.holding:
+            return
+        for widget in changed:
+            widget._check_refresh()  # Textual's own idle step: posts the widget's Update to this screen
+        self.post_message(ReleaseFrame())
+
+    def on_release_frame(self, _message: ReleaseFrame) -> None:
+        timer = self._frame_timer
+        if isinstance(timer, FrameTimer):
+            timer.release()
+
     def compose(self) -> ComposeResult:
         bar = StepBar(id="stepbar")
         bar.current = self.STEP
+        self.step_bar = bar
         yield bar
         yield TooSmall()
         with Container(id="body"):
@@ -90,6 +124,6 @@ class WizScreen(Screen[None]):
         self.refresh_bindings()
 
     def on_screen_resume(self) -> None:
-        bar = self.query_one(StepBar)
+        bar = self.step_bar or self.query_one(StepBar)
         bar.file_label = self.wiz.file_label
         bar.dirty = self.wiz.dirty

@@ -175,6 +175,7 @@ class StepScreen(WizScreen):
             return  # on_screen_resume syncs the marks and the panel
         self._sync_engine_marks()
         self._refresh_panel()
+        self.release_frame(self.query_one(LivePanel))
 
     def _sync_engine_marks(self) -> None:
         """Mark the field of this step the engine's refusal is about (typed: ``GpuwizError.fields``)."""

@@ -9,6 +9,10 @@ from __future__ import annotations
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.style import Style as VisualStyle
+from textual.visual import RichVisual, Visual
 from textual.widget import Widget
 
 from gpuwiz.core.models import Recommendation, Requirements
@@ -41,25 +45,81 @@ SEVERITY_STYLE = {"block": "bold white on red", "high": "bold red", "medium": "y
 
 
 class LivePanel(Widget):
-    """Renders itself (a fixed-size box): an update repaints it without a layout pass."""
+    """Renders itself (a fixed-size box): an update repaints it without a layout pass, and only
+    the lines whose text changed (a key usually changes two or three of its ~20: the time, the
+    cost, the memory bar). Its lines are what Textual would draw for ``render()``'s Group (each
+    part rendered as Textual renders a Rich renderable), kept per part between answers."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.auto_links = False  # no links here: Textual looked up the link style for every part (~40 % of a render)
         self.version = 0  # bumps on every show() (the benchmark waits for it)
         self.border_title = _("Live answer")
         self._rec: Recommendation | None = None
         self._req: Requirements | None = None
         self._error: str | None = None
         self._stale: bool = False
+        self._lines: list[Strip] | None = None  # the content lines on screen (None: to be rendered)
+        self._lines_key: tuple[object, ...] | None = None  # (width, visual style, selection) they are for
+        self._part_cache: dict[tuple[object, ...], list[Strip]] = {}
+        self._last_parts: dict[tuple[object, ...], list[Strip]] = {}
 
     def show(self, rec: Recommendation | None, req: Requirements | None, error: str | None, stale: bool) -> None:
+        same = rec is self._rec and req is self._req and error == self._error and stale == self._stale
         self._rec, self._req, self._error, self._stale = rec, req, error, stale
-        self.set_class(stale or error is not None, "-stale")
         self.version += 1
-        self.refresh()
+        if same and self._lines is not None:
+            return  # shown already (an answer calls this for each of the App's values it changed)
+        self.set_class(stale or error is not None, "-stale")
+        old = self._lines
+        if old is None or not self.is_mounted or self._lines_key != self._key():
+            self._lines = None
+            self.refresh()
+            return
+        new = self._render_strips()
+        self._lines = new
+        width = self.content_size.width
+        changed = [Region(0, y, width, 1) for y in range(max(len(old), len(new)))
+                   if y >= len(old) or y >= len(new) or old[y] != new[y]]
+        if changed:
+            self.refresh(*changed)
 
     def render(self) -> RenderableType:
         return self._renderable()
+
+    def render_line(self, y: int) -> Strip:
+        if self._lines is None or self._lines_key != self._key():
+            self._lines = self._render_strips()
+        lines = self._lines
+        return lines[y] if y < len(lines) else Strip.blank(self.content_size.width, self.visual_style.rich_style)
+
+    def _key(self) -> tuple[int, VisualStyle, object]:
+        return (self.content_size.width, self.visual_style, self.text_selection)
+
+    def _render_strips(self) -> list[Strip]:
+        """The panel's content lines: each part of the Group as Textual renders a Rich renderable
+        (``Visual.to_strips`` of a ``RichVisual``), a part seen before from the cache."""
+        key = self._key()
+        if key != self._lines_key:
+            self._part_cache, self._last_parts = {}, {}
+            self._lines_key = key
+        width, style, _selection = key
+        renderable = self._renderable()
+        parts = renderable.renderables if isinstance(renderable, Group) else [renderable]
+        cache = self._part_cache
+        used: dict[tuple[object, ...], list[Strip]] = {}
+        lines: list[Strip] = []
+        for part in parts:
+            pk = (part.plain, tuple(part.spans), str(part.style), part.end) if isinstance(part, Text) else None
+            strips = cache.get(pk) if pk is not None else None
+            if strips is None:
+                strips = Visual.to_strips(self, RichVisual(self, part), width, None, style)
+            if pk is not None:
+                used[pk] = strips
+            lines.extend(strips)
+        self._part_cache = {**self._last_parts, **used}  # this answer's parts and the one before's
+        self._last_parts = used  # (keys that go back and forth find both): it never outgrows two panels
+        return lines
 
     @property
     def text(self) -> str:

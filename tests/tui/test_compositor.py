@@ -1,0 +1,98 @@
+"""The wizard's partial frames (gpuwiz.tui.compositor.SpanCompositor) write exactly what Textual's
+own compositor writes, and the live panel's lines (kept per part, repainted per changed line) are
+exactly what Textual draws for its Group: on real screens, after real edits, byte for byte."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual._compositor import Compositor
+from textual.geometry import Region
+from textual.visual import Visual, visualize
+from wizhelp import settle
+
+from gpuwiz.tui.app import GpuwizApp
+from gpuwiz.tui.compositor import SpanCompositor
+from gpuwiz.tui.widgets.live_panel import LivePanel
+
+MakeApp = Callable[..., GpuwizApp]
+
+
+def _written(app: GpuwizApp, compositor: Compositor, regions: list[Region], own: bool) -> list[Any]:
+    """The segments (text, style, cursor moves) a partial update of ``regions`` sends to the terminal."""
+    compositor._dirty_regions.update(regions)
+    update = compositor.render_partial_update() if own else Compositor.render_partial_update(compositor)
+    assert update is not None
+    return list(app.console.render(update))
+
+
+def _regions_of_a_key(app: GpuwizApp) -> list[list[Region]]:
+    """What a typed key changes: the field, the step bar, the panel's lines (one by one and a few
+    together), and all of them in one frame."""
+    scr = app.screen
+    field = scr.query_one("#f-data-epochs").region
+    bar = scr.query_one("#stepbar").region
+    panel = scr.query_one(LivePanel).content_region
+    lines = [Region(panel.x, panel.y + y, panel.width, 1) for y in range(panel.height)]
+    return [[field], [bar], [field, bar], lines[:3], [lines[0], lines[5], lines[-1]],
+            [field, bar, *lines[2:9]], [field, bar, *lines]]
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+async def test_a_partial_frame_writes_what_textual_writes(make_app: MakeApp, config_file: Path,
+                                                          size: tuple[int, int]) -> None:
+    app = make_app(config_file)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        app.goto("data")
+        await pilot.pause()
+        app.screen.query_one("#f-data-epochs").focus()
+        await pilot.press("end", "7")
+        await settle(pilot, app)
+        compositor = app.screen._compositor
+        assert isinstance(compositor, SpanCompositor)
+        rng = random.Random(9)
+        w, h = size
+        regions = _regions_of_a_key(app)
+        screen = Region(0, 0, w, h)
+        for _ in range(40):  # and odd ones: anywhere on screen (as Textual clips them), any size, overlapping
+            rs = [Region(rng.randrange(0, w), rng.randrange(0, h), rng.randrange(1, w // 2), rng.randrange(1, 6))
+                  .intersection(screen) for _ in range(rng.randrange(1, 5))]
+            regions.append(rs)
+        for rs in regions:
+            ours = _written(app, compositor, rs, own=True)
+            theirs = _written(app, compositor, rs, own=False)
+            assert ours == theirs, rs
+
+
+async def test_the_live_panel_shows_what_textual_draws_for_its_answer_after_every_edit(
+        make_app: MakeApp, config_file: Path) -> None:
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.goto("data")
+        await pilot.pause()
+        panel = app.screen.query_one(LivePanel)
+        app.screen.query_one("#f-data-epochs").focus()
+        seen: set[str] = set()
+        # new values, values seen before (parts from the cache), an invalid one (the stale mark)
+        for keys in (("end", "3"), ("backspace",), ("end", "3"), ("ctrl+u", "x"), ("ctrl+u", "1", "2")):
+            await pilot.press(*keys)
+            await settle(pilot, app)
+            await pilot.pause()
+            seen.add(panel.text)
+            width = panel.content_size.width
+            textual = Visual.to_strips(panel, visualize(panel, panel.render()), width, None, panel.visual_style)
+            ours = [panel.render_line(y) for y in range(len(textual))]
+            assert ours == textual
+            # and what the screen shows of it (its lines repainted one by one) is a fresh render's
+            shown = panel.render_lines(Region(0, 0, *panel.size))
+            panel._lines = None
+            panel._styles_cache.clear()
+            assert shown == panel.render_lines(Region(0, 0, *panel.size))
+        assert len(seen) >= 3  # the edits did change what the panel says
+        assert any("invalid" in t for t in seen)
