@@ -7,8 +7,10 @@ out into a temporary worktree and, for every example config the two trees share,
 - in-process ``recommend()``: CPU time (``time.process_time``), median of ``--repeat`` runs after one
   warm-up, in a fresh interpreter per tree, the two trees alternated (the memo of this tree is
   cleared before every run: "cold", as a config just opened);
+- in-process ``recommend()`` again, as instructions counted by valgrind (callgrind; deterministic,
+  so load-independent): (a run of N cold answers - a run of none) / N, both after the same warm-up;
 - ``gpuwiz recommend CONFIG --format json`` as a process: instructions counted by valgrind
-  (callgrind; deterministic, so one run each) where valgrind is installed.
+  (callgrind; one run each) where valgrind is installed.
 
 Both trees run on this checkout's virtual environment (same Python, pydantic, PyYAML), with bytecode
 written as a normal install does (PYTHONDONTWRITEBYTECODE unset) and warmed by one run. Prints
@@ -70,6 +72,18 @@ def _in_process(tree: Path, config: Path, repeat: int, cache: str) -> list[float
     return [float(x) for x in json.loads(out.stdout.strip().splitlines()[-1])]
 
 
+COLD_N = 3  # cold answers in the counted in-process run
+
+
+def _in_process_instructions(tree: Path, config: Path, cache: str) -> float | None:
+    """Instructions of one cold in-process recommend(): (PROBE with COLD_N runs - PROBE with none) / COLD_N."""
+    def count(n: int) -> int | None:
+        return instructions([sys.executable, "-c", PROBE, str(config), str(n)], _env(tree, cache), cwd=tree)
+
+    base, runs = count(0), count(COLD_N)
+    return (runs - base) / COLD_N if base and runs else None
+
+
 def _instructions(tree: Path, config: Path, cache: str) -> int | None:
     cmd = [sys.executable, "-m", "gpuwiz", "recommend", str(config), "--format", "json"]
     subprocess.run(cmd, cwd=tree, env=_env(tree, cache), capture_output=True, check=False)  # warm bytecode, cache
@@ -93,7 +107,8 @@ def main() -> None:
             print(f"this tree vs {args.ref}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs, "
                   f"load average {os.getloadavg()[0]:.1f}")
             print(f"{'example':32s} {'recommend() CPU ms, median':>28s} {'ratio':>6s}"
-                  + (f" {'process instructions (M)':>26s} {'ratio':>6s}" if count else ""))
+                  + (f" {'recommend() instructions (M)':>30s} {'ratio':>6s}"
+                     f" {'process instructions (M)':>26s} {'ratio':>6s}" if count else ""))
             for name in names:
                 with tempfile.TemporaryDirectory() as c_old, tempfile.TemporaryDirectory() as c_new:
                     old: list[float] = []
@@ -104,6 +119,10 @@ def main() -> None:
                     mo, mn = statistics.median(old), statistics.median(new)
                     line = f"{name:32s} {mo:12.1f} -> {mn:8.1f} ms {mn / mo:6.2f}"
                     if count:
+                        po = _in_process_instructions(ref, ref / "examples" / name, c_old)
+                        pn = _in_process_instructions(HERE, HERE / "examples" / name, c_new)
+                        line += (f" {po / 1e6:16.1f} -> {pn / 1e6:8.1f} {pn / po:6.2f}" if po and pn
+                                 else f" {'n/a':>30s} {'':6s}")
                         io = _instructions(ref, ref / "examples" / name, c_old)
                         inn = _instructions(HERE, HERE / "examples" / name, c_new)
                         if io and inn:
