@@ -53,6 +53,7 @@ TABS = ("tab-build", "tab-memory", "tab-options", "tab-cost", "tab-pitfalls")
 class ResultScreen(WizScreen):
     STEP = "result"
     _gpu_from: int | None = None  # the GPU count before a `g`, until the new answer arrives
+    _drawn: tuple[object, ...] | None = None  # what the tabs were last drawn from (see _inputs)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("g", "gpu_next", "GPU", show=False, id="whatif-gpu"),
         Binding("G", "gpu_prev", "GPU back", show=False, id="whatif-gpu-prev"),
@@ -122,6 +123,10 @@ class ResultScreen(WizScreen):
             return  # drawn when shown (on_screen_resume): no work per keystroke on the input steps
         if not self.query("#build"):
             return  # resumed before its tabs were composed (a config opened and the app quit at once): on_mount draws
+        inputs, last = self._inputs(), self._drawn
+        if last is not None and inputs[0] is last[0] and inputs[1] is last[1] and inputs[2:] == last[2:]:
+            return  # nothing the tabs show has changed (mount, resume and resize each ask while a config opens)
+        self._drawn = inputs
         self._draw_whatif()
         self._draw_requirements()
         if rec is None:
@@ -140,6 +145,15 @@ class ResultScreen(WizScreen):
         plot.breakeven = rec.cost.payback_months if rec.cost else None
         plot.currency = rec.currency
         self.query_one("#pitfalls", Static).update(pitfalls_view(rec))
+
+    def _inputs(self) -> tuple[object, ...]:
+        """Everything the drawing reads: the answer and the baseline (compared by identity: a new
+        answer is a new object), the requirements, the words around them, the widths the strip and
+        the bars fit."""
+        app = self.wiz
+        return (app.recommendation, app.baseline, app.requirements, app.last_change, app.engine_error,
+                app.answered, self._gpu_from, self.query_one("#result-tabs").content_size.width,
+                self.query_one("#whatif", Static).content_size.width)
 
     def _draw_whatif(self) -> None:
         app = self.wiz
