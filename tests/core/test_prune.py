@@ -161,27 +161,34 @@ def test_a_lazy_build_that_could_be_the_build_to_own_is_sized() -> None:
     assert not r._not_best_buy(c, None)  # nothing sized to own yet: the lazy one might be it
 
 
-@pytest.mark.parametrize("name", ["small-team-lora-7b", "resnet50-imagenet"])
-def test_rank_sizes_fewer_builds_for_the_same_answer(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """rank leaves the builds whose sizing cannot change the answer unsized (rented ones whose owning
-    floor is above their rent, builds only to own that cannot show): fewer system sizings
-    (core.system.size_cost, the sizing the ranking prices), the same JSON as the unpruned search."""
+def _calls_pruned_and_not(monkeypatch: pytest.MonkeyPatch, owner: Any, attr: str, name: str) -> tuple[int, int]:
+    """How often ``owner.attr`` runs in one answer for examples/NAME.yaml with pruning on and off (the
+    memo off both times); asserts both give the same JSON."""
     req = load_config(ROOT / "examples" / f"{name}.yaml")
     calls = [0]
-    real = rec_mod.sysmod.size_cost
+    real = getattr(owner, attr)
 
     def counting(*a: Any, **k: Any) -> Any:
         calls[0] += 1
         return real(*a, **k)
 
-    monkeypatch.setattr(rec_mod.sysmod, "size_cost", counting)
+    monkeypatch.setattr(owner, attr, counting)
     with memo.disabled(), unpruned():
         want = recommend(req, CAT).model_dump_json()
-    unpruned_calls, calls[0] = calls[0], 0
+    plain, calls[0] = calls[0], 0
     with memo.disabled():
         got = recommend(req, CAT).model_dump_json()
     assert got == want
-    assert calls[0] < unpruned_calls * 0.8, (calls[0], unpruned_calls)
+    return calls[0], plain
+
+
+@pytest.mark.parametrize("name", ["small-team-lora-7b", "resnet50-imagenet"])
+def test_rank_sizes_fewer_builds_for_the_same_answer(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """rank leaves the builds whose sizing cannot change the answer unsized (rented ones whose owning
+    floor is above their rent, builds only to own that cannot show): fewer system sizings
+    (core.system.size_cost, the sizing the ranking prices), the same JSON as the unpruned search."""
+    pruned, plain = _calls_pruned_and_not(monkeypatch, rec_mod.sysmod, "size_cost", name)
+    assert pruned < plain * 0.8, (pruned, plain)
 
 
 def test_a_no_fit_proof_never_claims_a_shape_that_fits(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -235,22 +242,8 @@ def test_a_gpu_with_a_little_more_memory_or_another_fit_class_is_still_tried() -
 def test_the_70b_search_asks_the_estimator_less_for_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """70B pretraining: the small cards that fit no layout at any count tried are proved so from the
     largest of their fit class; fewer estimator calls, the same JSON as the unpruned search."""
-    req = load_config(ROOT / "examples" / "enterprise-70b-pretrain.yaml")
-    calls = [0]
-    real = est_mod.quick
-
-    def counting(*a: Any, **k: Any) -> Any:
-        calls[0] += 1
-        return real(*a, **k)
-
-    monkeypatch.setattr(est_mod, "quick", counting)
-    with memo.disabled(), unpruned():
-        want = recommend(req, CAT).model_dump_json()
-    unpruned_calls, calls[0] = calls[0], 0
-    with memo.disabled():
-        got = recommend(req, CAT).model_dump_json()
-    assert got == want
-    assert calls[0] < unpruned_calls * 0.75, (calls[0], unpruned_calls)
+    pruned, plain = _calls_pruned_and_not(monkeypatch, est_mod, "quick", "enterprise-70b-pretrain")
+    assert pruned < plain * 0.75, (pruned, plain)
 
 
 def test_a_build_only_to_own_is_left_unsized_only_when_it_cannot_show() -> None:
