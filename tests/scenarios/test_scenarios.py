@@ -5,15 +5,12 @@ slack against the deadline, sane suggestions, and a binding constraint when noth
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import Catalog, load_catalog
-from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import instance_ram_ok
 from gpuwiz.core.models import Recommendation, Requirements
 from gpuwiz.core.recommend import (
@@ -26,17 +23,9 @@ from gpuwiz.core.recommend import (
     staging_gbps,
 )
 from gpuwiz.core.units import HOURS_PER_YEAR
+from scenario_set import SCENARIOS, scenario_requirements
 
-HERE = Path(__file__).resolve().parent
 CAT: Catalog = load_catalog()
-SCENARIOS: list[dict[str, Any]] = yaml.safe_load((HERE / "scenarios.yaml").read_text())["scenarios"]
-SECTIONS = {"m": "model", "t": "training", "d": "data", "s": "schedule", "dep": "deployment", "hw": "hardware"}
-
-
-def requirements(sc: dict[str, Any]) -> Requirements:
-    if "file" in sc:
-        return load_config(HERE / sc["file"])
-    return Requirements.model_validate({SECTIONS[k]: v for k, v in sc.items() if k in SECTIONS})
 
 
 def check_universal(req: Requirements, r: Recommendation) -> None:
@@ -279,7 +268,7 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=[s["id"] for s in SCENARIOS])
 def test_expert_scenario(sc: dict[str, Any]) -> None:
-    req = requirements(sc)
+    req = scenario_requirements(sc)
     r = recommend(req, CAT)
     check_universal(req, r)
     check_expected(req, r, sc.get("expect", {}))

@@ -40,6 +40,19 @@ async def type_epochs(pilot: Any, app: GpuwizApp, text: str) -> None:
     await pilot.press("ctrl+u", *list(text))
 
 
+def spy_submit(proc: Any) -> list[int]:
+    """The sequence numbers of every question ``proc`` (a tui.engine child handle) is sent from now on."""
+    sent: list[int] = []
+    submit = proc.submit
+
+    def spy(seq: int, req: Any) -> bool:
+        sent.append(seq)
+        return bool(submit(seq, req))
+
+    proc.submit = spy
+    return sent
+
+
 def test_the_command_line_wants_the_process_unless_told_otherwise() -> None:
     assert engine_process_wanted({}) is True
     assert engine_process_wanted({"GPUWIZ_ENGINE": "thread"}) is False
@@ -53,14 +66,7 @@ async def test_the_child_process_answers_as_the_thread_would(make_app: MakeApp, 
         await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
         proc = app._engine_proc
         assert proc is not None
-        sent: list[int] = []
-        submit = proc.submit
-
-        def spy(seq: int, req: Any) -> bool:
-            sent.append(seq)
-            return submit(seq, req)
-
-        proc.submit = spy  # type: ignore[method-assign]
+        sent = spy_submit(proc)
         await type_epochs(pilot, app, "3")
         await until(pilot, lambda: app.answered and app.requirements.data.epochs == 3, "the answer for 3 epochs")
         assert sent and sent[-1] == app._seq  # asked of the child, not of the thread
@@ -117,14 +123,7 @@ async def test_a_child_started_before_the_app_answers_from_the_first_question_on
     while not early.ready:  # the command line's head start: here the child is up before the app
         assert time.monotonic() < deadline and not early.broken, "the prestarted child never came up"
         await asyncio.sleep(0.02)
-    sent: list[int] = []
-    submit = early.submit
-
-    def spy(seq: int, req: Any) -> bool:
-        sent.append(seq)
-        return submit(seq, req)
-
-    early.submit = spy  # type: ignore[method-assign]
+    sent = spy_submit(early)
     app = make_app(config_file, engine_process=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: app.answered and app.recommendation is not None, "the first answer")

@@ -1,5 +1,5 @@
-"""The example configs and the expert scenario suite as requirements, for the differential tests
-(memo on/off, pruned/unpruned) that run the engine on all of them."""
+"""The example configs and the expert scenario suite as requirements, for the scenario suite and
+the differential tests (memo on/off, pruned/unpruned) that run the engine on all of them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.models import Requirements
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 SCENARIO_DIR = ROOT / "tests" / "scenarios"
 SCENARIOS: list[dict[str, Any]] = yaml.safe_load((SCENARIO_DIR / "scenarios.yaml").read_text())["scenarios"]
