@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, ValidationError
-from scenario_set import EXAMPLES, ROOT, SCENARIOS, scenario_requirements
 
 from gpuwiz.core import memo
 from gpuwiz.core.catalog import load_catalog
@@ -20,6 +19,7 @@ from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.estimate import prepare, quick, requote
 from gpuwiz.core.models import CalibrationSpec, HardwareSpec, HaveSpec, Requirements
 from gpuwiz.core.recommend import recommend
+from scenario_set import EXAMPLES, ROOT, SCENARIOS, scenario_requirements
 
 CAT = load_catalog()
 

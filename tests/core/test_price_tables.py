@@ -10,7 +10,6 @@ import math
 from typing import Any
 
 import pytest
-from scenario_set import ROOT
 from test_memo import _leaves, _valid_change
 
 from gpuwiz.core import cost, market, memo
@@ -19,6 +18,7 @@ from gpuwiz.core.config_io import load_config
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
 from gpuwiz.core.recommend import Cand, _Recommender, _Scanner
+from scenario_set import ROOT
 
 CAT = load_catalog()
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scenario_set import EXAMPLES, ROOT, SCENARIOS, scenario_requirements
 
 from gpuwiz.core import estimate as est_mod
 from gpuwiz.core import memo
@@ -21,6 +20,7 @@ from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
 from gpuwiz.core.recommend import recommend, unpruned
 from gpuwiz.core.system import chassis_options
+from scenario_set import EXAMPLES, ROOT, SCENARIOS, scenario_requirements
 
 CAT = load_catalog()
 
