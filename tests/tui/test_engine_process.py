@@ -217,12 +217,14 @@ async def test_typing_writes_the_draft_at_most_once_a_second_and_keeps_up(
         t0 = time.monotonic()
         for key in "3" * 5 + "4":  # 2 → 23333… → a burst of edits
             await pilot.press("ctrl+u", key)
-        elapsed = time.monotonic() - t0
         assert app.requirements.data.epochs == 4 and app.dirty
-        assert 1 <= len(writes) <= 2 + int(elapsed), (len(writes), elapsed)  # not one per key
         # the last edit reaches the disk by itself (at most ~1 s later), the app still running
         await until(pilot, lambda: (d := drafts.read_draft(state_dir, live=True)) is not None
                     and d.requirements == app.requirements, "the draft has the last edit", 10.0)
+        # from the first key to the last edit on disk: written, but not once per key (a write just
+        # before the burst may hold the first one back until after it, so they are counted to here)
+        elapsed = time.monotonic() - t0
+        assert 1 <= len(writes) <= 2 + int(elapsed), (len(writes), elapsed)
 
 
 async def test_an_exit_right_after_an_edit_writes_the_draft(make_app: MakeApp, config_file: Path,
