@@ -121,3 +121,105 @@ def test_cache_folder_is_the_folder_platformdirs_names(monkeypatch, xdg):
     else:
         monkeypatch.setenv("XDG_CACHE_HOME", xdg)
     assert _pyc.cache_folder() == platformdirs.user_cache_dir("gpuwiz", appauthor=False)
+
+
+# ---- generated code (dataclasses, typing, namedtuple): _pyc.CodeCache ------------------------------------
+
+GENERATED = "def __create_fn__(_type):\n def f(self, x: int) -> _type:\n  return x + 1\n return f"
+
+
+def _make(cache: _pyc.CodeCache) -> object:
+    ns: dict[str, object] = {}
+    cache.exec(GENERATED, {"__name__": "probe"}, ns)
+    return ns["__create_fn__"](str)  # type: ignore[operator]
+
+
+def test_generated_code_is_compiled_once_then_read_back_from_the_table(tmp_path):
+    path = str(tmp_path / "codegen" / "t.bin")
+    first = _pyc.CodeCache(path)
+    f = _make(first)
+    assert f(None, 1) == 2  # type: ignore[operator]
+    # compiled as the builtin compiles it for dataclasses (no flags inherited: this test module has
+    # `from __future__ import annotations`, which would make the annotations strings)
+    assert f.__annotations__ == {"x": int, "return": str}  # type: ignore[attr-defined]
+    assert first.added == 1 and first.hits == 0
+    assert first.save() is True and first.save() is False  # nothing new the second time
+    second = _pyc.CodeCache(path)
+    g = _make(second)
+    assert second.hits == 1 and second.added == 0
+    assert g(None, 41) == 42 and g.__annotations__ == f.__annotations__  # type: ignore[operator,attr-defined]
+    assert second.eval("1 + 2", {}) == 3 and second.compile("x", "<string>", "eval").co_names == ("x",)
+    assert second.compile("x", "other.py", "eval").co_filename == "other.py"  # not generated code: the builtin's
+
+
+def test_a_damaged_or_foreign_table_is_ignored_and_rewritten(tmp_path):
+    path = tmp_path / "t.bin"
+    c = _pyc.CodeCache(str(path))
+    _make(c)
+    c.save()
+    good = path.read_bytes()
+    for bad in (good[:-7], good.replace(b"gpuwiz-codegen 1", b"gpuwiz-codegen 0"),
+                c.header() + b"\x00garbage", c.header() + __import__("marshal").dumps({("exec", "x"): "not code"})):
+        path.write_bytes(bad)
+        again = _pyc.CodeCache(str(path))
+        assert _make(again)(None, 2) == 3  # type: ignore[operator]
+        assert again.hits == 0 and again.added == 1
+        assert again.save() is True
+        assert _pyc.CodeCache(str(path)).code(GENERATED, "exec") is not None
+
+
+def test_an_unwritable_table_still_runs(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    c = _pyc.CodeCache(str(blocker / "codegen" / "t.bin"))
+    assert _make(c)(None, 0) == 1  # type: ignore[operator]
+    assert c.save() is False
+
+
+PROBE_CODEGEN = """
+import dataclasses, json, sys, typing
+from collections import namedtuple
+import gpuwiz._pyc as p
+cache = p.install_codegen("probe") if sys.argv[1:] != ["plain"] else p.CodeCache("")
+@dataclasses.dataclass(frozen=True, order=True)
+class D:
+    a: int
+    b: "tuple[str, ...]" = dataclasses.field(default_factory=tuple)
+N = namedtuple("N", "x y")
+class T(typing.TypedDict):
+    k: "int"
+print(json.dumps([cache.hits, cache.added, repr(D(1)), D(1) < D(2), D(1) == D(1, ()), hash(D(3)) == hash(D(3)),
+                  repr(N(1, 2)), str(typing.get_type_hints(T)), str(typing.get_type_hints(D.__init__))]))
+"""
+
+
+def test_a_process_reads_the_code_an_earlier_process_generated(tmp_path):
+    env = {**os.environ, "GPUWIZ_CACHE_DIR": str(tmp_path)}
+
+    def run(*args: str) -> list:
+        out = subprocess.run([sys.executable, "-c", PROBE_CODEGEN, *args], capture_output=True, text=True,
+                             timeout=120, env=env)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    first, second = run(), run()
+    assert first[0] == 0 and first[1] >= 5  # __init__, __repr__, __eq__, order, __setattr__, ..., N.__new__
+    assert second[0] == first[1] and second[1] == 0
+    plain = run("plain")  # the builtins compile: the classes must behave exactly as they do there
+    assert first[2:] == second[2:] == plain[2:]
+    assert plain[2:6] == ["D(a=1, b=())", True, True, True] and "tuple[str, ...]" in plain[-1]
+    assert list((tmp_path / "codegen").glob("probe.*.bin"))
+
+
+def test_headless_commands_keep_their_generated_code_in_the_cache_folder(tmp_path):
+    env = {**os.environ, "GPUWIZ_CACHE_DIR": str(tmp_path)}
+    cmd = [sys.executable, "-m", "gpuwiz", "estimate", str(Path(__file__).parents[1] / "examples" /
+                                                             "small-team-lora-7b.yaml"), "--gpu", "a100-80gb-sxm", "--format", "json"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    table = next((tmp_path / "codegen").glob("cli.*.bin"))
+    written = table.stat().st_mtime_ns
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert first.returncode == second.returncode == 0 and first.stdout == second.stdout
+    assert table.stat().st_mtime_ns == written  # everything came from the table: nothing to rewrite
+    subprocess.run([sys.executable, "-m", "gpuwiz", "--help"], capture_output=True, timeout=120, env=env, check=True)
+    assert [p.name.split(".")[0] for p in (tmp_path / "codegen").iterdir()] == ["cli"]  # --help installs none
