@@ -1,6 +1,7 @@
 """The `gpuwiz` command as a user (or a CI script) runs it: subprocesses, exit codes, output shapes."""
 
 import json
+import os
 
 import pytest
 
@@ -142,3 +143,36 @@ def test_help_names_every_subcommand(lang):
     line = next(x for x in out.stdout.splitlines() if "gpuwiz COMMAND --help" in x)
     names = set(line.split("：" if lang != "en" else ":", 1)[1].replace("、", ",").replace(" ", "").split(","))
     assert set(sub.choices) <= names, sorted(set(sub.choices) - names)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("args", [
+    ("recommend", SMALL, "--format", "json"), ("recommend", SMALL), ("recommend", SMALL, "--format", "md"),
+    ("estimate", SMALL, "--gpu", "a100-80gb-sxm", "--format", "json"), ("catalog", "gpus"),
+])
+def test_output_that_cannot_be_written_is_one_line_and_a_failure(args):
+    """Standard output on a full disk (/dev/full): one line saying the output could not be written, exit 1,
+    no traceback and no 'internal error'."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "GPUWIZ_DEBUG"}
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "gpuwiz", *map(str, args)], stdout=full, stderr=subprocess.PIPE,
+                             text=True, env=env, timeout=120)
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == ["gpuwiz: cannot write the output: No space left on device"]
+
+
+def test_a_closed_pipe_is_still_no_error():
+    """`gpuwiz recommend ... | head -1`: the reader leaving early is not a failure and prints nothing on stderr."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "gpuwiz", "recommend", str(SMALL), "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(10)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0 and err == b""

@@ -213,8 +213,8 @@ def test_a_process_reads_the_code_an_earlier_process_generated(tmp_path):
 
 def test_headless_commands_keep_their_generated_code_in_the_cache_folder(tmp_path):
     env = {**os.environ, "GPUWIZ_CACHE_DIR": str(tmp_path)}
-    cmd = [sys.executable, "-m", "gpuwiz", "estimate", str(Path(__file__).parents[1] / "examples" /
-                                                             "small-team-lora-7b.yaml"), "--gpu", "a100-80gb-sxm", "--format", "json"]
+    config = Path(__file__).parents[1] / "examples" / "small-team-lora-7b.yaml"
+    cmd = [sys.executable, "-m", "gpuwiz", "estimate", str(config), "--gpu", "a100-80gb-sxm", "--format", "json"]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     table = next((tmp_path / "codegen").glob("cli.*.bin"))
     written = table.stat().st_mtime_ns

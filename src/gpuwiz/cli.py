@@ -295,7 +295,7 @@ def _write_out(text: str, output: str | None, *, inputs: dict[str, str | None] |
         check_output(output, inputs or {}, force)
         atomic_write_text(output, text)
     else:
-        sys.stdout.write(text)
+        emit(text)
 
 
 def _hf_path(req: Any, config: str) -> str | None:
@@ -362,7 +362,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         est = estimate(req, catalog, gpu=args.gpu, count=args.count, gpus_per_node=args.gpus_per_node)
     except GpuwizError as exc:
         raise _in_config(exc, args.config) from None
-    sys.stdout.write(render_estimate(est, args.format))
+    emit(render_estimate(est, args.format))
     return 0
 
 
@@ -438,7 +438,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     if args.format == "json":
         from gpuwiz.core.report import to_json
 
-        sys.stdout.write(to_json([e.model_dump(mode="json") for e in items]))
+        emit(to_json([e.model_dump(mode="json") for e in items]))
         return 0
     if args.section == "gpus":
         rows = [[g.id, g.name, g.segment, f"{g.memory_gib:g} GB", _num(g.bf16_tflops or g.fp16_tflops),
@@ -463,7 +463,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                          _num(c.spot_usd_per_hour, ",.2f"), c.observed, f"{age} mo" + (" OLD" if age > 12 else "")])
         text = _table(["id", "provider", "instance", "gpus", "region", "country", "tier", "price/h", "USD/h",
                        "spot USD/h", "observed", "age"], rows)
-    sys.stdout.write(text)
+    emit(text)
     return 0
 
 
@@ -518,7 +518,7 @@ def cmd_catalog_import(args: argparse.Namespace) -> int:
     header = (f"gpuwiz catalog import skypilot {path.name} (cloud {cloud}); observed {observed}, retrieved {_today()}\n"
               f"{len(res.offers)} offers from {res.rows} rows; use with --catalog {out.name}")
     atomic_write_text(out, skypilot.overlay_text(res, header))
-    sys.stdout.write(f"{out}: {len(res.offers)} offers from {res.rows} rows ({res.skipped_no_accelerator} without "
+    emit(f"{out}: {len(res.offers)} offers from {res.rows} rows ({res.skipped_no_accelerator} without "
                      f"an accelerator skipped, {sum(res.unmapped.values())} unmapped, {len(res.problems)} bad)\n")
     return 0
 
@@ -592,7 +592,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     out = args.output or f"launch-{args.target}"
     paths = write_files(out, files, force=args.force)
     for path in paths:
-        sys.stdout.write(f"wrote {path}\n")
+        emit(f"wrote {path}\n")
     return 0
 
 
@@ -652,9 +652,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from gpuwiz.launch.write import write_text_file
 
         write_text_file(args.output, text, force=args.force)
-        sys.stdout.write(f"wrote {args.output}\n")
+        emit(f"wrote {args.output}\n")
     else:
-        sys.stdout.write(text)
+        emit(text)
     return 0
 
 
@@ -681,7 +681,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         check_output_file(Path(args.output), args.force)
     res = run_probe(detect_gpus(), catalog, req, budget_s=args.budget_s, progress=sys.stderr,
                     measured_at=utc_now_iso())
-    sys.stdout.write(render(res))
+    emit(render(res))
     assert res.calibration is not None
     text = calibration_yaml(res.calibration, "gpuwiz probe: paste this section into your config"
                             + ("\nmeasured on CPU: not representative of any GPU" if res.on_cpu else ""))
@@ -689,9 +689,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
         from gpuwiz.launch.write import write_text_file
 
         write_text_file(args.output, text, force=args.force)
-        sys.stdout.write(f"wrote {args.output}\n")
+        emit(f"wrote {args.output}\n")
     else:
-        sys.stdout.write("\n" + text)
+        emit("\n" + text)
     return 0
 
 
@@ -775,6 +775,48 @@ def fast_exit(rc: int) -> None:
     os._exit(rc)
 
 
+def _silence_stdout() -> None:
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+    except OSError:
+        pass
+
+
+def cannot_write_output(exc: OSError) -> int:
+    """Standard output took no more (a full disk, /dev/full, a dead device): one line, exit 1."""
+    reason = exc.strerror or type(exc).__name__
+    sys.stderr.write(_("gpuwiz: cannot write the output: {reason}").format(reason=reason) + "\n")
+    _silence_stdout()
+    return 1
+
+
+def flush_output(rc: int) -> int:
+    """Flush standard output at the end of a command: what could not be written is an error, not a lost answer."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`| head`): as Unix tools do, no message
+        _silence_stdout()
+    except OSError as exc:
+        return cannot_write_output(exc)
+    except ValueError:  # a closed stream
+        pass
+    return rc
+
+
+class OutputError(Exception):
+    """Standard output refused a write (the OSError is ``__cause__``): reported as such, not as an internal error."""
+
+
+def emit(text: str) -> None:
+    """Write ``text`` to standard output; an OSError there (other than a closed pipe) is an OutputError."""
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None and not {"-h", "--help", "--version"} & set(sys.argv[1:]):
         # gpuwiz is the process: the code that dataclasses & co. generate, compiled, from the cache folder
@@ -782,6 +824,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         install_codegen("cli" if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS else "wizard")
     rc = _main(argv)
+    if argv is None:
+        rc = flush_output(rc)
     if argv is None and sys.argv[1:2] and sys.argv[1] in FAST_EXIT:
         fast_exit(rc)
     return rc
@@ -818,14 +862,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("gpuwiz: interrupted\n")
         return 130
     except BrokenPipeError:
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-        except OSError:
-            pass
+        _silence_stdout()
         return 0
     except Exception as exc:  # the outermost boundary: every error becomes an exit code (re-raised under GPUWIZ_DEBUG)
         from gpuwiz.core.errors import GpuwizError, printable
 
+        if isinstance(exc, OutputError) and isinstance(exc.__cause__, OSError):  # the output's, not the engine's
+            return cannot_write_output(exc.__cause__)
         if isinstance(exc, GpuwizError):
             for problem in exc.problems:  # never echo a user's escape sequences raw to the terminal
                 sys.stderr.write(printable(" ".join(str(problem).splitlines())) + "\n")
