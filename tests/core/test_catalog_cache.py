@@ -8,10 +8,13 @@ import marshal
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import get_args
 
 import pytest
+from pydantic import BaseModel
 
 from gpuwiz.core import cache
 from gpuwiz.core import catalog as catmod
@@ -131,8 +134,8 @@ def test_unwritable_cache_dir_falls_back_silently(tmp_path: Path, monkeypatch: p
     _forget()
     try:
         _same(load_catalog(), _fresh())
-        assert cache.write("catalog", "k", "{}") is False
-        assert cache.read("catalog", "k") is None
+        assert cache.write_bytes("catalog", "k", b"{}") is False
+        assert cache.read_bytes("catalog", "k") is None
     finally:
         _forget()
 
@@ -141,9 +144,9 @@ def test_old_entries_are_pruned(cache_dir: Path) -> None:
     cache_dir.mkdir(parents=True)
     (cache_dir / "catalog-old.json").write_text("{}", encoding="utf-8")  # a format-1 entry
     for i in range(cache.MAX_ENTRIES + 5):
-        assert cache.write("catalog", f"k{i:02d}", "{}")
+        assert cache.write_bytes("catalog", f"k{i:02d}", b"{}")
     assert len(_entries(cache_dir)) == cache.MAX_ENTRIES
-    assert cache.read("catalog", f"k{cache.MAX_ENTRIES + 4:02d}") == "{}"
+    assert cache.read_bytes("catalog", f"k{cache.MAX_ENTRIES + 4:02d}") == b"{}"
     assert not (cache_dir / "catalog-old.json").exists()
 
 
@@ -295,13 +298,96 @@ def test_a_payload_without_the_catalog_shape_is_not_served(cache_dir: Path) -> N
         assert _parsed_yaml(), what  # rebuilt from the YAML
 
 
+def _schema_classes(root: type[BaseModel]) -> list[type[BaseModel]]:
+    """``root`` and every model class reachable through its field annotations."""
+    out: list[type[BaseModel]] = []
+    todo = [root]
+    while todo:
+        cls = todo.pop()
+        if cls in out:
+            continue
+        out.append(cls)
+        for f in cls.model_fields.values():
+            stack = [f.annotation]
+            while stack:
+                t = stack.pop()
+                if isinstance(t, type) and issubclass(t, BaseModel):
+                    todo.append(t)
+                stack.extend(get_args(t))
+    return out
+
+
 def test_the_schema_module_list_is_the_walk() -> None:
-    walked = {c.__module__ for c in catmod._schema_classes(Catalog)}
+    walked = {c.__module__ for c in _schema_classes(Catalog)}
     assert walked == set(catmod.SCHEMA_MODULES)
 
 
 def test_cache_key_covers_every_module_of_the_schema() -> None:
     from gpuwiz.core import hardware, stacks
 
-    files = {sys.modules[c.__module__].__file__ for c in catmod._schema_classes(Catalog)}
+    files = {sys.modules[c.__module__].__file__ for c in _schema_classes(Catalog)}
     assert {catmod.__file__, hardware.__file__, stacks.__file__} <= files
+
+
+# ---- the built-in catalog keyed by its files' stamp, not their contents (catalog.file_stamp) ------------
+
+@pytest.fixture
+def own_catalog(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of catalog.yaml the test may edit, standing in for the built-in one."""
+    path = tmp_path / "catalog.yaml"
+    path.write_bytes(catmod._builtin_path().read_bytes())
+    monkeypatch.setattr(catmod, "_builtin_path", lambda: path)
+    _forget_all()
+    yield path
+    _forget_all()
+
+
+def _forget_all() -> None:
+    """As a new process: also the built-in catalog's key and text."""
+    _forget()
+    catmod._builtin_digest.cache_clear()
+    catmod._builtin_bytes.cache_clear()
+
+
+def test_a_file_changed_just_now_has_no_stamp(tmp_path: Path) -> None:
+    f = tmp_path / "x.yaml"
+    f.write_text("a: 1\n", encoding="utf-8")
+    assert catmod.file_stamp([str(f)]) is None  # within the kernel clock's tick: hash the contents
+    st = f.stat()
+    old = st.st_mtime_ns - 10 * catmod.STAMP_SETTLE_NS
+    os.utime(f, ns=(old, old))  # an old mtime does not help: the change time is now
+    assert catmod.file_stamp([str(f)]) is None
+
+
+def test_a_settled_catalog_is_served_by_its_stamp(own_catalog: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(catmod, "STAMP_SETTLE_NS", -(10 ** 18))  # every file counts as settled
+    first = load_catalog()
+    assert _parsed_yaml()
+    _forget_all()
+    _same(load_catalog(), first)
+    assert not _parsed_yaml()  # served from the entry filed under the stamp
+
+
+@pytest.mark.parametrize("settled", [True, False])
+def test_an_edit_that_keeps_size_and_mtime_is_never_served_stale(
+        own_catalog: Path, monkeypatch: pytest.MonkeyPatch, settled: bool) -> None:
+    if settled:
+        monkeypatch.setattr(catmod, "STAMP_SETTLE_NS", -(10 ** 18))
+    before = load_catalog().gpu("h100-sxm").price_new_usd
+    text = own_catalog.read_text(encoding="utf-8")
+    at = text.index("id: h100-sxm")
+    at = text.index("price_new_usd: ", at) + len("price_new_usd: ")
+    digit = text[at]
+    edited = text[:at] + ("2" if digit != "2" else "3") + text[at + 1:]
+    assert len(edited) == len(text)
+    st = own_catalog.stat()
+    deadline = time.monotonic() + 30
+    while own_catalog.stat().st_ctime_ns == st.st_ctime_ns:  # wait for the next tick of the file clock
+        assert time.monotonic() < deadline
+        own_catalog.write_text(edited, encoding="utf-8")
+    os.utime(own_catalog, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same mtime as before the edit
+    assert own_catalog.stat().st_size == st.st_size and own_catalog.stat().st_mtime_ns == st.st_mtime_ns
+    _forget_all()
+    after = load_catalog().gpu("h100-sxm").price_new_usd
+    assert _parsed_yaml() and after != before
+    _same(load_catalog(), catmod._validated(None, None))

@@ -42,7 +42,7 @@ def test_cache_entry(tmp_path, monkeypatch, kind):
     path = cache._path("catalog", "k" * 64)
     assert path is not None
     _plant(path, kind)
-    assert cache.read("catalog", "k" * 64) is None
+    assert cache.read_bytes("catalog", "k" * 64) is None
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -45,22 +45,6 @@ def _path(kind: str, key: str) -> Path | None:
     return None if folder is None else folder / f"{kind}-{key}.cache"
 
 
-def read(kind: str, key: str) -> str | None:
-    """The text payload stored under ``key``, or None when missing, unreadable, corrupt or not for this key."""
-    payload = read_bytes(kind, key)
-    if payload is None:
-        return None
-    try:
-        return payload.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def write(kind: str, key: str, payload: str) -> bool:
-    """Store the text ``payload`` under ``key`` atomically. Returns False (silently) when it cannot."""
-    return write_bytes(kind, key, payload.encode("utf-8"))
-
-
 def read_bytes(kind: str, key: str) -> bytes | None:
     """The payload stored under ``key``, or None when missing, unreadable, corrupt or not for this key."""
     path = _path(kind, key)
