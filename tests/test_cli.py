@@ -176,3 +176,18 @@ def test_a_closed_pipe_is_still_no_error():
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 0 and err == b""
+
+
+@pytest.mark.parametrize("columns", [None, "100", "40", "0", "-3", "wide"])
+def test_help_is_as_wide_as_argparse_would_make_it(monkeypatch, columns):
+    """The parsers work out argparse's help width without importing shutil: the same width, whatever $COLUMNS says."""
+    import shutil
+
+    from gpuwiz.cli import help_width
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.delenv("LINES", raising=False)
+    assert help_width() == shutil.get_terminal_size().columns - 2

@@ -118,10 +118,30 @@ def set_language(argv: Sequence[str]) -> None:
     argparse._ = _  # type: ignore[attr-defined]
 
 
+def help_width() -> int:
+    """= shutil.get_terminal_size().columns - 2, argparse's help width: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.add_argument("--lang", metavar="en|zh-CN", default=argparse.SUPPRESS, help=_(LANG_HELP))
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # the width argparse works out itself, without its `import shutil` (+ bz2, lzma, ...): every
+        # add_argument makes a formatter, so each headless start paid for it
+        make: Any = self.formatter_class  # every HelpFormatter takes width (typeshed's protocol names prog only)
+        return make(prog=self.prog, width=help_width())  # type: ignore[no-any-return]
 
     def error(self, message: str) -> NoReturn:  # one line, exit 2
         from gpuwiz.core.errors import printable

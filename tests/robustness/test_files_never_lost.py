@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def test_recommend_output_failure_keeps_previous_file(setup, capsys, monkeypatch
     tmp, cfg, out = setup
     boom = _boom(err, text)  # OSError(EACCES, ...) is a PermissionError, as the OS would raise
     if where.startswith("mkstemp"):
-        monkeypatch.setattr(yamlio.tempfile, "mkstemp", boom)
+        monkeypatch.setattr(tempfile, "mkstemp", boom)
     elif where.startswith("replace"):
         monkeypatch.setattr(yamlio.os, "replace", boom)
     else:

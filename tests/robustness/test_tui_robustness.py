@@ -15,6 +15,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import threading
 import time
@@ -235,7 +236,7 @@ async def test_failed_save_in_the_wizard_keeps_the_previous_file(tmp_path, monke
             raise OSError(errno.ENOSPC, "No space left on device")
 
         target = {"fsync": (yamlio.os, "fsync"), "replace": (yamlio.os, "replace"),
-                  "mkstemp": (yamlio.tempfile, "mkstemp")}[where]
+                  "mkstemp": (tempfile, "mkstemp")}[where]
         monkeypatch.setattr(*target, boom)
         error = app.save_to(str(cfg))
         monkeypatch.undo()

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -468,6 +467,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     parent = p.parent if str(p.parent) else Path(".")
     tmp_name: str | None = None
     try:
+        import tempfile  # only when writing: tempfile pulls in shutil, random, ...
+
         fd, tmp_name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
