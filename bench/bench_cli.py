@@ -6,8 +6,8 @@ in machine load hits all of them alike; the ratio is taken within each round and
 the ratio of the medians. CPU time (user + sys of the child) is printed too: on a shared machine it moves
 less than wall time. Instruction counts come from valgrind (callgrind, one run each: they are deterministic)
 where valgrind is installed (`perf stat -e instructions` is not supported in most containers); pass
---no-instructions to skip them. The catalog cache lives in a temporary GPUWIZ_CACHE_DIR, warmed by the
-warm-up round, as it is for a user after their first run.
+--no-instructions to skip them. The catalog cache and the generated-code table (gpuwiz/_pyc.py) live in a
+temporary GPUWIZ_CACHE_DIR, warmed by the warm-up round, as they are for a user after their first run.
 
 Usage: python bench/bench_cli.py [N] [--no-instructions]
 """

@@ -812,6 +812,8 @@ def cannot_write_output(exc: OSError) -> int:
 
 def flush_output(rc: int) -> int:
     """Flush standard output at the end of a command: what could not be written is an error, not a lost answer."""
+    if sys.stdout is None:  # started without a standard output (fd 1 closed)
+        return rc
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (`| head`): as Unix tools do, no message
