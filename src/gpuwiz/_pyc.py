@@ -25,6 +25,7 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec, PathFinder, SourceFileLoader
+from stat import S_ISREG
 from types import CodeType, ModuleType
 from typing import Any
 
@@ -191,9 +192,15 @@ class CodeCache:
 
     def load(self) -> None:
         self.loaded = True
-        try:
-            with open(self.path, "rb") as fh:
-                data = fh.read(CODEGEN_MAX_BYTES + 1)
+        try:  # a FIFO or device planted there is a miss, not a hang: open without blocking, read regular files only
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+            try:
+                if not S_ISREG(os.fstat(fd).st_mode):
+                    return
+                with os.fdopen(fd, "rb", closefd=False) as fh:
+                    data = fh.read(CODEGEN_MAX_BYTES + 1)
+            finally:
+                os.close(fd)
         except OSError:
             return
         head = self.header()

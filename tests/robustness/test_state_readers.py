@@ -1,6 +1,7 @@
 """The files gpuwiz reads on its own (recent-files list, catalog cache, the config's fingerprint for
-"changed on disk since opened") go through the one safe reader too: a FIFO, a device node or a
-folder planted where one of them lives is treated as absent, at once, never waited on."""
+"changed on disk since opened") go through the one safe reader too, and the generated-code table
+(gpuwiz/_pyc.py) reads the same way: a FIFO, a device node or a folder planted where one of them
+lives is treated as absent, at once, never waited on."""
 
 from __future__ import annotations
 
@@ -62,3 +63,13 @@ def test_fingerprint_of_a_regular_file(tmp_path):
     a = _fingerprint(str(f))
     f.write_text("version: 1\n# edited\n")
     assert a is not None and _fingerprint(str(f)) not in (None, a)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_generated_code_table(tmp_path, kind):
+    from gpuwiz import _pyc
+
+    _plant(tmp_path / "t.bin", kind)
+    table = _pyc.CodeCache(str(tmp_path / "t.bin"))
+    table.load()
+    assert table.codes == {} and table.loaded
