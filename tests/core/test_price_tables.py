@@ -17,7 +17,7 @@ from gpuwiz.core.catalog import load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
-from gpuwiz.core.recommend import Cand, _Recommender, _Scanner
+from gpuwiz.core.recommend import Cand, Quick, _Recommender, _Scanner
 from scenario_set import ROOT
 
 CAT = load_catalog()
@@ -121,3 +121,35 @@ def test_size_cost_has_the_numbers_of_size_system_on_every_shape_and_tier() -> N
                         assert cost.Footprint.of(s) == cost.Footprint.of(b)
                         seen += 1
     assert seen > 500
+
+
+@pytest.mark.parametrize("example", ["small-team-lora-7b.yaml", "resnet50-imagenet.yaml"])
+def test_buy_floors_from_the_warm_stems_are_the_plain_engines(example: str) -> None:
+    """rank's owning floors (``_buy_floor``: its PartsStem per shape is kept per catalog on the shape and
+    ``stem_key``) after every deployment edit, warm from the base, equal the floors without a memo; and
+    the fields the stems read do move them (a key that missed one would serve the base's)."""
+    base = load_config(ROOT / "examples" / example)
+    shapes = [(g, gpn, nodes) for g in CAT.gpus for gpn, nodes in ((1, 1), (4, 1), (8, 2)) if gpn <= g.max_per_node]
+
+    def floors(req: Requirements) -> list[tuple[float, float]]:
+        rec = _Recommender(req, CAT, req.deployment.objective)
+        q = Quick(fits=True, wall_hours=10.0, gpu_hours=10.0)
+        return [rec._buy_floor(Cand(gpu=g, gpn=gpn, nodes=nodes, q=q)) for g, gpn, nodes in shapes]
+
+    memo.clear()
+    want_base = floors(base)
+    changed: set[str] = set()
+    for path, ann, value in _leaves(base):
+        if path[0] != "deployment":
+            continue
+        req = _valid_change(base, path, ann, value)
+        if req is None:
+            continue
+        floors(base)
+        got = floors(req)
+        with memo.disabled():
+            assert got == floors(req), path
+        if got != want_base:
+            changed.add(".".join(path))
+    assert {"deployment.country", "deployment.staff_usd_per_year", "deployment.horizon_years",
+            "deployment.site"} <= changed, changed

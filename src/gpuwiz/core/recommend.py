@@ -567,6 +567,7 @@ class _Recommender:
         self.rates = costmod.own_rates(req, cat)
         self.stem_key = costmod.stem_key(req)
         self.rough_stems = memo.table(cat, "rough_onprem_stems")
+        self.floor_stems = memo.table(cat, "buy_floor_stems")  # _buy_floor's stems per shape and stem_key
         # price_rough's per-shape facts (_shape_facts) for one workload: (workload, $/h of its cloud
         # volume, {shape: facts}), kept per catalog on every field they read (_shape_table)
         self.shape_tables = memo.table(cat, "rough_shapes", maxsize=32)
@@ -1204,6 +1205,7 @@ class _Recommender:
         held = [c for c in picked if prune and not pinned and self._may_hold(c)]
         held_ids = {id(c) for c in held}
         sized = {id(c): self.exact(c, w0) for c in picked if id(c) not in lazy_ids and id(c) not in held_ids}
+        settled = False  # every held build left unsized is proved irrelevant (``_settle_owned``)
         while True:
             shortlist = [sized.get(id(c), c) for c in picked if id(c) not in held_ids or id(c) in sized]
             shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
@@ -1211,6 +1213,8 @@ class _Recommender:
                 return None
             shortlist.sort(key=self.key)
             win = self.pick(shortlist) if shortlist else None
+            if settled:
+                break
             waiting = [c for c in held if id(c) not in sized]
             shown: list[Cand] = []
             if waiting and win is not None:
@@ -1218,6 +1222,9 @@ class _Recommender:
                 irrelevant = self._owned_irrelevant(win, shortlist, final)
                 waiting = [c for c in waiting if not irrelevant(c)]
                 shown = [c for c in waiting if not irrelevant(c, False)]  # ... whoever the build to own is
+                if waiting and not shown:  # each could only be the build to own: one round settles them
+                    settled = self._settle_owned(waiting, shortlist, sized, w0)
+                    continue  # the shortlist and the pick with the ones it sized (unchanged when settled)
             if not waiting:
                 break
             # size those now; else, of the ones that could only be the build to own, the one cheapest to
@@ -1239,6 +1246,41 @@ class _Recommender:
         shortlist.remove(win)
         return Ranked(shortlist=(win, *shortlist), priced=every, search=priced)
 
+    def _settle_owned(self, waiting: list[Cand], shortlist: list[Cand], sized: dict[int, Cand],
+                      w0: sysmod.Workload) -> bool:
+        """``rank``'s rounds for held builds that could each only be the build to own (``_owned_irrelevant``
+        proves all else of them), in one pass: size the one cheapest to own (as a round does), keep the
+        build to own (``_best_buy``) up to date and drop the ones it now proves, until none is left. A
+        build sized here ranks behind the first of the sorted ``shortlist`` and outside the pick's band
+        (checked: then the first, the pick and the band stand), and it only adds to the ranked keys and the
+        Pareto points, so every other proof of a round stands and only the build to own moves. True when
+        settled; False (a round's full proofs are due: the caller's loop) when a sized build breaks that
+        check or ties the build to own (the order of the shortlist would decide). ``sized`` gains each
+        build sized."""
+        first = self.key(shortlist[0])[:2]
+        band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
+        best = self._best_buy(shortlist)
+
+        def order(b: Cand) -> tuple[float, ...]:  # _best_buy's order
+            assert b.buy_total is not None
+            return (float(self.tight(b)), b.buy_total * self._stack(b), b.q.wall_hours)
+
+        pending = waiting
+        while pending:
+            c = min(pending, key=lambda c: self._buy_floor(c)[1])
+            s = sized[id(c)] = self.exact(c, w0)
+            if not math.isinf(s.score):  # it joins the shortlist
+                k = self.key(s)[:2]
+                if not k > first or (k[0] == first[0] and k[1] <= band):
+                    return False
+                if self._best_buy([s]) is s:
+                    if best is None or order(s) < order(best):
+                        best = s
+                    elif order(s) == order(best):
+                        return False
+            pending = [d for d in pending if d is not c and not self._not_best_buy(d, best)]
+        return True
+
     def _buy_floor(self, c: Cand) -> tuple[float, float]:
         """(capex, horizon cost of owning) that ``exact`` cannot go below for ``c``: the GPUs alone at
         their cheapest price (new or used: the lean / used tiers), every other BOM line and the power
@@ -1247,12 +1289,21 @@ class _Recommender:
         key = (c.gpu.id, c.gpn, c.nodes)
         got = self.floors.get(key)
         if got is None:
-            prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
-            capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
-            total = min(costmod.onprem_parts(self.req, self.cat, costmod.Footprint(
-                nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex=capex).total(
-                self.y, 0.0) for rack in (False, True))
-            got = self.floors[key] = (capex, total)
+            # The floor's PartsStem per footprint kind (no $/kWh, no horizon), kept per catalog on the
+            # shape and ``stem_key``; PartsStem.total is OnPremParts.total to the bit (tests/core/test_price_tables).
+            skey = (*key, self.stem_key)
+            stems = self.floor_stems.get(skey) if self.floor_stems is not None else memo.MISS
+            if stems is memo.MISS:
+                prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
+                capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
+                stems = (capex, tuple(self.rates.stem(costmod.Footprint(
+                    nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex)
+                    for rack in (False, True)))
+                if self.floor_stems is not None:
+                    self.floor_stems.put(skey, stems)
+            capex, kinds = stems
+            kwh, rf = self.rates.kwh, self.rates.residual_factor
+            got = self.floors[key] = (capex, min(st.total(kwh, rf, self.y, 0.0) for st in kinds))
         return got
 
     def _may_hold(self, c: Cand) -> bool:
