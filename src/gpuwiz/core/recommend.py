@@ -424,7 +424,7 @@ class _Shapes:
 
 # price_rough's candidate before the money fields: (the candidate, its rent price and rough capex as
 # Cand fields, the year's rent or None, the owning parts or None); _Recommender._template
-_Template = tuple[Cand, dict[str, Any], float | None, costmod.PartsStem | None]
+_Template = tuple[Cand, float | None, costmod.PartsStem | None]
 TEMPLATES_MAX = 8  # searches whose templates a workload's shape table keeps (past it: emptied)
 
 
@@ -781,9 +781,9 @@ class _Recommender:
 
     def _template(self, c: Cand, w: sysmod.Workload) -> _Template:
         """What ``price_rough`` finds for ``c`` before the money fields (budget, horizon,
-        electricity): the candidate, its rent price and rough capex (the Cand fields ``_money`` sets),
-        the year's rent (the cheaper of on-demand and reservations) and the owning parts. The shape's
-        part of it comes from its ``_shape_facts``."""
+        electricity): the candidate with its rent price and rough capex (a money edit copies it once,
+        ``_money``), the year's rent (the cheaper of on-demand and reservations) and the owning parts.
+        The shape's part of it comes from its ``_shape_facts``."""
         shapes = self._shape_table(w)
         q = c.q
         key = (c.gpu.id, c.gpn, c.nodes, q.host_ram_gib)
@@ -813,20 +813,20 @@ class _Recommender:
                 reserved_year=reserved_year)
         if stem is not None:
             new["capex"] = capex
-        return c, new, rent_year, stem
+        return c.but(**new), rent_year, stem
 
     def _money(self, t: _Template) -> Cand:
         """A ``_template`` priced over this answer's horizon, electricity and budget, scored."""
-        c, fields, rent_year, stem = t
+        c, rent_year, stem = t
         rent_total = rent_year * self.y if rent_year is not None else None
         buy_total: float | None = None
         if stem is not None:
             buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
                                    costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
-        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, fields.get("capex", c.capex))
+        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, c.capex)
         if how is None:
-            return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
-        return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
+            return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
+        return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
 
     def _templates(self, found: Enumerated, w: sysmod.Workload) -> list[_Template]:
         """``_template`` of every candidate of a search, kept in the workload's ``_shape_table`` per
@@ -1578,10 +1578,14 @@ class _Recommender:
             # Only exact prices: a rent price is exact once priced, a bought build once sized.
             if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
                 continue
-            run = win_run if c is win and win_run is not None else self.per_run(c)
-            rented = win_rented if c is win else c.mode == "rent"
-            if math.isfinite(run):
-                pts.append((round(c.q.wall_hours, 3), round(run, 2), c, rented))
+            if c is win:
+                run = win_run if win_run is not None else self.per_run(c)
+                if math.isfinite(run):
+                    pts.append((round(c.q.wall_hours, 3), round(run, 2), c, win_rented))
+                continue
+            wall, rounded = self._point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
+            if math.isfinite(rounded):
+                pts.append((wall, rounded, c, c.mode == "rent"))
         pts.sort(key=lambda p: (p[0], p[1]))
         front: list[tuple[ParetoPoint, bool]] = []  # (point, is the pick)
         for wall, run, c, rented in pts:
