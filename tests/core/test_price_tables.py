@@ -153,3 +153,26 @@ def test_buy_floors_from_the_warm_stems_are_the_plain_engines(example: str) -> N
             changed.add(".".join(path))
     assert {"deployment.country", "deployment.staff_usd_per_year", "deployment.horizon_years",
             "deployment.site"} <= changed, changed
+
+
+def test_cheapest_of_the_allowed_offers_is_cheapest_rate() -> None:
+    """The recommender prices a shape with cost.cheapest_of over the GPU's allowed offers (no memo of
+    its own: its per-shape table keys on the policy); the same answer as the memoised cheapest_rate,
+    under data policies that allow different offers."""
+    base = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+    seen = 0
+    counts: set[int] = set()
+    for upd in ({}, {"data_sensitivity": "regulated"}, {"data_sensitivity": "confidential", "country": "DE"},
+                {"regions": ["us-east-1"]}):
+        req = base.model_copy(update={"deployment": base.deployment.model_validate(
+            {**base.deployment.model_dump(), **upd})})
+        counts.add(sum(len(cost.allowed_offers(CAT, g.id, req, market.policy_key(req))) for g in CAT.gpus))
+        policy = market.policy_key(req)
+        for g in CAT.gpus:
+            offers = cost.allowed_offers(CAT, g.id, req, policy)
+            for total, gpn in ((1, 1), (8, 8), (16, 8), (4, 2)):
+                for ram in (0.0, 900.0):
+                    got = cost.cheapest_of(offers, total, gpn, host_ram_gib=ram)
+                    assert got == cost.cheapest_rate(CAT, g.id, total, gpn, req=req, host_ram_gib=ram), (g.id, upd)
+                    seen += got is not None
+    assert seen > 50 and len(counts) > 1  # the policies do allow different offers

@@ -575,6 +575,7 @@ class _Recommender:
         # every requirement field price_rough's run-time-free facts read (_rough_facts)
         self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)
         self.facts = memo.table(cat, "rough_price_facts")
+        self.offers: dict[str, tuple[tuple[CloudInstance, float], ...]] = {}  # cost.allowed_offers per GPU id
         # the catalog's pricing factors, read once per answer
         self.r1 = cat.fac("reserved_1y_discount")
         self.spot_over = cat.fac("spot_overhead_frac")
@@ -884,7 +885,11 @@ class _Recommender:
         if got is memo.MISS:
             gpu, count = c.gpu, c.gpn * c.nodes
             # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
-            hit = costmod.cheapest_rate(self.cat, gpu.id, count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
+            # (cost.cheapest_rate without its own memo: this table's key holds every field it reads)
+            offers = self.offers.get(gpu.id)
+            if offers is None:
+                offers = self.offers[gpu.id] = costmod.allowed_offers(self.cat, gpu.id, self.req, self.facts_key[0])
+            hit = costmod.cheapest_of(offers, count, c.gpn, host_ram_gib=c.q.host_ram_gib)
             used = self.d.used_hardware or gpu.price_new_usd is None  # no longer sold new: used only
             unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
             sold_here = self.sold_cache.get(gpu.id)
