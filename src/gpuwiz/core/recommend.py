@@ -1327,7 +1327,17 @@ class _Recommender:
         run (``pareto``)."""
         first = self.key(shortlist[0])[:2]
         band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
-        keyed = [(self.key(x)[:2], x.gpu.id) for x in shortlist]
+        # The GPU types ranked before a key: the shortlist's keys in order, each type's first place in
+        # it, and how many types other than the pick's the first i places hold.
+        keyed = sorted((self.key(x)[:2], x.gpu.id) for x in shortlist)
+        keys = [k for k, _gid in keyed]
+        first_at: dict[str, int] = {}
+        others = [0]
+        for i, (_k, gid) in enumerate(keyed):
+            new = gid not in first_at
+            if new:
+                first_at[gid] = i
+            others.append(others[-1] + (new and gid != win.gpu.id))
         best = self._best_buy(shortlist)
         pts = sorted(self._point(p) for p in final
                      if p is not win and not math.isinf(p.score) and (p.exact or p.mode == "rent"))
@@ -1337,21 +1347,24 @@ class _Recommender:
             least.append(min(run, least[-1]) if least else run)
         years_runs = max(self.rpy * self.y, 1e-9)
 
+        shown: dict[int, tuple[Cand, bool]] = {}  # the tests but the build to own's, per candidate
+
         def irrelevant(c: Cand, buy: bool = True) -> bool:
+            hit = shown.get(id(c))
+            if hit is None or hit[0] is not c:
+                hit = shown[id(c)] = (c, unseen(c))
+            return hit[1] and (not buy or self._not_best_buy(c, best))
+
+        def unseen(c: Cand) -> bool:
             floor = self._buy_floor(c)[1] * (1 - 1e-9)
             score = floor / costmod.BUY_MARGIN if self.d.mode == "either" else floor
             low = (float(self.tight(c)), score * self._stack(c))  # the least its key (``key``) can be
             if not low > first or (low[0] == first[0] and low[1] <= band):
                 return False
             if c.gpu.id != win.gpu.id:
-                before: set[str] = set()
-                for k, gid in keyed:
-                    if k < low:
-                        before.add(gid)
-                if c.gpu.id not in before and len(before - {win.gpu.id}) < N_ALTERNATIVES:
+                n = bisect.bisect_left(keys, low)  # the shortlist's places with a key below ``low``
+                if first_at.get(c.gpu.id, n) >= n and others[n] < N_ALTERNATIVES:
                     return False
-            if buy and not self._not_best_buy(c, best):
-                return False
             i = bisect.bisect_left(walls, round(c.q.wall_hours, 3))  # the points strictly faster
             return i > 0 and least[i - 1] <= round(floor / years_runs, 2)
 
