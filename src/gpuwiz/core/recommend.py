@@ -1456,11 +1456,15 @@ class _Recommender:
 
     def _instance(self, o: CloudOption) -> CloudInstance | None:
         """The catalog row of a cloud option: one instance type is listed per region, each with its
-        own price and (as published) host figures, so the region is part of the match."""
-        for inst in self.cat.cloud_instances:
-            if (inst.provider, inst.instance_type, inst.gpu, inst.region) == (o.provider, o.instance, o.gpu, o.region):
-                return inst
-        return None
+        own price and (as published) host figures, so the region is part of the match (the first such
+        row, indexed once per catalog)."""
+        index = self.cat.derived.get(("instance_by_offer",))
+        if index is None:
+            rows: dict[tuple[str, str, str, str], CloudInstance] = {}
+            for inst in self.cat.cloud_instances:
+                rows.setdefault((inst.provider, inst.instance_type, inst.gpu, inst.region), inst)
+            index = self.cat.derived.setdefault(("instance_by_offer",), rows)
+        return index.get((o.provider, o.instance, o.gpu, o.region))  # type: ignore[no-any-return]
 
     def explain(self, scan: _Scanner, r: Ranked) -> Recommendation:
         """Stage 4: the full estimate, system, cost analysis and pitfalls for the winner, and its
