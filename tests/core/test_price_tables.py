@@ -176,3 +176,21 @@ def test_cheapest_of_the_allowed_offers_is_cheapest_rate() -> None:
                     assert got == cost.cheapest_rate(CAT, g.id, total, gpn, req=req, host_ram_gib=ram), (g.id, upd)
                     seen += got is not None
     assert seen > 50 and len(counts) > 1  # the policies do allow different offers
+
+
+def test_eligible_is_check_offer_for_every_offer_and_policy() -> None:
+    """market.eligible answers without check_offer where no policy can refuse an offer: the same
+    answer as check_offer on every catalog offer, for every sensitivity, with and without regions."""
+    base = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+    refused = 0
+    for sens in ("public", "internal", "confidential", "regulated"):
+        for regions in (None, ["US"], ["eu-west-1", "DE"]):
+            for country in ("US", "DE"):
+                dep = base.deployment.model_validate({**base.deployment.model_dump(), "data_sensitivity": sens,
+                                                      "regions": regions, "country": country})
+                req = base.model_copy(update={"deployment": dep})
+                for inst in CAT.cloud_instances:
+                    ok = market.check_offer(req, inst).ok
+                    assert market.eligible(req, inst) == ok, (sens, regions, inst.id)
+                    refused += not ok
+    assert refused > 100
