@@ -269,11 +269,24 @@ def allowed_offers(cat: Catalog, gpu_id: str, req: Requirements,
 
 def _allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
                     policy: tuple[object, ...] | None) -> tuple[tuple[CloudInstance, float], ...]:
-    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``),
-    memoised per GPU and ``policy`` (market.policy_key of ``req``)."""
+    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``, or
+    when the policy refuses none: ``offer_rates``), memoised per GPU and ``policy`` (market.policy_key
+    of ``req``)."""
+    if req is None or market.refuses_none(req):
+        return offer_rates(cat, gpu_id)
     return memo.cached(cat, "allowed_offers", (gpu_id, policy), lambda: tuple(
-        (inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id)
-        if req is None or market.eligible(req, inst)), maxsize=1024)
+        (inst, usd_h) for inst, usd_h in offer_rates(cat, gpu_id) if market.eligible(req, inst)), maxsize=1024)
+
+
+def offer_rates(cat: Catalog, gpu_id: str) -> tuple[tuple[CloudInstance, float], ...]:
+    """(offer, $/h in USD) of every catalog offer for one GPU type, in catalog order (per catalog)."""
+    index = cat.derived.get(("offer_rates",))
+    if index is None:
+        index = cat.derived.setdefault(("offer_rates",), {})
+    got = index.get(gpu_id)
+    if got is None:
+        got = index[gpu_id] = tuple((inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id))
+    return got  # type: ignore[no-any-return]
 
 
 # ---- on-prem -------------------------------------------------------------------------------------

@@ -82,10 +82,15 @@ def policy_key(req: Requirements) -> tuple[object, ...]:
     return (tuple(d.regions) if d.regions else None, d.data_sensitivity, d.country)
 
 
-def eligible(req: Requirements, inst: CloudInstance) -> bool:
+def refuses_none(req: Requirements) -> bool:
+    """``check_offer`` allows every offer for ``req``: no regions asked, public or internal data."""
     d = req.deployment
-    if not d.regions and d.data_sensitivity not in ("regulated", "confidential"):
-        return True  # check_offer refuses nothing then (the pricing asks this of every offer of every GPU)
+    return not d.regions and d.data_sensitivity not in ("regulated", "confidential")
+
+
+def eligible(req: Requirements, inst: CloudInstance) -> bool:
+    if refuses_none(req):
+        return True  # (the pricing asks this of every offer of every GPU)
     return check_offer(req, inst).ok
 
 
