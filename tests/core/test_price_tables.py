@@ -17,7 +17,7 @@ from gpuwiz.core.catalog import load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Requirements
-from gpuwiz.core.recommend import Cand, _Recommender, _Scanner
+from gpuwiz.core.recommend import Cand, Quick, _Recommender, _Scanner
 from scenario_set import ROOT
 
 CAT = load_catalog()
@@ -121,3 +121,76 @@ def test_size_cost_has_the_numbers_of_size_system_on_every_shape_and_tier() -> N
                         assert cost.Footprint.of(s) == cost.Footprint.of(b)
                         seen += 1
     assert seen > 500
+
+
+@pytest.mark.parametrize("example", ["small-team-lora-7b.yaml", "resnet50-imagenet.yaml"])
+def test_buy_floors_from_the_warm_stems_are_the_plain_engines(example: str) -> None:
+    """rank's owning floors (``_buy_floor``: its PartsStem per shape is kept per catalog on the shape and
+    ``stem_key``) after every deployment edit, warm from the base, equal the floors without a memo; and
+    the fields the stems read do move them (a key that missed one would serve the base's)."""
+    base = load_config(ROOT / "examples" / example)
+    shapes = [(g, gpn, nodes) for g in CAT.gpus for gpn, nodes in ((1, 1), (4, 1), (8, 2)) if gpn <= g.max_per_node]
+
+    def floors(req: Requirements) -> list[tuple[float, float]]:
+        rec = _Recommender(req, CAT, req.deployment.objective)
+        q = Quick(fits=True, wall_hours=10.0, gpu_hours=10.0)
+        return [rec._buy_floor(Cand(gpu=g, gpn=gpn, nodes=nodes, q=q)) for g, gpn, nodes in shapes]
+
+    memo.clear()
+    want_base = floors(base)
+    changed: set[str] = set()
+    for path, ann, value in _leaves(base):
+        if path[0] != "deployment":
+            continue
+        req = _valid_change(base, path, ann, value)
+        if req is None:
+            continue
+        floors(base)
+        got = floors(req)
+        with memo.disabled():
+            assert got == floors(req), path
+        if got != want_base:
+            changed.add(".".join(path))
+    assert {"deployment.country", "deployment.staff_usd_per_year", "deployment.horizon_years",
+            "deployment.site"} <= changed, changed
+
+
+def test_cheapest_of_the_allowed_offers_is_cheapest_rate() -> None:
+    """The recommender prices a shape with cost.cheapest_of over the GPU's allowed offers (no memo of
+    its own: its per-shape table keys on the policy); the same answer as the memoised cheapest_rate,
+    under data policies that allow different offers."""
+    base = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+    seen = 0
+    counts: set[int] = set()
+    for upd in ({}, {"data_sensitivity": "regulated"}, {"data_sensitivity": "confidential", "country": "DE"},
+                {"regions": ["us-east-1"]}):
+        req = base.model_copy(update={"deployment": base.deployment.model_validate(
+            {**base.deployment.model_dump(), **upd})})
+        counts.add(sum(len(cost.allowed_offers(CAT, g.id, req, market.policy_key(req))) for g in CAT.gpus))
+        policy = market.policy_key(req)
+        for g in CAT.gpus:
+            offers = cost.allowed_offers(CAT, g.id, req, policy)
+            for total, gpn in ((1, 1), (8, 8), (16, 8), (4, 2)):
+                for ram in (0.0, 900.0):
+                    got = cost.cheapest_of(offers, total, gpn, host_ram_gib=ram)
+                    assert got == cost.cheapest_rate(CAT, g.id, total, gpn, req=req, host_ram_gib=ram), (g.id, upd)
+                    seen += got is not None
+    assert seen > 50 and len(counts) > 1  # the policies do allow different offers
+
+
+def test_eligible_is_check_offer_for_every_offer_and_policy() -> None:
+    """market.eligible answers without check_offer where no policy can refuse an offer: the same
+    answer as check_offer on every catalog offer, for every sensitivity, with and without regions."""
+    base = load_config(ROOT / "examples" / "small-team-lora-7b.yaml")
+    refused = 0
+    for sens in ("public", "internal", "confidential", "regulated"):
+        for regions in (None, ["US"], ["eu-west-1", "DE"]):
+            for country in ("US", "DE"):
+                dep = base.deployment.model_validate({**base.deployment.model_dump(), "data_sensitivity": sens,
+                                                      "regions": regions, "country": country})
+                req = base.model_copy(update={"deployment": dep})
+                for inst in CAT.cloud_instances:
+                    ok = market.check_offer(req, inst).ok
+                    assert market.eligible(req, inst) == ok, (sens, regions, inst.id)
+                    refused += not ok
+    assert refused > 100

@@ -237,8 +237,16 @@ def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int
 def _cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int, countries: set[str] | None,
                    req: Requirements | None, policy: tuple[object, ...] | None,
                    host_ram_gib: float) -> tuple[float, CloudInstance, int] | None:
+    return cheapest_of(_allowed_offers(cat, gpu_id, req, policy), gpus_total, gpus_per_node, host_ram_gib, countries)
+
+
+def cheapest_of(offers: tuple[tuple[CloudInstance, float], ...], gpus_total: int, gpus_per_node: int,
+                host_ram_gib: float = 0.0,
+                countries: set[str] | None = None) -> tuple[float, CloudInstance, int] | None:
+    """``cheapest_rate`` over ``offers`` (``allowed_offers``), unmemoised: for a caller that keeps the
+    answers on a key of its own (the recommender's per-shape price facts)."""
     best: tuple[float, CloudInstance, int] | None = None
-    for inst, usd_h in _allowed_offers(cat, gpu_id, req, policy):
+    for inst, usd_h in offers:
         if countries is not None and inst.country.upper() not in countries:
             continue
         if not instance_ram_ok(inst, host_ram_gib):
@@ -252,13 +260,33 @@ def _cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: in
     return best
 
 
+def allowed_offers(cat: Catalog, gpu_id: str, req: Requirements,
+                   policy: tuple[object, ...]) -> tuple[tuple[CloudInstance, float], ...]:
+    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows; ``policy`` is
+    market.policy_key(req) (memoised per GPU and policy)."""
+    return _allowed_offers(cat, gpu_id, req, policy)
+
+
 def _allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
                     policy: tuple[object, ...] | None) -> tuple[tuple[CloudInstance, float], ...]:
-    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``),
-    memoised per GPU and ``policy`` (market.policy_key of ``req``)."""
+    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``, or
+    when the policy refuses none: ``offer_rates``), memoised per GPU and ``policy`` (market.policy_key
+    of ``req``)."""
+    if req is None or market.refuses_none(req):
+        return offer_rates(cat, gpu_id)
     return memo.cached(cat, "allowed_offers", (gpu_id, policy), lambda: tuple(
-        (inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id)
-        if req is None or market.eligible(req, inst)), maxsize=1024)
+        (inst, usd_h) for inst, usd_h in offer_rates(cat, gpu_id) if market.eligible(req, inst)), maxsize=1024)
+
+
+def offer_rates(cat: Catalog, gpu_id: str) -> tuple[tuple[CloudInstance, float], ...]:
+    """(offer, $/h in USD) of every catalog offer for one GPU type, in catalog order (per catalog)."""
+    index = cat.derived.get(("offer_rates",))
+    if index is None:
+        index = cat.derived.setdefault(("offer_rates",), {})
+    got = index.get(gpu_id)
+    if got is None:
+        got = index[gpu_id] = tuple((inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id))
+    return got  # type: ignore[no-any-return]
 
 
 # ---- on-prem -------------------------------------------------------------------------------------

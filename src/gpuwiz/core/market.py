@@ -82,7 +82,15 @@ def policy_key(req: Requirements) -> tuple[object, ...]:
     return (tuple(d.regions) if d.regions else None, d.data_sensitivity, d.country)
 
 
+def refuses_none(req: Requirements) -> bool:
+    """``check_offer`` allows every offer for ``req``: no regions asked, public or internal data."""
+    d = req.deployment
+    return not d.regions and d.data_sensitivity not in ("regulated", "confidential")
+
+
 def eligible(req: Requirements, inst: CloudInstance) -> bool:
+    if refuses_none(req):
+        return True  # (the pricing asks this of every offer of every GPU)
     return check_offer(req, inst).ok
 
 

@@ -424,7 +424,7 @@ class _Shapes:
 
 # price_rough's candidate before the money fields: (the candidate, its rent price and rough capex as
 # Cand fields, the year's rent or None, the owning parts or None); _Recommender._template
-_Template = tuple[Cand, dict[str, Any], float | None, costmod.PartsStem | None]
+_Template = tuple[Cand, float | None, costmod.PartsStem | None]
 TEMPLATES_MAX = 8  # searches whose templates a workload's shape table keeps (past it: emptied)
 
 
@@ -567,6 +567,7 @@ class _Recommender:
         self.rates = costmod.own_rates(req, cat)
         self.stem_key = costmod.stem_key(req)
         self.rough_stems = memo.table(cat, "rough_onprem_stems")
+        self.floor_stems = memo.table(cat, "buy_floor_stems")  # _buy_floor's stems per shape and stem_key
         # price_rough's per-shape facts (_shape_facts) for one workload: (workload, $/h of its cloud
         # volume, {shape: facts}), kept per catalog on every field they read (_shape_table)
         self.shape_tables = memo.table(cat, "rough_shapes", maxsize=32)
@@ -574,6 +575,7 @@ class _Recommender:
         # every requirement field price_rough's run-time-free facts read (_rough_facts)
         self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)
         self.facts = memo.table(cat, "rough_price_facts")
+        self.offers: dict[str, tuple[tuple[CloudInstance, float], ...]] = {}  # cost.allowed_offers per GPU id
         # the catalog's pricing factors, read once per answer
         self.r1 = cat.fac("reserved_1y_discount")
         self.spot_over = cat.fac("spot_overhead_frac")
@@ -780,9 +782,9 @@ class _Recommender:
 
     def _template(self, c: Cand, w: sysmod.Workload) -> _Template:
         """What ``price_rough`` finds for ``c`` before the money fields (budget, horizon,
-        electricity): the candidate, its rent price and rough capex (the Cand fields ``_money`` sets),
-        the year's rent (the cheaper of on-demand and reservations) and the owning parts. The shape's
-        part of it comes from its ``_shape_facts``."""
+        electricity): the candidate with its rent price and rough capex (a money edit copies it once,
+        ``_money``), the year's rent (the cheaper of on-demand and reservations) and the owning parts.
+        The shape's part of it comes from its ``_shape_facts``."""
         shapes = self._shape_table(w)
         q = c.q
         key = (c.gpu.id, c.gpn, c.nodes, q.host_ram_gib)
@@ -812,20 +814,20 @@ class _Recommender:
                 reserved_year=reserved_year)
         if stem is not None:
             new["capex"] = capex
-        return c, new, rent_year, stem
+        return c.but(**new), rent_year, stem
 
     def _money(self, t: _Template) -> Cand:
         """A ``_template`` priced over this answer's horizon, electricity and budget, scored."""
-        c, fields, rent_year, stem = t
+        c, rent_year, stem = t
         rent_total = rent_year * self.y if rent_year is not None else None
         buy_total: float | None = None
         if stem is not None:
             buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
                                    costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
-        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, fields.get("capex", c.capex))
+        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, c.capex)
         if how is None:
-            return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
-        return c.but(**fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
+            return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
+        return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
 
     def _templates(self, found: Enumerated, w: sysmod.Workload) -> list[_Template]:
         """``_template`` of every candidate of a search, kept in the workload's ``_shape_table`` per
@@ -883,7 +885,11 @@ class _Recommender:
         if got is memo.MISS:
             gpu, count = c.gpu, c.gpn * c.nodes
             # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
-            hit = costmod.cheapest_rate(self.cat, gpu.id, count, c.gpn, req=self.req, host_ram_gib=c.q.host_ram_gib)
+            # (cost.cheapest_rate without its own memo: this table's key holds every field it reads)
+            offers = self.offers.get(gpu.id)
+            if offers is None:
+                offers = self.offers[gpu.id] = costmod.allowed_offers(self.cat, gpu.id, self.req, self.facts_key[0])
+            hit = costmod.cheapest_of(offers, count, c.gpn, host_ram_gib=c.q.host_ram_gib)
             used = self.d.used_hardware or gpu.price_new_usd is None  # no longer sold new: used only
             unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
             sold_here = self.sold_cache.get(gpu.id)
@@ -1204,6 +1210,7 @@ class _Recommender:
         held = [c for c in picked if prune and not pinned and self._may_hold(c)]
         held_ids = {id(c) for c in held}
         sized = {id(c): self.exact(c, w0) for c in picked if id(c) not in lazy_ids and id(c) not in held_ids}
+        settled = False  # every held build left unsized is proved irrelevant (``_settle_owned``)
         while True:
             shortlist = [sized.get(id(c), c) for c in picked if id(c) not in held_ids or id(c) in sized]
             shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
@@ -1211,6 +1218,8 @@ class _Recommender:
                 return None
             shortlist.sort(key=self.key)
             win = self.pick(shortlist) if shortlist else None
+            if settled:
+                break
             waiting = [c for c in held if id(c) not in sized]
             shown: list[Cand] = []
             if waiting and win is not None:
@@ -1218,6 +1227,9 @@ class _Recommender:
                 irrelevant = self._owned_irrelevant(win, shortlist, final)
                 waiting = [c for c in waiting if not irrelevant(c)]
                 shown = [c for c in waiting if not irrelevant(c, False)]  # ... whoever the build to own is
+                if waiting and not shown:  # each could only be the build to own: one round settles them
+                    settled = self._settle_owned(waiting, shortlist, sized, w0)
+                    continue  # the shortlist and the pick with the ones it sized (unchanged when settled)
             if not waiting:
                 break
             # size those now; else, of the ones that could only be the build to own, the one cheapest to
@@ -1239,6 +1251,41 @@ class _Recommender:
         shortlist.remove(win)
         return Ranked(shortlist=(win, *shortlist), priced=every, search=priced)
 
+    def _settle_owned(self, waiting: list[Cand], shortlist: list[Cand], sized: dict[int, Cand],
+                      w0: sysmod.Workload) -> bool:
+        """``rank``'s rounds for held builds that could each only be the build to own (``_owned_irrelevant``
+        proves all else of them), in one pass: size the one cheapest to own (as a round does), keep the
+        build to own (``_best_buy``) up to date and drop the ones it now proves, until none is left. A
+        build sized here ranks behind the first of the sorted ``shortlist`` and outside the pick's band
+        (checked: then the first, the pick and the band stand), and it only adds to the ranked keys and the
+        Pareto points, so every other proof of a round stands and only the build to own moves. True when
+        settled; False (a round's full proofs are due: the caller's loop) when a sized build breaks that
+        check or ties the build to own (the order of the shortlist would decide). ``sized`` gains each
+        build sized."""
+        first = self.key(shortlist[0])[:2]
+        band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
+        best = self._best_buy(shortlist)
+
+        def order(b: Cand) -> tuple[float, ...]:  # _best_buy's order
+            assert b.buy_total is not None
+            return (float(self.tight(b)), b.buy_total * self._stack(b), b.q.wall_hours)
+
+        pending = waiting
+        while pending:
+            c = min(pending, key=lambda c: self._buy_floor(c)[1])
+            s = sized[id(c)] = self.exact(c, w0)
+            if not math.isinf(s.score):  # it joins the shortlist
+                k = self.key(s)[:2]
+                if not k > first or (k[0] == first[0] and k[1] <= band):
+                    return False
+                if self._best_buy([s]) is s:
+                    if best is None or order(s) < order(best):
+                        best = s
+                    elif order(s) == order(best):
+                        return False
+            pending = [d for d in pending if d is not c and not self._not_best_buy(d, best)]
+        return True
+
     def _buy_floor(self, c: Cand) -> tuple[float, float]:
         """(capex, horizon cost of owning) that ``exact`` cannot go below for ``c``: the GPUs alone at
         their cheapest price (new or used: the lean / used tiers), every other BOM line and the power
@@ -1247,12 +1294,21 @@ class _Recommender:
         key = (c.gpu.id, c.gpn, c.nodes)
         got = self.floors.get(key)
         if got is None:
-            prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
-            capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
-            total = min(costmod.onprem_parts(self.req, self.cat, costmod.Footprint(
-                nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex=capex).total(
-                self.y, 0.0) for rack in (False, True))
-            got = self.floors[key] = (capex, total)
+            # The floor's PartsStem per footprint kind (no $/kWh, no horizon), kept per catalog on the
+            # shape and ``stem_key``; PartsStem.total is OnPremParts.total to the bit (tests/core/test_price_tables).
+            skey = (*key, self.stem_key)
+            stems = self.floor_stems.get(skey) if self.floor_stems is not None else memo.MISS
+            if stems is memo.MISS:
+                prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
+                capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
+                stems = (capex, tuple(self.rates.stem(costmod.Footprint(
+                    nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex)
+                    for rack in (False, True)))
+                if self.floor_stems is not None:
+                    self.floor_stems.put(skey, stems)
+            capex, kinds = stems
+            kwh, rf = self.rates.kwh, self.rates.residual_factor
+            got = self.floors[key] = (capex, min(st.total(kwh, rf, self.y, 0.0) for st in kinds))
         return got
 
     def _may_hold(self, c: Cand) -> bool:
@@ -1271,7 +1327,17 @@ class _Recommender:
         run (``pareto``)."""
         first = self.key(shortlist[0])[:2]
         band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
-        keyed = [(self.key(x)[:2], x.gpu.id) for x in shortlist]
+        # The GPU types ranked before a key: the shortlist's keys in order, each type's first place in
+        # it, and how many types other than the pick's the first i places hold.
+        keyed = sorted((self.key(x)[:2], x.gpu.id) for x in shortlist)
+        keys = [k for k, _gid in keyed]
+        first_at: dict[str, int] = {}
+        others = [0]
+        for i, (_k, gid) in enumerate(keyed):
+            new = gid not in first_at
+            if new:
+                first_at[gid] = i
+            others.append(others[-1] + (new and gid != win.gpu.id))
         best = self._best_buy(shortlist)
         pts = sorted(self._point(p) for p in final
                      if p is not win and not math.isinf(p.score) and (p.exact or p.mode == "rent"))
@@ -1281,21 +1347,24 @@ class _Recommender:
             least.append(min(run, least[-1]) if least else run)
         years_runs = max(self.rpy * self.y, 1e-9)
 
+        shown: dict[int, tuple[Cand, bool]] = {}  # the tests but the build to own's, per candidate
+
         def irrelevant(c: Cand, buy: bool = True) -> bool:
+            hit = shown.get(id(c))
+            if hit is None or hit[0] is not c:
+                hit = shown[id(c)] = (c, unseen(c))
+            return hit[1] and (not buy or self._not_best_buy(c, best))
+
+        def unseen(c: Cand) -> bool:
             floor = self._buy_floor(c)[1] * (1 - 1e-9)
             score = floor / costmod.BUY_MARGIN if self.d.mode == "either" else floor
             low = (float(self.tight(c)), score * self._stack(c))  # the least its key (``key``) can be
             if not low > first or (low[0] == first[0] and low[1] <= band):
                 return False
             if c.gpu.id != win.gpu.id:
-                before: set[str] = set()
-                for k, gid in keyed:
-                    if k < low:
-                        before.add(gid)
-                if c.gpu.id not in before and len(before - {win.gpu.id}) < N_ALTERNATIVES:
+                n = bisect.bisect_left(keys, low)  # the shortlist's places with a key below ``low``
+                if first_at.get(c.gpu.id, n) >= n and others[n] < N_ALTERNATIVES:
                     return False
-            if buy and not self._not_best_buy(c, best):
-                return False
             i = bisect.bisect_left(walls, round(c.q.wall_hours, 3))  # the points strictly faster
             return i > 0 and least[i - 1] <= round(floor / years_runs, 2)
 
@@ -1387,11 +1456,15 @@ class _Recommender:
 
     def _instance(self, o: CloudOption) -> CloudInstance | None:
         """The catalog row of a cloud option: one instance type is listed per region, each with its
-        own price and (as published) host figures, so the region is part of the match."""
-        for inst in self.cat.cloud_instances:
-            if (inst.provider, inst.instance_type, inst.gpu, inst.region) == (o.provider, o.instance, o.gpu, o.region):
-                return inst
-        return None
+        own price and (as published) host figures, so the region is part of the match (the first such
+        row, indexed once per catalog)."""
+        index = self.cat.derived.get(("instance_by_offer",))
+        if index is None:
+            rows: dict[tuple[str, str, str, str], CloudInstance] = {}
+            for inst in self.cat.cloud_instances:
+                rows.setdefault((inst.provider, inst.instance_type, inst.gpu, inst.region), inst)
+            index = self.cat.derived.setdefault(("instance_by_offer",), rows)
+        return index.get((o.provider, o.instance, o.gpu, o.region))  # type: ignore[no-any-return]
 
     def explain(self, scan: _Scanner, r: Ranked) -> Recommendation:
         """Stage 4: the full estimate, system, cost analysis and pitfalls for the winner, and its
@@ -1527,10 +1600,14 @@ class _Recommender:
             # Only exact prices: a rent price is exact once priced, a bought build once sized.
             if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
                 continue
-            run = win_run if c is win and win_run is not None else self.per_run(c)
-            rented = win_rented if c is win else c.mode == "rent"
-            if math.isfinite(run):
-                pts.append((round(c.q.wall_hours, 3), round(run, 2), c, rented))
+            if c is win:
+                run = win_run if win_run is not None else self.per_run(c)
+                if math.isfinite(run):
+                    pts.append((round(c.q.wall_hours, 3), round(run, 2), c, win_rented))
+                continue
+            wall, rounded = self._point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
+            if math.isfinite(rounded):
+                pts.append((wall, rounded, c, c.mode == "rent"))
         pts.sort(key=lambda p: (p[0], p[1]))
         front: list[tuple[ParetoPoint, bool]] = []  # (point, is the pick)
         for wall, run, c, rented in pts:
