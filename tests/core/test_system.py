@@ -366,3 +366,20 @@ def test_a_box_lives_where_the_user_put_it() -> None:
         b = build(req(deployment={"site": site, "mode": "buy", "country": "DE"}), "rtx-pro-6000", 2)
         assert b.site_kind == kind, (site, b.site)
     assert "colocation" in build(req(deployment={"site": "colo", "mode": "buy"}), "rtx-pro-6000", 2).site
+
+
+@pytest.mark.parametrize(("gpu", "board"), [("v100-32gb-sxm2", "V100"), ("a100-80gb-sxm", "A100"),
+                                            ("h100-sxm", "H100"), ("h200-sxm", "H200"), ("b200", "B200")])
+def test_an_8_gpu_sxm_server_is_the_board_of_its_generation(gpu: str, board: str) -> None:
+    """SXM modules sit on their generation's baseboard (SXM2, HGX A100, HGX H100/H200, HGX B200): the
+    chassis a build names is that board's server, not another generation's (a B200 build once named a
+    DGX H100-class box), and its power train carries the node's worst-case draw."""
+    g = CAT.gpu(gpu)
+    ch = sysmod.pick_chassis(CAT, g, 8, "colo")
+    assert ch is not None and ch.kind == "hgx"
+    assert board in ch.name, ch.name
+    others = {"V100", "A100", "H100", "B200"} - {board, "H100" if board == "H200" else board}
+    assert not [o for o in others if o in ch.name], ch.name
+    req = Requirements.model_validate({"model": {"preset": "llama-3-8b"}})
+    b = sysmod.size_system(req, CAT, g, 8, 1, sysmod.workload_from(req, CAT, None))
+    assert ch.psu_w is not None and ch.psu_w >= b.max_power_w, (ch.psu_w, b.max_power_w)

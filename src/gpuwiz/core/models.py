@@ -755,6 +755,8 @@ class Alternative(Result):
     wall_hours: float
     cost_per_run_usd: float
     reason: str
+    # a box bought for the desk that draws more than one office circuit carries: it needs a dedicated circuit
+    dedicated_circuit: bool = False
 
 
 class CloudOption(Result):

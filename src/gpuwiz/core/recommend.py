@@ -582,6 +582,8 @@ class _Recommender:
         self.share = min(max(cat.fac("server_overhead_frac"), 0.0), 0.9)
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
+        # a box for the desk draws at most what one office circuit of the country carries (needs_circuit)
+        self.circuit_w = sysmod.office_circuit(cat, self.d.country).continuous_w if self.d.site == "desk" else math.inf
 
     # -- enumeration --
     def gpus(self) -> list[GPU]:
@@ -1060,13 +1062,26 @@ class _Recommender:
         stated in the rocm-caveats pitfall."""
         return c.score * (1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP)
 
+    def needs_circuit(self, c: Cand) -> bool:
+        """``c``, sized, is a box for the desk that draws more than one office circuit of the country
+        carries (system.office_circuit): it needs a dedicated circuit put in first (pitfall
+        wall-circuit). False while unsized: the least it can be, as the proofs in ``rank`` read it."""
+        return c.build is not None and c.nodes == 1 and c.build.power_w > self.circuit_w
+
+    def off_site(self, c: Cand) -> float:
+        """1.0 for a build bought for the desk that needs a dedicated circuit (``needs_circuit``): it
+        ranks after every build that the site takes as it is, at the same deadline tier (``key``). A
+        judgement: an electrician's visit is a one-off, a run that misses its deadline is not, so the
+        deadline comes first; a rented build does not stand at the desk."""
+        return 1.0 if c.mode == "buy" and self.needs_circuit(c) else 0.0
+
     def key(self, c: Cand) -> tuple[float, ...]:
         """Order of the ranked list (alternatives); the winner is ``pick``."""
         if self.obj == "fastest":
-            return (0.0, _sig(c.q.wall_hours), c.score)
+            return (0.0, self.off_site(c), _sig(c.q.wall_hours), c.score)
         if self.obj == "perf-per-watt":
-            return (float(self.tight(c)), _sig(c.energy_kwh), c.score)
-        return (float(self.tight(c)), self.effective(c), c.q.wall_hours)
+            return (float(self.tight(c)), self.off_site(c), _sig(c.energy_kwh), c.score)
+        return (float(self.tight(c)), self.off_site(c), self.effective(c), c.q.wall_hours)
 
     def pick(self, ranked: list[Cand]) -> Cand:
         """The winner of a list sorted by ``key``. Cheapest: the simplest build -- fewest GPUs, then
@@ -1079,8 +1094,9 @@ class _Recommender:
         if self.obj != "cheapest" or not ranked:
             return ranked[0]
         floor = self.effective(ranked[0])
-        tight = self.tight(ranked[0])
-        near = [c for c in ranked if self.tight(c) == tight and self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
+        tier = self.key(ranked[0])[:2]
+        near = [c for c in ranked
+                if self.key(c)[:2] == tier and self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
         simple = min(near, key=lambda c: (c.count, c.nodes, self.effective(c), c.q.wall_hours))
         # Value of time: an equally simple build within the tolerance that is clearly faster wins
         # (1.7x faster for 1 % more is what an expert buys; the price gap is inside the estimate's error).
@@ -1262,21 +1278,21 @@ class _Recommender:
         settled; False (a round's full proofs are due: the caller's loop) when a sized build breaks that
         check or ties the build to own (the order of the shortlist would decide). ``sized`` gains each
         build sized."""
-        first = self.key(shortlist[0])[:2]
+        first = self.key(shortlist[0])[:3]
         band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
         best = self._best_buy(shortlist)
 
         def order(b: Cand) -> tuple[float, ...]:  # _best_buy's order
             assert b.buy_total is not None
-            return (float(self.tight(b)), b.buy_total * self._stack(b), b.q.wall_hours)
+            return (float(self.tight(b)), float(self.needs_circuit(b)), b.buy_total * self._stack(b), b.q.wall_hours)
 
         pending = waiting
         while pending:
             c = min(pending, key=lambda c: self._buy_floor(c)[1])
             s = sized[id(c)] = self.exact(c, w0)
             if not math.isinf(s.score):  # it joins the shortlist
-                k = self.key(s)[:2]
-                if not k > first or (k[0] == first[0] and k[1] <= band):
+                k = self.key(s)[:3]
+                if not k > first or (k[:2] == first[:2] and k[2] <= band):
                     return False
                 if self._best_buy([s]) is s:
                     if best is None or order(s) < order(best):
@@ -1325,11 +1341,11 @@ class _Recommender:
         (``_not_best_buy``; not asked with ``buy`` False); and it is off the Pareto front, a point of
         ``final`` (the priced candidates as they stand, the pick aside) being faster and no dearer per
         run (``pareto``)."""
-        first = self.key(shortlist[0])[:2]
+        first = self.key(shortlist[0])[:3]
         band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
         # The GPU types ranked before a key: the shortlist's keys in order, each type's first place in
         # it, and how many types other than the pick's the first i places hold.
-        keyed = sorted((self.key(x)[:2], x.gpu.id) for x in shortlist)
+        keyed = sorted((self.key(x)[:3], x.gpu.id) for x in shortlist)
         keys = [k for k, _gid in keyed]
         first_at: dict[str, int] = {}
         others = [0]
@@ -1358,8 +1374,9 @@ class _Recommender:
         def unseen(c: Cand) -> bool:
             floor = self._buy_floor(c)[1] * (1 - 1e-9)
             score = floor / costmod.BUY_MARGIN if self.d.mode == "either" else floor
-            low = (float(self.tight(c)), score * self._stack(c))  # the least its key (``key``) can be
-            if not low > first or (low[0] == first[0] and low[1] <= band):
+            # the least its key (``key``) can be: unsized, it may still fit the site as it is
+            low = (float(self.tight(c)), 0.0, score * self._stack(c))
+            if not low > first or (low[:2] == first[:2] and low[2] <= band):
                 return False
             if c.gpu.id != win.gpu.id:
                 n = bisect.bisect_left(keys, low)  # the shortlist's places with a key below ``low``
@@ -1400,7 +1417,8 @@ class _Recommender:
         if best is None or best.buy_total is None:
             return False
         floor = total * (1 - 1e-9) * self._stack(c)
-        return (self.tight(best), best.buy_total * self._stack(best)) < (self.tight(c), floor)
+        return ((self.tight(best), self.needs_circuit(best), best.buy_total * self._stack(best))
+                < (self.tight(c), False, floor))
 
     def _sized(self, c: Cand, w: sysmod.Workload) -> Build:
         """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""
@@ -1597,13 +1615,16 @@ class _Recommender:
         the answer quotes."""
         pts: list[tuple[float, float, Cand, bool]] = []  # models only for the points on the front
         for c in priced:
-            # Only exact prices: a rent price is exact once priced, a bought build once sized.
+            # Only exact prices: a rent price is exact once priced, a bought build once sized. On a desk,
+            # only builds the site takes as they are (no dedicated circuit: ``off_site``), the pick aside.
             if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
                 continue
             if c is win:
                 run = win_run if win_run is not None else self.per_run(c)
                 if math.isfinite(run):
                     pts.append((round(c.q.wall_hours, 3), round(run, 2), c, win_rented))
+                continue
+            if self.off_site(c):
                 continue
             wall, rounded = self._point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
             if math.isfinite(rounded):
@@ -1622,10 +1643,12 @@ class _Recommender:
         ok = [c for c in ranked if c.buy_total is not None and c.exact and c.build is not None
               and c.q.wall_hours * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
               and (self.d.budget_usd is None or (c.capex or 0) <= self.d.budget_usd)]
-        # one that ends with slack before the deadline first (the same rule as the pick's)
+        # one that ends with slack before the deadline first, then one the site takes as it is (the
+        # same rules as the pick's: ``key``)
         if not ok:
             return None
-        return min(ok, key=lambda c: (self.tight(c), c.buy_total * self._stack(c), c.q.wall_hours))  # type: ignore[operator]
+        return min(ok, key=lambda c: (self.tight(c), self.needs_circuit(c), c.buy_total * self._stack(c),  # type: ignore[operator]
+                                      c.q.wall_hours))
 
     def _stack(self, c: Cand) -> float:
         return 1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP
@@ -1690,7 +1713,7 @@ class _Recommender:
             seen.add(c.gpu.id)
             out.append(Alternative(gpu=c.gpu.id, gpu_name=c.gpu.name, count=c.count, nodes=c.nodes,
                                    wall_hours=round(c.q.wall_hours, 3), cost_per_run_usd=round(self.per_run(c), 2),
-                                   reason=self.reason(c, win, wp)))
+                                   reason=self.reason(c, win, wp), dedicated_circuit=bool(self.off_site(c))))
             if len(out) >= N_ALTERNATIVES:
                 break
         return out
@@ -1720,6 +1743,9 @@ class _Recommender:
             tail = _(", {kwh:,.0f} kWh per run").format(kwh=c.energy_kwh)
         if self.obj == "cheapest" and c.score > win.score and p < win_run:
             tail += _(", but dearer over the horizon")
+        if self.off_site(c):
+            tail += _(", needs a dedicated circuit ({dedicated})").format(
+                dedicated=sysmod.dedicated_circuit(sysmod.office_circuit(self.cat, self.d.country)))
         return _("{speed}, {money} ({how}, {n}x{tail})").format(speed=speed, money=money, how=how, n=c.count,
                                                                   tail=tail)
 
