@@ -225,7 +225,15 @@ class Context:
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
-        self._mb_cap_fn = lambda dp: _mb_cap(self, dp)
+        caps: dict[int, int] = {}  # _mb_cap per data-parallel degree (it reads fields fixed at construction)
+
+        def cap(dp: int) -> int:
+            hit = caps.get(dp)
+            if hit is None:
+                hit = caps[dp] = _mb_cap(self, dp)
+            return hit
+
+        self._mb_cap_fn = cap
         self.any_layout = self.pinned.any_layout
 
 

@@ -388,10 +388,7 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
                 continue
             if want is not None:
                 return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
-            lim = min(mbmax, mb_cap_fn(dp))
-            mb = 1
-            while mb * 2 <= lim:
-                mb *= 2
+            mb = 1 << (int(min(mbmax, mb_cap_fn(dp))).bit_length() - 1)  # the largest power of two within both
             return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
     hit = ix.leanest.get(host_budget_per_gpu)
     if hit is None:
