@@ -221,6 +221,8 @@ class Context:
     _shape_intern: dict[tuple[int, int, int, int, int, int], Shape] = field(default_factory=dict)  # candidate_shapes
     # quick()'s memory stage by (layout key, memory size, host-RAM limit[, configured stack, vendor]): _Stage
     _stage_cache: dict[tuple[object, ...], _Stage] = field(default_factory=dict)
+    # _fit's answer for a plan that fits without a sentence, by (count, layout, dp, mb, checkpointing, memory scale)
+    _clean_fits: dict[tuple[object, ...], _Fit] = field(default_factory=dict)
     _work_num: int = -1  # _work_key's answer, looked up once
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
@@ -1005,6 +1007,23 @@ def _interleaves(ctx: Context, ch: Choice) -> bool:
 
 
 def _fit(ctx: Context, stage: _Stage, ch: Choice, count: int, gpn: int, capacity: float, host_gib: float) -> _Fit:
+    # A plan that fits with no sentence about it is the same _Fit on every GPU memory it fits with the
+    # headroom asked (what differs -- fits, the tight-headroom note -- is tested here): shared by them
+    clean = ch.fits and not stage.problems and not stage.notes
+    if clean:
+        ckey = (count, ch.shape, ch.dp, ch.mb, ch.ckpt, ctx.mem_scale)
+        hit = ctx._clean_fits.get(ckey)
+        if (hit is not None and hit.per_gpu <= stage.usable + 1e-9
+                and not hit.per_gpu > capacity * (1.0 - ctx.headroom) + 1e-9):
+            return hit
+    out = _fit_new(ctx, stage, ch, count, gpn, capacity, host_gib)
+    if clean and out.fits and not out.problems and not out.notes:
+        ctx._clean_fits.setdefault(ckey, out)
+    return out
+
+
+def _fit_new(ctx: Context, stage: _Stage, ch: Choice, count: int, gpn: int, capacity: float,
+             host_gib: float) -> _Fit:
     problems: list[Msg] = list(stage.problems)
     notes: list[Msg] = list(stage.notes)
     usable = stage.usable
