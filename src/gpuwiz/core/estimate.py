@@ -1098,7 +1098,9 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
     key = (count, gpn, nodes, nvlink_tp)
     capacity = g.memory_gib
-    host_gib = _host_limit_gib(ctx, g, gpn)
+    host_gib = ctx._host_cache.get((g.id, gpn))
+    if host_gib is None:
+        host_gib = _host_limit_gib(ctx, g, gpn)
     want = ctx.stack_override or ctx.req.training.stack
     # the stage's key: everything of the GPU it reads (the vendor only where a configured stack filters layouts),
     # and the memory calibration (prepare's _calibrate plans the reference point before it sets the scale)
@@ -1139,8 +1141,8 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     hit_st = ctx._step_cache.get((g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")) \
         if timed else None
     st = hit_st if hit_st is not None else step_time(
-        _cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
-        ch.ckpt, intra, inter, rel=_op_rel(ctx, g, s))
+        ctx.cc if s.ep <= 1 else _cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero,
+        s.offload, ch.mb, ga, ch.ckpt, intra, inter, rel=None if ctx.cc.work is None else _op_rel(ctx, g, s))
     units_step = ch.mb * ga * fit.dpd * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:
@@ -1156,11 +1158,11 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     host_node = mem.host_per_gpu / GIB * gpn
     tok = ups if ctx.model.is_token_model else None
     smp = ups / ctx.cc.units_per_sample if ctx.cc.units_per_sample else None
-    return QuickResult(
-        fits=fit.fits, per_gpu_gib=fit.per_gpu, capacity_gib=capacity, wall_hours=wall, gpu_hours=wall * count,
-        mfu=mfu, tokens_per_s_per_gpu=tok, samples_per_s_per_gpu=smp, plan=fit.plan_s,
-        reason=problems[0] if problems else None, nodes=nodes, gpus_per_node=gpn, host_ram_gib=host_node,
-        detail=_Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, st, peak, ups, problems, notes),
+    return QuickResult(  # (fits, per_gpu_gib, capacity_gib, wall_hours, gpu_hours, mfu, tokens_per_s_per_gpu,
+        # samples_per_s_per_gpu, plan, reason, nodes, gpus_per_node, host_ram_gib, detail): by position (quicker)
+        fit.fits, fit.per_gpu, capacity, wall, wall * count, mfu, tok, smp, fit.plan_s,
+        problems[0] if problems else None, nodes, gpn, host_node,
+        _Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, st, peak, ups, problems, notes),
     )
 
 
