@@ -149,8 +149,8 @@ class _Detail:
     notes: list[Msg]
 
 
-# gpu_factor()'s (core efficiency, peak TFLOPS, note) + intra- and inter-node bandwidth (bytes/s)
-GpuFactors = tuple[float, float, str, float, float]
+# gpu_factor()'s (core efficiency, peak TFLOPS, precision fallback) + intra- and inter-node bandwidth (bytes/s)
+GpuFactors = tuple[float, float, bool, float, float]
 
 
 @dataclass(slots=True)
@@ -207,7 +207,7 @@ class Context:
     _cc_cache: dict[int, ComputeConsts] = field(default_factory=dict)  # by expert-parallel degree (_cc_for)
     # operator-model times of this context's one work shape, by rate identities (compute.RelSpeed.wmemo)
     _wmemo: dict[tuple[object, ...], float] = field(default_factory=dict)
-    _gf_cache: dict[str, tuple[float, float, str]] = field(default_factory=dict)  # gpu_factor by GPU id
+    _gf_cache: dict[str, tuple[float, float, bool]] = field(default_factory=dict)  # gpu_factor by GPU id
     _ref_stack_cache: dict[tuple[str, Shape], StackEntry | None] = field(default_factory=dict)  # by (vendor, layout)
     # the speed spread (_speed_spread, wall_hours_high) by its group keys: (generation, stack, scale group)
     _spread_cache: dict[tuple[str, str, str], Spread | None] = field(default_factory=dict)
@@ -755,12 +755,17 @@ def _cc_for(ctx: Context, s: Shape) -> ComputeConsts:
     return hit
 
 
+def _step_key(ctx: Context, g: GPU, count: int, gpn: int, ch: Choice, ga: int) -> tuple[object, ...]:
+    """What a plan's step time reads (``Context._step_cache``'s key; ``quick`` looks up the plans timed here)."""
+    return (g.id, count, gpn, ch.shape, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")
+
+
 def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: int, gpn: int, nodes: int) -> float:
     core_gpu, peak, _, intra, inter = gf
     s = ch.shape
     dpd = max(1, ch.dp // s.cp)
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
-    key = (g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")
+    key = _step_key(ctx, g, count, gpn, ch, ga)
     st = ctx._step_cache.get(key)
     if st is None:
         st = ctx._step_cache[key] = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp,
@@ -1136,10 +1141,9 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     notes = list(fit.notes)
 
     core_gpu, peak, pnote, intra, inter = gf
-    if pnote:  # gpu_factor's note (memoised with the GPU factors): rendered from the same facts
+    if pnote:  # gpu_factor's precision fallback (memoised with the GPU factors), said as a Msg
         notes.append(_precision_note(g, ctx.req.training.precision))
-    hit_st = ctx._step_cache.get((g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")) \
-        if timed else None
+    hit_st = ctx._step_cache.get(_step_key(ctx, g, count, gpn, ch, ga)) if timed else None
     st = hit_st if hit_st is not None else step_time(
         ctx.cc if s.ep <= 1 else _cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero,
         s.offload, ch.mb, ga, ch.ckpt, intra, inter, rel=None if ctx.cc.work is None else _op_rel(ctx, g, s))
