@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_tui_profile.py [--keys 40] [--config small-team-lora-7b.yaml] [--top 30]
 
 Runs the wizard headless (100×30) with an example config on the Data step, posts K keys into the
-Epochs field (alternately a digit and backspace, as the terminal driver posts them) and waits, for
+Epochs field (2..9 and backspace in turn, as bench_tui_tmux.py, as the terminal driver posts them) and waits, for
 each, until the live panel has been repainted with the new answer. The UI thread runs under cProfile
 for the whole loop; the engine worker's thread does not (its time shows as ``engine (worker)``).
 Prints the wall time per key, the CPU time per key of the UI thread and of the whole process, the
@@ -50,20 +50,20 @@ async def drive(config: str, keys: int, prof: cProfile.Profile, engine_process: 
             await asyncio.sleep(0.05)  # the child loads the core and the catalog
         panel = app.screen.query_one(LivePanel)
         painted: list[int] = []
-        render = panel.render
+        render_line = panel.render_line  # the panel paints through render_line (its changed lines only)
 
-        def timed_render() -> object:
+        def timed_render_line(y: int) -> object:
             painted.append(panel.version)
-            return render()
+            return render_line(y)
 
-        panel.render = timed_render  # type: ignore[method-assign]
+        panel.render_line = timed_render_line  # type: ignore[method-assign]
         cpu0, thr0 = time.process_time(), time.thread_time()
         prof.enable()
         for i in range(keys):
             version = panel.version
-            key = "3" if i % 2 == 0 else "backspace"
+            key = "backspace" if i % 2 else "23456789"[(i // 2) % 8]  # new values, as bench_tui_tmux types
             t0 = time.perf_counter()
-            app.post_message(events.Key(key, "3" if key == "3" else None))
+            app.post_message(events.Key(key, None if key == "backspace" else key))
             while not any(v > version for v in painted) and time.perf_counter() - t0 < 5.0:
                 await asyncio.sleep(0.0005)
             walls.append((time.perf_counter() - t0) * 1e3)

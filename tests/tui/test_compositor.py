@@ -96,3 +96,37 @@ async def test_the_live_panel_shows_what_textual_draws_for_its_answer_after_ever
             assert shown == panel.render_lines(Region(0, 0, *panel.size))
         assert len(seen) >= 3  # the edits did change what the panel says
         assert any("invalid" in t for t in seen)
+
+
+async def test_the_step_bar_shows_what_textual_draws_for_its_state_after_every_edit(
+        make_app: MakeApp, config_file: Path) -> None:
+    """The step bar keeps its lines per state (a key flips ``dirty``): each state, seen before or
+    not, is what Textual renders for it afresh, and the unsaved mark comes and goes with the edits."""
+    from gpuwiz.tui.widgets.chrome import StepBar
+
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.goto("data")
+        await pilot.pause()
+        bar = app.screen.query_one(StepBar)
+        app.screen.query_one("#f-data-epochs").focus()
+        marks: list[bool] = []
+        for keys in (("end", "3"), ("backspace",), ("3",), ("backspace",), ("3",)):
+            await pilot.press(*keys)
+            await settle(pilot, app)
+            await pilot.pause()
+            shown = bar.render_lines(Region(0, 0, *bar.size))
+            bar._render_content()  # Textual's own render of the widget, afresh
+            textual = bar._render_cache.lines
+            assert bar.render_line(0) == textual[0]
+            bar._styles_cache.clear()
+            assert bar.render_lines(Region(0, 0, *bar.size)) == shown
+            marks.append("●" in shown[0].text)
+        assert marks == [True, False, True, False, True]
+        app.goto("schedule")  # another state (the current step): drawn as Textual draws it
+        await settle(pilot, app)
+        bar = app.screen.query_one(StepBar)
+        ours = bar.render_line(0)
+        bar._render_content()
+        assert ours == bar._render_cache.lines[0] and "[3 Schedule]" in ours.text

@@ -379,3 +379,57 @@ async def test_a_config_opened_and_quit_at_once_closes_without_a_traceback(
             await pilot.pause(0.01)
         assert isinstance(app.screen, WizScreen), app.screen
     # leaving the block shuts the app down: an exception in a handler is raised here
+
+
+@pytest.mark.parametrize("no_color", [True, False])
+async def test_a_disabled_footer_key_is_marked_without_colour(make_app: MakeApp, config_file: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, no_color: bool) -> None:
+    """NO_COLOR: Next, disabled while the step has an invalid field, differed from the enabled keys
+    by a grey shade only (its dim turns into a colour, which NO_COLOR drops); it is struck through.
+    With colours the footer is as before (dim only)."""
+    from textual.geometry import Region
+    from textual.widgets._footer import FooterKey
+
+    from gpuwiz.tui.widgets.footer import LocalFooter
+
+    def attrs(key: FooterKey) -> set[str]:
+        """The text attributes of the key as the screen draws it (colours left out)."""
+        line = key.render_lines(Region(0, 0, *key.size))[0]
+        return {a for seg in line if seg.text.strip() and seg.style is not None
+                for a in ("bold", "strike", "underline", "reverse", "italic") if getattr(seg.style, a)}
+
+    def key_for(action: str) -> FooterKey | None:
+        return next((k for k in app.screen.query(FooterKey) if k.action == action), None)
+
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    app = make_app(config_file)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert app.no_color == no_color
+        app.goto("data")
+        await settle(pilot, app)
+        await type_keys(pilot, app, "f-data-epochs", "x")  # invalid: Next cannot act
+        assert app.check_action("next", ()) is None
+        footer = app.screen.query_one(LocalFooter)
+        for _ in range(100):  # the footer rebuilds after a refresh: wait for it (bounded, no sleep)
+            nxt = key_for("next")
+            if nxt is not None and nxt.has_class("-disabled"):
+                break
+            await footer._rebuild()
+            await pilot.pause()
+        nxt, save = key_for("next"), key_for("save")
+        assert nxt is not None and nxt.has_class("-disabled") and save is not None and not save.has_class("-disabled")
+        assert ("strike" in attrs(nxt)) == no_color
+        assert "strike" not in attrs(save)
+        await type_keys(pilot, app, "f-data-epochs", "2")  # valid again: Next is a key like the others
+        for _ in range(100):
+            nxt = key_for("next")
+            if nxt is not None and not nxt.has_class("-disabled"):
+                break
+            await footer._rebuild()
+            await pilot.pause()
+        nxt = key_for("next")
+        assert nxt is not None and not nxt.has_class("-disabled") and "strike" not in attrs(nxt)

@@ -93,6 +93,7 @@ class Engine:
 # each wait for it to echo a typed character. In a child process it shares nothing with them.
 # Frames on the pipes are a 4-byte big-endian length and a pickle (both ends are this program).
 
+_HEAD = struct.Struct(">I")  # a frame's length, parsed once (not per frame by struct.pack/unpack)
 ENV_ENGINE = "GPUWIZ_ENGINE"  # "thread" keeps the engine in the wizard's process (the tests' default)
 
 
@@ -164,7 +165,7 @@ class EngineProcess:
         data = pickle.dumps((seq, req), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             with self._lock:
-                proc.stdin.write(struct.pack(">I", len(data)) + data)
+                proc.stdin.write(_HEAD.pack(len(data)) + data)
                 proc.stdin.flush()
         except (OSError, ValueError):  # a closed pipe: the child died
             self._fail()
@@ -267,7 +268,7 @@ class EngineProcess:
         buf = self._buf
         buf += chunk
         while len(buf) >= 4:
-            (size,) = struct.unpack_from(">I", buf)
+            (size,) = _HEAD.unpack_from(buf)
             if len(buf) < 4 + size:
                 break
             frame = bytes(buf[4:4 + size])
@@ -332,13 +333,13 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
     head = _read_exact(stream, 4)
     if head is None:
         return None
-    (size,) = struct.unpack(">I", head)
+    (size,) = _HEAD.unpack(head)
     return _read_exact(stream, size)
 
 
 def write_frame(stream: IO[bytes], obj: object) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(struct.pack(">I", len(data)) + data)
+    stream.write(_HEAD.pack(len(data)) + data)
     stream.flush()
 
 

@@ -108,10 +108,20 @@ class LivePanel(Widget):
         parts = renderable.renderables if isinstance(renderable, Group) else [renderable]
         cache = self._part_cache
         used: dict[tuple[object, ...], list[Strip]] = {}
+        keys = [(part.plain, tuple(part.spans), str(part.style), part.end) if isinstance(part, Text) else None
+                for part in parts]
+        found: list[list[Strip] | None] = [cache.get(pk) if pk is not None else None for pk in keys]
+        # the new parts that are one line each (no line break, not wider than the panel) are rendered
+        # together, as one Group: one render's overhead instead of one per part (~0.3 ms of ~1 ms)
+        single = [i for i, part in enumerate(parts) if found[i] is None and isinstance(part, Text)
+                  and part.end == "\n" and "\n" not in part.plain and cell_len(part.plain) <= width]
+        if len(single) > 1:
+            together = Visual.to_strips(self, RichVisual(self, Group(*(parts[i] for i in single))), width, None, style)
+            if len(together) == len(single):  # one line each, as expected (else each part on its own)
+                for i, strip in zip(single, together, strict=True):
+                    found[i] = [strip]
         lines: list[Strip] = []
-        for part in parts:
-            pk = (part.plain, tuple(part.spans), str(part.style), part.end) if isinstance(part, Text) else None
-            strips = cache.get(pk) if pk is not None else None
+        for part, pk, strips in zip(parts, keys, found, strict=True):
             if strips is None:
                 strips = Visual.to_strips(self, RichVisual(self, part), width, None, style)
             if pk is not None:
