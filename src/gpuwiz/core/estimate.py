@@ -215,6 +215,7 @@ class Context:
     _rows_cache: dict[tuple[object, ...], list[Row]] = field(default_factory=dict)  # filtered layout tables
     _choice_cache: dict[tuple[tuple[object, ...], float, float], Choice] = field(default_factory=dict)  # _choose
     _choice_index: dict[tuple[object, ...], ChoiceIndex] = field(default_factory=dict)  # _choose: rows by tkey
+    _choice_once: dict[tuple[object, ...], bool] = field(default_factory=dict)  # _choose: rows asked one budget so far
     _step_cache: dict[tuple[object, ...], StepTime] = field(default_factory=dict)  # plans timed by _step_units_per_s
     _host_need_cache: dict[tuple[int, Shape], float] = field(default_factory=dict)  # offload host bytes per GPU
     _act_cache: dict[tuple[int, int, str, int, int], float] = field(default_factory=dict)  # memory.micro_batch_terms
@@ -871,10 +872,14 @@ def _choose(ctx: Context, tkey: tuple[object, ...], rows: list[Row], budget: flo
     ckey = (tkey, budget, host_pg)
     hit = ctx._choice_cache.get(ckey)
     if hit is None:
-        if len(rows) <= 2:  # (a row or two: the scan is as quick as an index)
+        ix = ctx._choice_index.get(tkey)
+        if len(rows) <= 2 or (ix is None and tkey not in ctx._choice_once):
+            # a row or two, or the first budget asked of these rows: the scan (it stops at the first fit) is
+            # quicker than building the index, which pays from the second budget on
+            if len(rows) > 2:
+                ctx._choice_once[tkey] = True
             hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
         else:
-            ix = ctx._choice_index.get(tkey)
             if ix is None:
                 ix = ctx._choice_index[tkey] = choice_index(rows, ctx.pinned.micro_batch)
             hit = choose_indexed(ix, budget, ctx._mb_cap_fn, host_pg)

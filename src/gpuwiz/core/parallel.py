@@ -35,6 +35,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from gpuwiz.core.memory import MemoryConsts, micro_batch_terms
 from gpuwiz.core.models import Checkpointing, Offload
@@ -365,9 +366,7 @@ def choice_index(rows: list[Row], want: int | None) -> ChoiceIndex:
     flat = [(i, s, dp, host, ck, fixed, per, fixed + per * w)
             for i, (s, dp, host, per_ck) in enumerate(rows) for ck, fixed, per in per_ck]
     order = sorted(range(len(flat)), key=lambda j: flat[j][7])
-    first_of = [-1]
-    for j in order:
-        first_of.append(j if first_of[-1] < 0 else min(first_of[-1], j))
+    first_of = [-1, *accumulate(order, min)]
     return ChoiceIndex(rows, want, flat, [flat[j][7] * _THRESHOLD_SLACK for j in order], order, first_of=first_of)
 
 
