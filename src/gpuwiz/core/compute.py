@@ -212,8 +212,10 @@ def static_model_factor(
     return f
 
 
-def gpu_factor(gpu: GPU, precision: str, e: EfficiencyParams = EFF, op: bool = False) -> tuple[float, float, str]:
-    """(core efficiency at the precision's peak, peak TFLOPS used, note) for a GPU -- before model factors.
+def gpu_factor(gpu: GPU, precision: str, e: EfficiencyParams = EFF, op: bool = False) -> tuple[float, float, bool]:
+    """(core efficiency at the precision's peak, peak TFLOPS used, fallback) for a GPU -- before model factors;
+    ``fallback``: the GPU has no tensor rate for the precision and is timed at another one (the estimate's
+    note says which: estimate._precision_note).
 
     Without the operator model (``op``): fp8 is ``fp8_speedup`` × the bf16 tokens/s and the segment factor
     stands in for power limits. With it, the efficiency is the generation's (its reference GPU's) and
@@ -223,23 +225,23 @@ def gpu_factor(gpu: GPU, precision: str, e: EfficiencyParams = EFF, op: bool = F
     base = e.base_by_arch.get(arch_key(gpu.architecture), e.base_default)
     if not op:
         base *= e.segment_factor.get(gpu.segment, 1.0)
-    note = ""
+    fallback = False
     if precision == "fp8":
         bf = gpu.peak_tflops("bf16")
         if gpu.fp8_tflops:
             peak = float(gpu.fp8_tflops)
-            return base * (1.0 if op else e.fp8_speedup) * bf / peak, peak, ""
-        return base, bf, f"{gpu.name} has no fp8 tensor cores: timed at its bf16/fp16 rate"
+            return base * (1.0 if op else e.fp8_speedup) * bf / peak, peak, False
+        return base, bf, True
     peak = gpu.peak_tflops(precision)
     if precision in ("bf16", "fp16") and not gpu.supports(precision):
-        note = f"{gpu.name} has no {precision} tensor rate: timed at {'fp16' if gpu.fp16_tflops else 'fp32'}"
+        fallback = True
         if not gpu.fp16_tflops and not gpu.bf16_tflops:
             base *= e.fp32_factor
     elif precision == "tf32":
         base *= e.tf32_factor if gpu.tf32_tflops else e.fp32_factor
     elif precision == "fp32":
         base *= e.fp32_factor
-    return base, peak, note
+    return base, peak, fallback
 
 
 # --------------------------------------------------------------------------------------------------

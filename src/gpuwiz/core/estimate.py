@@ -149,8 +149,8 @@ class _Detail:
     notes: list[Msg]
 
 
-# gpu_factor()'s (core efficiency, peak TFLOPS, note) + intra- and inter-node bandwidth (bytes/s)
-GpuFactors = tuple[float, float, str, float, float]
+# gpu_factor()'s (core efficiency, peak TFLOPS, precision fallback) + intra- and inter-node bandwidth (bytes/s)
+GpuFactors = tuple[float, float, bool, float, float]
 
 
 @dataclass(slots=True)
@@ -207,7 +207,7 @@ class Context:
     _cc_cache: dict[int, ComputeConsts] = field(default_factory=dict)  # by expert-parallel degree (_cc_for)
     # operator-model times of this context's one work shape, by rate identities (compute.RelSpeed.wmemo)
     _wmemo: dict[tuple[object, ...], float] = field(default_factory=dict)
-    _gf_cache: dict[str, tuple[float, float, str]] = field(default_factory=dict)  # gpu_factor by GPU id
+    _gf_cache: dict[str, tuple[float, float, bool]] = field(default_factory=dict)  # gpu_factor by GPU id
     _ref_stack_cache: dict[tuple[str, Shape], StackEntry | None] = field(default_factory=dict)  # by (vendor, layout)
     # the speed spread (_speed_spread, wall_hours_high) by its group keys: (generation, stack, scale group)
     _spread_cache: dict[tuple[str, str, str], Spread | None] = field(default_factory=dict)
@@ -215,17 +215,28 @@ class Context:
     _rows_cache: dict[tuple[object, ...], list[Row]] = field(default_factory=dict)  # filtered layout tables
     _choice_cache: dict[tuple[tuple[object, ...], float, float], Choice] = field(default_factory=dict)  # _choose
     _choice_index: dict[tuple[object, ...], ChoiceIndex] = field(default_factory=dict)  # _choose: rows by tkey
+    _choice_once: dict[tuple[object, ...], bool] = field(default_factory=dict)  # _choose: rows asked one budget so far
     _step_cache: dict[tuple[object, ...], StepTime] = field(default_factory=dict)  # plans timed by _step_units_per_s
     _host_need_cache: dict[tuple[int, Shape], float] = field(default_factory=dict)  # offload host bytes per GPU
     _act_cache: dict[tuple[int, int, str, int, int], float] = field(default_factory=dict)  # memory.micro_batch_terms
     _shape_intern: dict[tuple[int, int, int, int, int, int], Shape] = field(default_factory=dict)  # candidate_shapes
     # quick()'s memory stage by (layout key, memory size, host-RAM limit[, configured stack, vendor]): _Stage
     _stage_cache: dict[tuple[object, ...], _Stage] = field(default_factory=dict)
+    # _fit's answer for a plan that fits without a sentence, by (count, layout, dp, mb, checkpointing, memory scale)
+    _clean_fits: dict[tuple[object, ...], _Fit] = field(default_factory=dict)
     _work_num: int = -1  # _work_key's answer, looked up once
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
-        self._mb_cap_fn = lambda dp: _mb_cap(self, dp)
+        caps: dict[int, int] = {}  # _mb_cap per data-parallel degree (it reads fields fixed at construction)
+
+        def cap(dp: int) -> int:
+            hit = caps.get(dp)
+            if hit is None:
+                hit = caps[dp] = _mb_cap(self, dp)
+            return hit
+
+        self._mb_cap_fn = cap
         self.any_layout = self.pinned.any_layout
 
 
@@ -745,12 +756,17 @@ def _cc_for(ctx: Context, s: Shape) -> ComputeConsts:
     return hit
 
 
+def _step_key(ctx: Context, g: GPU, count: int, gpn: int, ch: Choice, ga: int) -> tuple[object, ...]:
+    """What a plan's step time reads (``Context._step_cache``'s key; ``quick`` looks up the plans timed here)."""
+    return (g.id, count, gpn, ch.shape, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")
+
+
 def _step_units_per_s(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, count: int, gpn: int, nodes: int) -> float:
     core_gpu, peak, _, intra, inter = gf
     s = ch.shape
     dpd = max(1, ch.dp // s.cp)
     ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
-    key = (g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")
+    key = _step_key(ctx, g, count, gpn, ch, ga)
     st = ctx._step_cache.get(key)
     if st is None:
         st = ctx._step_cache[key] = step_time(_cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp,
@@ -856,10 +872,14 @@ def _choose(ctx: Context, tkey: tuple[object, ...], rows: list[Row], budget: flo
     ckey = (tkey, budget, host_pg)
     hit = ctx._choice_cache.get(ckey)
     if hit is None:
-        if len(rows) <= 2:  # (a row or two: the scan is as quick as an index)
+        ix = ctx._choice_index.get(tkey)
+        if len(rows) <= 2 or (ix is None and tkey not in ctx._choice_once):
+            # a row or two, or the first budget asked of these rows: the scan (it stops at the first fit) is
+            # quicker than building the index, which pays from the second budget on
+            if len(rows) > 2:
+                ctx._choice_once[tkey] = True
             hit = choose_from_table(rows, budget, ctx._mb_cap_fn, ctx.pinned.micro_batch, host_pg)
         else:
-            ix = ctx._choice_index.get(tkey)
             if ix is None:
                 ix = ctx._choice_index[tkey] = choice_index(rows, ctx.pinned.micro_batch)
             hit = choose_indexed(ix, budget, ctx._mb_cap_fn, host_pg)
@@ -997,6 +1017,23 @@ def _interleaves(ctx: Context, ch: Choice) -> bool:
 
 
 def _fit(ctx: Context, stage: _Stage, ch: Choice, count: int, gpn: int, capacity: float, host_gib: float) -> _Fit:
+    # A plan that fits with no sentence about it is the same _Fit on every GPU memory it fits with the
+    # headroom asked (what differs -- fits, the tight-headroom note -- is tested here): shared by them
+    clean = ch.fits and not stage.problems and not stage.notes
+    if clean:
+        ckey = (count, ch.shape, ch.dp, ch.mb, ch.ckpt, ctx.mem_scale)
+        hit = ctx._clean_fits.get(ckey)
+        if (hit is not None and hit.per_gpu <= stage.usable + 1e-9
+                and not hit.per_gpu > capacity * (1.0 - ctx.headroom) + 1e-9):
+            return hit
+    out = _fit_new(ctx, stage, ch, count, gpn, capacity, host_gib)
+    if clean and out.fits and not out.problems and not out.notes:
+        ctx._clean_fits.setdefault(ckey, out)
+    return out
+
+
+def _fit_new(ctx: Context, stage: _Stage, ch: Choice, count: int, gpn: int, capacity: float,
+             host_gib: float) -> _Fit:
     problems: list[Msg] = list(stage.problems)
     notes: list[Msg] = list(stage.notes)
     usable = stage.usable
@@ -1071,7 +1108,9 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
     key = (count, gpn, nodes, nvlink_tp)
     capacity = g.memory_gib
-    host_gib = _host_limit_gib(ctx, g, gpn)
+    host_gib = ctx._host_cache.get((g.id, gpn))
+    if host_gib is None:
+        host_gib = _host_limit_gib(ctx, g, gpn)
     want = ctx.stack_override or ctx.req.training.stack
     # the stage's key: everything of the GPU it reads (the vendor only where a configured stack filters layouts),
     # and the memory calibration (prepare's _calibrate plans the reference point before it sets the scale)
@@ -1107,13 +1146,12 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     notes = list(fit.notes)
 
     core_gpu, peak, pnote, intra, inter = gf
-    if pnote:  # gpu_factor's note (memoised with the GPU factors): rendered from the same facts
+    if pnote:  # gpu_factor's precision fallback (memoised with the GPU factors), said as a Msg
         notes.append(_precision_note(g, ctx.req.training.precision))
-    hit_st = ctx._step_cache.get((g.id, count, gpn, s, ch.dp, ch.mb, ga, ch.ckpt, ctx.stack_override or "")) \
-        if timed else None
+    hit_st = ctx._step_cache.get(_step_key(ctx, g, count, gpn, ch, ga)) if timed else None
     st = hit_st if hit_st is not None else step_time(
-        _cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero, s.offload, ch.mb, ga,
-        ch.ckpt, intra, inter, rel=_op_rel(ctx, g, s))
+        ctx.cc if s.ep <= 1 else _cc_for(ctx, s), g, core_gpu, peak, count, gpn, nodes, ch.dp, s.tp, s.pp, s.zero,
+        s.offload, ch.mb, ga, ch.ckpt, intra, inter, rel=None if ctx.cc.work is None else _op_rel(ctx, g, s))
     units_step = ch.mb * ga * fit.dpd * ctx.cc.units_per_sample
     ups = units_step / st.step_s / count if st.step_s > 0 else 0.0
     if ctx.thr_direct is not None:
@@ -1129,11 +1167,11 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     host_node = mem.host_per_gpu / GIB * gpn
     tok = ups if ctx.model.is_token_model else None
     smp = ups / ctx.cc.units_per_sample if ctx.cc.units_per_sample else None
-    return QuickResult(
-        fits=fit.fits, per_gpu_gib=fit.per_gpu, capacity_gib=capacity, wall_hours=wall, gpu_hours=wall * count,
-        mfu=mfu, tokens_per_s_per_gpu=tok, samples_per_s_per_gpu=smp, plan=fit.plan_s,
-        reason=problems[0] if problems else None, nodes=nodes, gpus_per_node=gpn, host_ram_gib=host_node,
-        detail=_Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, st, peak, ups, problems, notes),
+    return QuickResult(  # (fits, per_gpu_gib, capacity_gib, wall_hours, gpu_hours, mfu, tokens_per_s_per_gpu,
+        # samples_per_s_per_gpu, plan, reason, nodes, gpus_per_node, host_ram_gib, detail): by position (quicker)
+        fit.fits, fit.per_gpu, capacity, wall, wall * count, mfu, tok, smp, fit.plan_s,
+        problems[0] if problems else None, nodes, gpn, host_node,
+        _Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, st, peak, ups, problems, notes),
     )
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from gpuwiz.core.memory import MemoryConsts, micro_batch_terms
 from gpuwiz.core.models import Checkpointing, Offload
@@ -353,6 +354,11 @@ class ChoiceIndex:
     thresholds: list[float]  # ascending: the bytes needed, scaled by _THRESHOLD_SLACK (a lower bound)
     by_threshold: list[int]  # the flat indices in that order
     leanest: dict[float, Choice] = field(default_factory=dict)  # the no-fit answer by host budget
+    # first_of[k]: the first entry in table order of by_threshold[:k] (the first one choose_indexed tests)
+    first_of: list[int] = field(default_factory=list)
+    # the answer when that entry fits at the micro-batch cap (the same for every budget that holds it), by
+    # (entry, cap)
+    capped: dict[tuple[int, int], Choice] = field(default_factory=dict)
 
 
 def choice_index(rows: list[Row], want: int | None) -> ChoiceIndex:
@@ -360,7 +366,8 @@ def choice_index(rows: list[Row], want: int | None) -> ChoiceIndex:
     flat = [(i, s, dp, host, ck, fixed, per, fixed + per * w)
             for i, (s, dp, host, per_ck) in enumerate(rows) for ck, fixed, per in per_ck]
     order = sorted(range(len(flat)), key=lambda j: flat[j][7])
-    return ChoiceIndex(rows, want, flat, [flat[j][7] * _THRESHOLD_SLACK for j in order], order)
+    first_of = [-1, *accumulate(order, min)]
+    return ChoiceIndex(rows, want, flat, [flat[j][7] * _THRESHOLD_SLACK for j in order], order, first_of=first_of)
 
 
 def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[int], int],
@@ -372,6 +379,23 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
     if (want is not None and want < 1) or budget_bytes != budget_bytes:  # (not met by the planner: the plain scan)
         return choose_from_table(ix.rows, budget_bytes, mb_cap_fn, want, host_budget_per_gpu)
     k = bisect_right(ix.thresholds, budget_bytes)
+    if k and want is None:
+        # the entry tested first: where it holds the micro-batch cap the answer is the same for every budget
+        j = ix.first_of[k]
+        i, s, dp, host, ck, fixed, per, _need = ix.flat[j]
+        if host <= host_budget_per_gpu:
+            room = budget_bytes - fixed
+            if per > 0:
+                mbmax = int(room // per) if room > 0 else 0
+            else:
+                mbmax = (1 << 30) if room >= 0 else 0
+            cap = int(mb_cap_fn(dp))
+            if mbmax >= cap >= 1:
+                got = ix.capped.get((j, cap))
+                if got is None:
+                    mb = 1 << (cap.bit_length() - 1)
+                    got = ix.capped[(j, cap)] = Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
+                return got
     if k:
         w = want or 1
         flat = ix.flat
@@ -388,10 +412,7 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
                 continue
             if want is not None:
                 return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
-            lim = min(mbmax, mb_cap_fn(dp))
-            mb = 1
-            while mb * 2 <= lim:
-                mb *= 2
+            mb = 1 << (int(min(mbmax, mb_cap_fn(dp))).bit_length() - 1)  # the largest power of two within both
             return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
     hit = ix.leanest.get(host_budget_per_gpu)
     if hit is None:

@@ -126,6 +126,8 @@ class Quick:
     plan_fits: bool = True  # the planner found a layout within the GPU's memory (False: none, at any micro-batch)
 
 
+_UNSET: Any = object()  # a dict.get default that no stored value is
+
 # What _try books for a shape whose outcome _Scanner.no_fit_proved proves (no layout fits its memory).
 _NO_FIT = Quick(fits=False, wall_hours=math.inf, gpu_hours=math.inf, plan_fits=False)
 
@@ -246,11 +248,14 @@ class _Scanner:
         """(fits, GiB per GPU, host GiB per node, problems, replicas, plan fits) of a plan: what requote
         keeps."""
         detail = r.detail
-        blocked = bool(detail is not None and getattr(detail, "problems", None))
-        choice = getattr(detail, "choice", None)
-        dp = int(getattr(choice, "dp", 1) or 1) // max(1, int(getattr(self.ctx, "cp", 1) or 1))
+        if detail is None:
+            blocked, dp, plan_fits = False, 1, True
+        else:  # (estimate._Detail)
+            choice = detail.choice
+            blocked, plan_fits = bool(detail.problems), bool(choice.fits)
+            dp = int(choice.dp or 1) // max(1, int(self.ctx.cp or 1))
         return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0),
-                (str(r.reason),) if r.reason else (), max(1, dp), bool(getattr(choice, "fits", True)))
+                (str(r.reason),) if r.reason else (), max(1, dp), plan_fits)
 
     def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
         """What the fast path's fit test reads of a GPU besides its memory (estimate.quick: the layouts
@@ -294,11 +299,12 @@ class _Scanner:
                 r = self.mod.requote(self.ctx, r)
             return self.mod.wall_hours_high(self.ctx, r)
         d = r.detail
-        # the spread reads the plan's groups: the GPU (generation), the stack (GPU and layout) and the scale
-        key = (d.gpu.id, d.choice.shape, self._scale(d.count), getattr(self.ctx, "stack_override", None) or "")
-        if key in self.p10:
-            p10 = self.p10[key]
-        else:
+        # the spread reads the plan's groups: the generation (the GPU's architecture), the stack (the GPU's
+        # vendor and the layout: estimate._stack_for) and the scale -- shared by the GPUs of one architecture
+        g = d.gpu
+        key = (g.architecture, g.vendor, d.choice.shape, self._scale(d.count), self.ctx.stack_override or "")
+        p10 = self.p10.get(key, _UNSET)
+        if p10 is _UNSET:
             sp = self._spread(self.ctx, r)
             p10 = self.p10[key] = sp.p10 if sp is not None else None
         return wall / p10 if p10 is not None else None
@@ -747,7 +753,7 @@ class _Recommender:
             if count_drops:
                 t.drop(DROP_SITE)
             return None
-        if not q.fits or q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn):
+        if not q.fits or (q.host_ram_gib and q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn)):
             # does not fit (or its CPU offload needs more host RAM than the platform takes)
             if count_drops:
                 t.drop(DROP_FIT)
