@@ -69,15 +69,20 @@ async def test_a_partial_frame_writes_what_textual_writes(make_app: MakeApp, con
             assert ours == theirs, rs
 
 
+async def _at_epochs(pilot: Any, app: Any) -> None:
+    """The config's answer in, on the Data step, with the Epochs field focused (where the edits type)."""
+    await settle(pilot, app)
+    app.goto("data")
+    await pilot.pause()
+    app.screen.query_one("#f-data-epochs").focus()
+
+
 async def test_the_live_panel_shows_what_textual_draws_for_its_answer_after_every_edit(
         make_app: MakeApp, config_file: Path) -> None:
     app = make_app(config_file)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        app.goto("data")
-        await pilot.pause()
+        await _at_epochs(pilot, app)
         panel = app.screen.query_one(LivePanel)
-        app.screen.query_one("#f-data-epochs").focus()
         seen: set[str] = set()
         # new values, values seen before (parts from the cache), an invalid one (the stale mark)
         for keys in (("end", "3"), ("backspace",), ("end", "3"), ("ctrl+u", "x"), ("ctrl+u", "1", "2")):
@@ -106,11 +111,8 @@ async def test_the_step_bar_shows_what_textual_draws_for_its_state_after_every_e
 
     app = make_app(config_file)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        app.goto("data")
-        await pilot.pause()
+        await _at_epochs(pilot, app)
         bar = app.screen.query_one(StepBar)
-        app.screen.query_one("#f-data-epochs").focus()
         marks: list[bool] = []
         for keys in (("end", "3"), ("backspace",), ("3",), ("backspace",), ("3",)):
             await pilot.press(*keys)
