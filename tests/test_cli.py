@@ -149,6 +149,7 @@ def test_help_names_every_subcommand(lang):
 @pytest.mark.parametrize("args", [
     ("recommend", SMALL, "--format", "json"), ("recommend", SMALL), ("recommend", SMALL, "--format", "md"),
     ("estimate", SMALL, "--gpu", "a100-80gb-sxm", "--format", "json"), ("catalog", "gpus"),
+    ("--help",), ("recommend", "--help"), ("--version",),
 ])
 def test_output_that_cannot_be_written_is_one_line_and_a_failure(args):
     """Standard output on a full disk (/dev/full): one line saying the output could not be written, exit 1,

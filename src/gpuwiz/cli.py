@@ -143,6 +143,14 @@ class _Parser(argparse.ArgumentParser):
         make: Any = self.formatter_class  # every HelpFormatter takes width (typeshed's protocol names prog only)
         return make(prog=self.prog, width=help_width())  # type: ignore[no-any-return]
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops an OSError of its own writes (help, usage, version): to standard output they go
+        # through ``emit``, so a full disk is reported as for any other output (``flush_output``)
+        if message and file is sys.stdout:
+            emit(message)
+        else:
+            super()._print_message(message, file)
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2
         from gpuwiz.core.errors import printable
 
@@ -845,7 +853,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gpuwiz._pyc import install_codegen
 
         install_codegen("cli" if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS else "wizard")
-    rc = _main(argv)
+    try:
+        rc = _main(argv)
+    except SystemExit as exc:  # argparse ends --help and --version with exit 0: their text is flushed as any output
+        if argv is not None or exc.code not in (0, None):
+            raise
+        rc = 0
     if argv is None:
         rc = flush_output(rc)
     if argv is None and sys.argv[1:2] and sys.argv[1] in FAST_EXIT:
