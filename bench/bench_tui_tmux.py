@@ -1,7 +1,7 @@
 """Key → screen latency of the wizard in a real terminal (tmux), as a user sees it.
 
     .venv/bin/python bench/bench_tui_tmux.py [--keys 30] [--size 100x30] [--config NAME ...]
-                                             [--engine process|thread|both]
+                                             [--engine process|thread|both] [--floor]
 
 Starts ``python -m gpuwiz EXAMPLE.yaml`` in a detached tmux session, goes to the Data step (the
 Epochs field), then for each of K keys (alternately a digit and backspace) sends the key with
@@ -23,6 +23,9 @@ line's default; GPUWIZ_ENGINE=thread keeps the engine in a thread). The CPU wind
 from sending it until both changes are on screen plus the pause before the next key; the idle rate
 (the same process with no key) is printed so it can be subtracted. It also prints how long opening
 the config took, from starting the wizard to its answer on the Result screen.
+
+``--floor`` first times the same keys in ``cat`` (tmux alone) and in a minimal Textual app with one
+Input: the part of the targets that the stack below gpuwiz takes.
 
 Targets (issue 9): typed character p95 ≤ 35 ms whatever the engine costs; live panel p95 ≤ engine
 time + 15 ms. Figures include tmux's own latency and one capture-pane per poll (~1-3 ms),
@@ -258,6 +261,42 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
           f"  open the config → answer on screen (the Result screen drawn): {t_open * 1e3:.0f} ms")
 
 
+FLOOR_APP = """
+from textual.app import App
+from textual.widgets import Input, Label
+class Floor(App):
+    def compose(self):
+        yield Label("Epochs"); yield Input(value="1")
+Floor().run()
+"""
+
+
+def floor(keys: int, size: str) -> None:
+    """What the key -> screen path costs without gpuwiz, measured as ``bench`` measures a typed
+    character (the same keys, one capture-pane per poll): ``cat`` (tmux alone: send-keys, the pty,
+    the redraw, the polling) and a minimal Textual app with one Input (Textual's input thread, key
+    handling, one frame). The targets are gpuwiz's; these say how much of them the stack below takes."""
+    cols, rows = size.split("x")
+    for label, cmd in (("cat (tmux alone)", "cat"),
+                       ("a minimal Textual app with one Input", f"{sys.executable} -c '{FLOOR_APP}'")):
+        session = f"gpuwiz-floor-{os.getpid()}"
+        tmux("new-session", "-d", "-s", session, "-x", cols, "-y", rows, cmd)
+        try:
+            if cmd != "cat":
+                wait_for(session, lambda ls: "Epochs" in "".join(ls))
+            lat: list[float] = []
+            for i in range(keys):
+                before = capture(session)
+                t0 = time.perf_counter()
+                tmux("send-keys", "-t", session, key_for(i))
+                wait_for(session, lambda ls, b=before: ls != b)
+                lat.append((time.perf_counter() - t0) * 1e3)
+                time.sleep(0.1)  # between keys, as a user types: not a wait for a condition (no test)
+        finally:
+            tmux("kill-session", "-t", session)
+        print(f"floor, {label} at {size}: key -> screen p50 {pct(lat, 0.5):.0f} ms, p95 {pct(lat, 0.95):.0f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys", type=int, default=30)
@@ -265,6 +304,8 @@ def main() -> None:
     ap.add_argument("--config", nargs="*", default=["small-team-lora-7b.yaml", "enterprise-70b-pretrain.yaml"])
     ap.add_argument("--engine", choices=("process", "thread", "both"), default="process",
                     help="where the wizard runs the engine (process: the command line's default)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time the same keys in `cat` and in a minimal Textual app (what tmux and Textual take)")
     args = ap.parse_args()
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is not installed")
@@ -274,6 +315,8 @@ def main() -> None:
     except OSError:
         load = float("nan")
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f}; Python {sys.version.split()[0]}")
+    if args.floor:
+        floor(args.keys, args.size)
     for name in args.config:
         for engine in (("process", "thread") if args.engine == "both" else (args.engine,)):
             bench(folder / name, args.keys, args.size, engine)
