@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from proc import instructions, run_timed
+from proc import instructions, paired, run_timed
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "examples" / "small-team-lora-7b.yaml"
@@ -53,14 +53,9 @@ def main() -> None:
         env = {**os.environ, "GPUWIZ_CACHE_DIR": cache_dir}
         for name in names:  # warm-up: page cache, bytecode, the catalog cache
             run_timed(COMMANDS[name], env)
-        wall: dict[str, list[float]] = {n: [] for n in names}
-        cpu: dict[str, list[float]] = {n: [] for n in names}
-        for r in range(args.n):
-            order = names[r % len(names):] + names[:r % len(names)]
-            for name in order:
-                w, c = run_timed(COMMANDS[name], env)
-                wall[name].append(w)
-                cpu[name].append(c)
+        runs = paired(lambda i: run_timed(COMMANDS[names[i]], env), len(names), args.n)
+        wall = {name: [w for w, _c in rs] for name, rs in zip(names, runs, strict=True)}
+        cpu = {name: [c for _w, c in rs] for name, rs in zip(names, runs, strict=True)}
         instr: dict[str, int | None] = {}
         if not args.no_instructions and shutil.which("valgrind"):
             instr = {name: instructions(COMMANDS[name], env) for name in names}
@@ -73,7 +68,7 @@ def main() -> None:
           f" {'instructions':>14s}")
     for name in names:
         w, c = wall[name], cpu[name]
-        paired = statistics.median(a / b for a, b in zip(w, wall["floor"], strict=True))
+        ratio = statistics.median(a / b for a, b in zip(w, wall["floor"], strict=True))
         cratio = statistics.median(c) / statistics.median(cpu["floor"])
         ins = instr.get(name)
         ins_txt = f"{ins / 1e6:11.0f} M" if ins else "-"
@@ -81,7 +76,7 @@ def main() -> None:
             ins_txt += f" ({ins / instr['floor']:.2f}x)"  # type: ignore[operator]
         target = f"  target <= {TARGETS[name]}x" if name in TARGETS else ""
         print(f"{LABELS[name]:36s} {statistics.median(w) * 1e3:8.1f} {statistics.median(c) * 1e3:8.1f} "
-              f"{paired:21.2f}x {cratio:11.2f}x {ins_txt:>14s}{target}")
+              f"{ratio:21.2f}x {cratio:11.2f}x {ins_txt:>14s}{target}")
     if not instr:
         print("\ninstruction counts skipped (--no-instructions, or valgrind not installed)")
     print("\n(the issue's third ratio, <= 0.5x llm-analysis for the same 7B estimate: bench/bench_vs_llm_analysis.py)")

@@ -34,6 +34,8 @@ import time
 from importlib import resources
 from pathlib import Path
 
+from proc import paired
+
 MINIMAL = """
 from textual.app import App
 from textual.widgets import Footer, Header, Static
@@ -97,19 +99,14 @@ def _timed(cmd: list[str]) -> tuple[float, float]:
     return (float(out[0]) - t0) * 1e3, float(out[1]) * 1e3  # spawn -> the print (frame drawn)
 
 
-def paired(cmds: list[list[str]], runs: int) -> list[list[tuple[float, float]]]:
-    """``runs`` rounds; each round runs every command once, in a rotated order (ABC, BCA, CAB, ...), so
-    drift in the machine's speed hits them alike and a ratio can be taken within each round (the
-    machine here moves a process's CPU time by up to 1.6x between minutes). One warm-up each (page
-    cache, .pyc). Returns, per command, its (wall, CPU) per round."""
+def start_ups(cmds: list[list[str]], runs: int) -> list[list[tuple[float, float]]]:
+    """``runs`` paired rounds of the start-up commands (``proc.paired``: rotated order, so drift in the
+    machine's speed hits them alike and a ratio can be taken within each round; the machine here moves a
+    process's CPU time by up to 1.6x between minutes), after one warm-up each (page cache, .pyc).
+    Returns, per command, its (wall, CPU) per round."""
     for cmd in cmds:
         subprocess.run(cmd, check=True, capture_output=True)
-    out: list[list[tuple[float, float]]] = [[] for _ in cmds]
-    for r in range(runs):
-        for k in range(len(cmds)):
-            i = (r + k) % len(cmds)
-            out[i].append(_timed(cmds[i]))
-    return out
+    return paired(lambda i: _timed(cmds[i]), len(cmds), runs)
 
 
 def _ratio(a: list[tuple[float, float]], b: list[tuple[float, float]], col: int) -> float:
@@ -173,7 +170,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as state:
         example = str(resources.files("gpuwiz").joinpath("examples", "small-team-lora-7b.yaml"))
         py = sys.executable
-        mini, wiz, opened = paired([[py, "-c", MINIMAL], [py, "-c", GPUWIZ, state],
+        mini, wiz, opened = start_ups([[py, "-c", MINIMAL], [py, "-c", GPUWIZ, state],
                                     [py, "-c", GPUWIZ_OPEN, state, example]], args.runs)
         try:
             load = f"load average {os.getloadavg()[0]:.1f}"

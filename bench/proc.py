@@ -8,7 +8,23 @@ import re
 import resource
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def paired(measure: Callable[[int], T], k: int, rounds: int) -> list[list[T]]:
+    """``rounds`` rounds of ``measure(i)`` for every case ``i < k``, each round in a rotated order (ABC,
+    BCA, CAB, ...), so drift in the machine's speed hits every case alike and a ratio can be taken within
+    each round. Returns, per case, its results by round."""
+    out: list[list[T]] = [[] for _ in range(k)]
+    for r in range(rounds):
+        for j in range(k):
+            i = (r + j) % k
+            out[i].append(measure(i))
+    return out
 
 
 def run_timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:

@@ -229,15 +229,8 @@ def cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int
     reads: the shape, the countries, the host RAM and the policy fields of ``req``."""
     key = (gpu_id, gpus_total, gpus_per_node, frozenset(countries) if countries is not None else None,
            market.policy_key(req) if req is not None else None, host_ram_gib)
-    return memo.cached(cat, "cheapest_rate", key,
-                       lambda: _cheapest_rate(cat, gpu_id, gpus_total, gpus_per_node, countries, req, key[4],
-                                              host_ram_gib))
-
-
-def _cheapest_rate(cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int, countries: set[str] | None,
-                   req: Requirements | None, policy: tuple[object, ...] | None,
-                   host_ram_gib: float) -> tuple[float, CloudInstance, int] | None:
-    return cheapest_of(_allowed_offers(cat, gpu_id, req, policy), gpus_total, gpus_per_node, host_ram_gib, countries)
+    return memo.cached(cat, "cheapest_rate", key, lambda: cheapest_of(
+        allowed_offers(cat, gpu_id, req, key[4]), gpus_total, gpus_per_node, host_ram_gib, countries))
 
 
 def cheapest_of(offers: tuple[tuple[CloudInstance, float], ...], gpus_total: int, gpus_per_node: int,
@@ -260,15 +253,8 @@ def cheapest_of(offers: tuple[tuple[CloudInstance, float], ...], gpus_total: int
     return best
 
 
-def allowed_offers(cat: Catalog, gpu_id: str, req: Requirements,
-                   policy: tuple[object, ...]) -> tuple[tuple[CloudInstance, float], ...]:
-    """(offer, $/h) of this GPU's offers that ``req``'s data policy allows; ``policy`` is
-    market.policy_key(req) (memoised per GPU and policy)."""
-    return _allowed_offers(cat, gpu_id, req, policy)
-
-
-def _allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
-                    policy: tuple[object, ...] | None) -> tuple[tuple[CloudInstance, float], ...]:
+def allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
+                   policy: tuple[object, ...] | None) -> tuple[tuple[CloudInstance, float], ...]:
     """(offer, $/h) of this GPU's offers that ``req``'s data policy allows (all without ``req``, or
     when the policy refuses none: ``offer_rates``), memoised per GPU and ``policy`` (market.policy_key
     of ``req``)."""
@@ -280,13 +266,11 @@ def _allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
 
 def offer_rates(cat: Catalog, gpu_id: str) -> tuple[tuple[CloudInstance, float], ...]:
     """(offer, $/h in USD) of every catalog offer for one GPU type, in catalog order (per catalog)."""
-    index = cat.derived.get(("offer_rates",))
-    if index is None:
-        index = cat.derived.setdefault(("offer_rates",), {})
+    index: dict[str, tuple[tuple[CloudInstance, float], ...]] = cat.derived.setdefault(("offer_rates",), {})
     got = index.get(gpu_id)
     if got is None:
         got = index[gpu_id] = tuple((inst, inst.price_usd_per_hour) for inst in offers_for(cat, gpu_id))
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 # ---- on-prem -------------------------------------------------------------------------------------

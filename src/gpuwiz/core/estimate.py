@@ -211,6 +211,8 @@ class Context:
     _ref_stack_cache: dict[tuple[str, Shape], StackEntry | None] = field(default_factory=dict)  # by (vendor, layout)
     # the speed spread (_speed_spread, wall_hours_high) by its group keys: (generation, stack, scale group)
     _spread_cache: dict[tuple[str, str, str], Spread | None] = field(default_factory=dict)
+    # ... and by what those keys are read from: (architecture, vendor, layout, scale group, stack override)
+    _spread_front: dict[tuple[object, ...], Spread | None] = field(default_factory=dict)
     _arch_cache: dict[str, str] = field(default_factory=dict)  # compute.arch_key by GPU architecture
     _rows_cache: dict[tuple[object, ...], list[Row]] = field(default_factory=dict)  # filtered layout tables
     _choice_cache: dict[tuple[tuple[object, ...], float, float], Choice] = field(default_factory=dict)  # _choose
@@ -1342,16 +1344,24 @@ def _speed_spread(ctx: Context, q: QuickResult, keys: dict[str, str] | None = No
         return None
     if keys is not None:
         return range_for(ctx.ranges, "throughput", keys)
-    # the group keys (_group_keys) read the generation, the stack and the scale (the family is the context's)
+    # the group keys (_group_keys) read the generation, the stack and the scale (the family is the context's),
+    # and those are read from the GPU's architecture (_arch), its vendor, the layout and the override
+    # (_stack_for's key) and the scale group of the GPU count: a front table on these, one lookup per candidate
     d = q.detail
-    arch = _arch(ctx, d.gpu)
-    stack = _stack_name(ctx, d.gpu, d.choice.shape)
-    key = (arch, stack, scale_group(d.count))
+    g = d.gpu
+    scale = scale_group(d.count)
+    front = ctx._spread_front
+    fkey = (g.architecture, g.vendor, d.choice.shape, scale, ctx.stack_override or "")
+    if fkey in front:
+        return front[fkey]
+    arch = _arch(ctx, g)
+    stack = _stack_name(ctx, g, d.choice.shape)
+    key = (arch, stack, scale)
     cache = ctx._spread_cache
-    if key in cache:
-        return cache[key]
-    sp = cache[key] = range_for(ctx.ranges, "throughput", group_keys(generation=arch, family=ctx.model.family,
-                                                                     stack=stack, gpus=d.count))
+    if key not in cache:
+        cache[key] = range_for(ctx.ranges, "throughput", group_keys(generation=arch, family=ctx.model.family,
+                                                                    stack=stack, gpus=d.count))
+    sp = front[fkey] = cache[key]
     return sp
 
 

@@ -293,6 +293,20 @@ def memory_table(
     return rows
 
 
+def _mb_room(budget_bytes: float, fixed: float, per: float) -> int:
+    """The most micro-batch samples whose activations (``per`` bytes each) fit beside a layout's ``fixed``
+    bytes in the budget (1 << 30: the layout needs no per-sample bytes); 0 when none fits."""
+    room = budget_bytes - fixed
+    if per > 0:
+        return int(room // per) if room > 0 else 0
+    return (1 << 30) if room >= 0 else 0
+
+
+def _pow2_at_most(n: int) -> int:
+    """The largest power of two <= ``n``, and 1 when ``n`` < 1: the micro-batch the planner picks within a limit."""
+    return 1 << (int(n).bit_length() - 1) if n >= 1 else 1
+
+
 def choose_from_table(
     rows: list[Row], budget_bytes: float, mb_cap_fn: Callable[[int], int], want: int | None,
     host_budget_per_gpu: float = float("inf"),
@@ -306,23 +320,13 @@ def choose_from_table(
     for i, (s, dp, host, per_ck) in enumerate(rows):
         host_ok = host <= host_budget_per_gpu
         for ck, fixed, per in per_ck:
-            if not host_ok:
-                mbmax = 0
-            else:
-                room = budget_bytes - fixed
-                if per > 0:
-                    mbmax = int(room // per) if room > 0 else 0
-                else:
-                    mbmax = (1 << 30) if room >= 0 else 0
+            mbmax = _mb_room(budget_bytes, fixed, per) if host_ok else 0
             if want is not None:
                 if mbmax >= want:
                     return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
                 need = fixed + per * want
             elif mbmax >= 1:
-                lim = min(mbmax, mb_cap_fn(dp))
-                mb = 1
-                while mb * 2 <= lim:
-                    mb *= 2
+                mb = _pow2_at_most(min(mbmax, mb_cap_fn(dp)))
                 return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
             else:
                 need = fixed + per
@@ -384,16 +388,11 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
         j = ix.first_of[k]
         i, s, dp, host, ck, fixed, per, _need = ix.flat[j]
         if host <= host_budget_per_gpu:
-            room = budget_bytes - fixed
-            if per > 0:
-                mbmax = int(room // per) if room > 0 else 0
-            else:
-                mbmax = (1 << 30) if room >= 0 else 0
             cap = int(mb_cap_fn(dp))
-            if mbmax >= cap >= 1:
+            if _mb_room(budget_bytes, fixed, per) >= cap >= 1:
                 got = ix.capped.get((j, cap))
                 if got is None:
-                    mb = 1 << (cap.bit_length() - 1)
+                    mb = _pow2_at_most(cap)
                     got = ix.capped[(j, cap)] = Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
                 return got
     if k:
@@ -403,16 +402,12 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
             i, s, dp, host, ck, fixed, per, _need = flat[j]
             if host > host_budget_per_gpu:
                 continue
-            room = budget_bytes - fixed
-            if per > 0:
-                mbmax = int(room // per) if room > 0 else 0
-            else:
-                mbmax = (1 << 30) if room >= 0 else 0
+            mbmax = _mb_room(budget_bytes, fixed, per)
             if mbmax < w:
                 continue
             if want is not None:
                 return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
-            mb = 1 << (int(min(mbmax, mb_cap_fn(dp))).bit_length() - 1)  # the largest power of two within both
+            mb = _pow2_at_most(min(mbmax, mb_cap_fn(dp)))
             return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
     hit = ix.leanest.get(host_budget_per_gpu)
     if hit is None:

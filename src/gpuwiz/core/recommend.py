@@ -126,8 +126,6 @@ class Quick:
     plan_fits: bool = True  # the planner found a layout within the GPU's memory (False: none, at any micro-batch)
 
 
-_UNSET: Any = object()  # a dict.get default that no stored value is
-
 # What _try books for a shape whose outcome _Scanner.no_fit_proved proves (no layout fits its memory).
 _NO_FIT = Quick(fits=False, wall_hours=math.inf, gpu_hours=math.inf, plan_fits=False)
 
@@ -159,7 +157,6 @@ class _Scanner:
 
     def __init__(self, req: Requirements, cat: Catalog) -> None:
         from gpuwiz.core import estimate as est_mod
-        from gpuwiz.core.ranges import scale_group  # (estimate imports it: no new module)
 
         self.req, self.cat, self.mod = req, cat, est_mod
         self.ctx: Any = None
@@ -175,12 +172,7 @@ class _Scanner:
             hit[1].setdefault("recommend.quotes", {}) if hit is not None else None)
         if self.quotes is not None and len(self.quotes) > QUOTES_MAX:
             self.quotes.clear()
-        # ... and each plan's cross-validated speed spread's P10 (the P90 wall time is wall / P10, as
-        # estimate.wall_hours_high computes it; the spread depends on the plan, not on the data size)
-        self.p10: dict[tuple[Any, ...], float | None] = (
-            hit[1].setdefault("recommend.p10", {}) if hit is not None else {})
         self._spread = getattr(est_mod, "_speed_spread", None)
-        self._scale = scale_group
         self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
         # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
         # the plan key leaves out), and per shape the last one made (``plan_estimate``)
@@ -292,22 +284,15 @@ class _Scanner:
             self.no_fit[key] = max(self.no_fit.get(key, 0.0), gpu.memory_gib)
 
     def _p90(self, r: Any, wall: float) -> float | None:
-        """``estimate.wall_hours_high`` of ``r`` at run time ``wall`` through the plan's memoised spread
-        (same arithmetic)."""
+        """``estimate.wall_hours_high`` of ``r`` at run time ``wall``, from the plan's cross-validated speed
+        spread (the P90 wall time is wall / P10; ``estimate._speed_spread`` keeps the spread per group, in
+        tables the contexts of one plan key share: core.memo)."""
         if self._spread is None or r.detail is None or not wall or wall == math.inf:
             if wall != r.wall_hours:
                 r = self.mod.requote(self.ctx, r)
             return self.mod.wall_hours_high(self.ctx, r)
-        d = r.detail
-        # the spread reads the plan's groups: the generation (the GPU's architecture), the stack (the GPU's
-        # vendor and the layout: estimate._stack_for) and the scale -- shared by the GPUs of one architecture
-        g = d.gpu
-        key = (g.architecture, g.vendor, d.choice.shape, self._scale(d.count), self.ctx.stack_override or "")
-        p10 = self.p10.get(key, _UNSET)
-        if p10 is _UNSET:
-            sp = self._spread(self.ctx, r)
-            p10 = self.p10[key] = sp.p10 if sp is not None else None
-        return wall / p10 if p10 is not None else None
+        sp = self._spread(self.ctx, r)
+        return wall / sp.p10 if sp is not None else None
 
     def global_batch(self) -> int | None:
         """Samples per optimizer step as the config states them (training.global_batch), or None:
@@ -1066,7 +1051,7 @@ class _Recommender:
         mature distributed training (SemiAnalysis, "MI300X vs H100 vs H200 Benchmark Part 1:
         Training", Dec 2024, found MI300X training far below its paper advantage). A judgement,
         stated in the rocm-caveats pitfall."""
-        return c.score * (1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP)
+        return c.score * self._stack(c)
 
     def needs_circuit(self, c: Cand) -> bool:
         """``c``, sized, is a box for the desk that draws more than one office circuit of the country
@@ -1290,15 +1275,14 @@ class _Recommender:
 
         def order(b: Cand) -> tuple[float, ...]:  # _best_buy's order
             assert b.buy_total is not None
-            return (float(self.tight(b)), float(self.needs_circuit(b)), b.buy_total * self._stack(b), b.q.wall_hours)
+            return (*self._own_order(b, b.buy_total), b.q.wall_hours)
 
         pending = waiting
         while pending:
             c = min(pending, key=lambda c: self._buy_floor(c)[1])
             s = sized[id(c)] = self.exact(c, w0)
             if not math.isinf(s.score):  # it joins the shortlist
-                k = self.key(s)[:3]
-                if not k > first or (k[:2] == first[:2] and k[2] <= band):
+                if not self._outranks(self.key(s)[:3], first, band):
                     return False
                 if self._best_buy([s]) is s:
                     if best is None or order(s) < order(best):
@@ -1382,7 +1366,7 @@ class _Recommender:
             score = floor / costmod.BUY_MARGIN if self.d.mode == "either" else floor
             # the least its key (``key``) can be: unsized, it may still fit the site as it is
             low = (float(self.tight(c)), 0.0, score * self._stack(c))
-            if not low > first or (low[:2] == first[:2] and low[2] <= band):
+            if not self._outranks(low, first, band):
                 return False
             if c.gpu.id != win.gpu.id:
                 n = bisect.bisect_left(keys, low)  # the shortlist's places with a key below ``low``
@@ -1422,9 +1406,7 @@ class _Recommender:
             return True
         if best is None or best.buy_total is None:
             return False
-        floor = total * (1 - 1e-9) * self._stack(c)
-        return ((self.tight(best), self.needs_circuit(best), best.buy_total * self._stack(best))
-                < (self.tight(c), False, floor))
+        return self._own_order(best, best.buy_total) < self._own_order(c, total * (1 - 1e-9))
 
     def _sized(self, c: Cand, w: sysmod.Workload) -> Build:
         """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""
@@ -1653,11 +1635,22 @@ class _Recommender:
         # same rules as the pick's: ``key``)
         if not ok:
             return None
-        return min(ok, key=lambda c: (self.tight(c), self.needs_circuit(c), c.buy_total * self._stack(c),  # type: ignore[operator]
-                                      c.q.wall_hours))
+        return min(ok, key=lambda c: (*self._own_order(c, c.buy_total), c.q.wall_hours))  # type: ignore[arg-type]
 
     def _stack(self, c: Cand) -> float:
+        """The non-CUDA software-stack handicap on a cost (``effective``)."""
         return 1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP
+
+    def _own_order(self, c: Cand, total: float) -> tuple[float, float, float]:
+        """``_best_buy``'s order of ``c`` owned for ``total`` over the horizon (before its run time): one
+        that ends with slack first, then one the site takes as it is (``needs_circuit``; an unsized build
+        counts as one), then the cost with the software-stack handicap -- the pick's rules (``key``)."""
+        return (float(self.tight(c)), float(self.needs_circuit(c)), total * self._stack(c))
+
+    def _outranks(self, k: tuple[float, ...], first: tuple[float, ...], band: float) -> bool:
+        """A cheapest-objective key (``key(...)[:3]``) that sorts after ``first`` (the shortlist's first)
+        and outside the pick's near-tie band (``band``: ``pick``'s tolerance on the first's cost)."""
+        return k > first and not (k[:2] == first[:2] and k[2] <= band)
 
     def _decided(self, win: Cand, other: Cand) -> _Decided:
         """The ranking's rent-or-buy choice for cost.analyse (cheapest objective, mode either), and why
