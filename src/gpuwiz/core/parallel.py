@@ -383,22 +383,33 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
     if (want is not None and want < 1) or budget_bytes != budget_bytes:  # (not met by the planner: the plain scan)
         return choose_from_table(ix.rows, budget_bytes, mb_cap_fn, want, host_budget_per_gpu)
     k = bisect_right(ix.thresholds, budget_bytes)
-    if k and want is None:
-        # the entry tested first: where it holds the micro-batch cap the answer is the same for every budget
+    if k:
+        # the entry tested first (the first in table order of those within the budget): it answers unless the
+        # host cannot carry it or its micro-batch does not fit after all (the threshold's slack)
         j = ix.first_of[k]
         i, s, dp, host, ck, fixed, per, _need = ix.flat[j]
         if host <= host_budget_per_gpu:
-            cap = int(mb_cap_fn(dp))
-            if _mb_room(budget_bytes, fixed, per) >= cap >= 1:
-                got = ix.capped.get((j, cap))
-                if got is None:
-                    mb = _pow2_at_most(cap)
-                    got = ix.capped[(j, cap)] = Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
-                return got
-    if k:
+            room = _mb_room(budget_bytes, fixed, per)
+            if want is not None:
+                if room >= want:
+                    return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
+            else:
+                cap_raw = mb_cap_fn(dp)
+                cap = int(cap_raw)
+                if room >= cap >= 1:
+                    # it holds the micro-batch cap: the answer is the same for every budget that holds it
+                    got = ix.capped.get((j, cap))
+                    if got is None:
+                        mb = _pow2_at_most(cap)
+                        got = ix.capped[(j, cap)] = Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
+                    return got
+                if room >= 1:
+                    mb = _pow2_at_most(min(room, cap_raw))
+                    return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
+    if k > 1:  # the first one did not answer: the others in table order
         w = want or 1
         flat = ix.flat
-        for j in sorted(ix.by_threshold[:k]) if k > 1 else ix.by_threshold[:1]:
+        for j in sorted(ix.by_threshold[:k]):
             i, s, dp, host, ck, fixed, per, _need = flat[j]
             if host > host_budget_per_gpu:
                 continue
