@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 from typing import NamedTuple
 
+from gpuwiz.core import gcpause
 from gpuwiz.core.arch import GATED_MLPS, block_params, fmt_params, largest_layer_params, lora_params, resolve_model
 from gpuwiz.core.catalog import GPU, Catalog, did_you_mean
 from gpuwiz.core.compute import (
@@ -1218,7 +1219,8 @@ def estimate(
     count = count or (hw.count if hw else None) or 1
     if gpus_per_node is None and hw is not None and hw.gpus_per_node and (hw.gpu in (None, gpu)):
         gpus_per_node = hw.gpus_per_node
-    return estimate_from(prepare(req, catalog), gpu, count, gpus_per_node)
+    with gcpause.paused():  # no cyclic collection while the estimate allocates (core.gcpause)
+        return estimate_from(prepare(req, catalog), gpu, count, gpus_per_node)
 
 
 def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> Estimate:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
-from gpuwiz.core import market, memo
+from gpuwiz.core import gcpause, market, memo
 from gpuwiz.core import pitfalls as pitmod
 from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog, CloudInstance
@@ -524,11 +524,12 @@ def recommend(req: Requirements, catalog: Catalog, objective: str | None = None)
         hit = answers.get(key)
         if hit is not memo.MISS:
             return hit  # type: ignore[no-any-return]
-    rec = _Recommender(req, catalog, obj).run()
-    if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
-        from gpuwiz.core.owned import with_owned
+    with gcpause.paused():  # no cyclic collection while the answer allocates (core.gcpause)
+        rec = _Recommender(req, catalog, obj).run()
+        if req.have:  # owned hardware (have:) as an option beside buying and renting: core.owned
+            from gpuwiz.core.owned import with_owned
 
-        rec = with_owned(req, catalog, rec)
+            rec = with_owned(req, catalog, rec)
     if answers is not None:
         answers.put(key, rec)
     return rec
