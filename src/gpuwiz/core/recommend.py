@@ -608,6 +608,37 @@ class _Recommender:
             return DROP_TRAINING
         return None
 
+    def unpriced(self, gpu: GPU, shapes: list[tuple[int, int]] | None) -> bool:
+        """No shape of this GPU the search tries has a price the mode allows: no cloud offer the data
+        policy allows (``cost.allowed_offers``, the offers ``_rough_facts`` prices from) when renting is
+        open, and no way to buy it (a unit price, sold in the country, a chassis for one of the
+        GPUs-per-node counts tried) when buying is. Every shape would be dropped for want of a price
+        (``_scored``) whatever its estimate: the GPU is dropped once, before the estimator, as the
+        exclusions are."""
+        d = self.d
+        if d.mode in ("rent", "either"):
+            offers = self.offers.get(gpu.id)
+            if offers is None:
+                offers = self.offers[gpu.id] = costmod.allowed_offers(self.cat, gpu.id, self.req, self.facts_key[0])
+            if offers:
+                return False
+        if d.mode in ("buy", "either"):
+            used = d.used_hardware or gpu.price_new_usd is None
+            unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
+            sold_here = self.sold_cache.get(gpu.id)
+            if sold_here is None:
+                sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
+            if unit and sold_here:
+                if shapes is not None:
+                    gpns = [gpn for gpn, _nodes in shapes]
+                elif self.req.hardware and self.req.hardware.gpus_per_node:
+                    gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
+                else:
+                    gpns = _gpn_options(gpu)
+                if any(self._buyable_at(gpu, gpn) for gpn in gpns):
+                    return False
+        return True
+
     def enumerate(self, scan: _Scanner) -> Enumerated:
         """Stage 1: every GPU x shape the search tries, sized by the estimator's fast path. With pruning
         the GPUs are searched largest memory first (so a GPU that fits nowhere proves it for the smaller
@@ -643,6 +674,9 @@ class _Recommender:
                 t.drop(DROP_SITE)
                 return out
         shapes = self.shapes(gpu)
+        if not pinned and self.unpriced(gpu, shapes):
+            t.drop(DROP_PRICE)  # no shape of it could be rented or bought: not sized (like the exclusions above)
+            return out
         if shapes is not None:
             for gpn, nodes in shapes:
                 t.considered += 1
@@ -705,13 +739,16 @@ class _Recommender:
 
     def enumerated(self, scan: _Scanner) -> Enumerated:
         """``enumerate``, kept per plan key on every other field it reads (the data and schedule
-        sections, the site, the mode, the export / CUDA policy, the objective): an edit of the money
+        sections, the site, the mode, the export / CUDA policy, the objective, the data policy and used
+        hardware of ``unpriced``): an edit of the money
         fields (budget, horizon, electricity, ...) re-prices the same candidates."""
         memo_ = scan.enumerated
         if memo_ is None:
             return self.enumerate(scan)
         d = self.d
-        key = (self.obj, self.req.data, self.req.schedule, d.site, d.mode, d.country, d.require_cuda, prune)
+        # (facts_key: the data policy and used hardware ``unpriced`` reads)
+        key = (self.obj, self.req.data, self.req.schedule, d.site, d.mode, d.country, d.require_cuda, prune,
+               self.facts_key)
         got = memo_.get(key)
         if got is None:
             got = memo_[key] = self.enumerate(scan)
@@ -926,9 +963,12 @@ class _Recommender:
 
     def _buyable(self, c: Cand) -> bool:
         """A chassis one can buy takes these GPUs (system.chassis_fits: cooling, baseboards, site)."""
-        key = (c.gpu.id, c.gpn)
+        return self._buyable_at(c.gpu, c.gpn)
+
+    def _buyable_at(self, gpu: GPU, gpn: int) -> bool:
+        key = (gpu.id, gpn)
         if key not in self.buyable_cache:
-            self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, c.gpu, c.gpn, self.d.site))
+            self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, gpu, gpn, self.d.site))
         return self.buyable_cache[key]
 
     def _rough_stem(self, c: Cand, capex: float) -> costmod.PartsStem:
