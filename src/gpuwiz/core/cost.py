@@ -204,8 +204,8 @@ def _offer_rows_of(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int
             note = (_("smallest offer for {n} GPUs: {idle} of {paid} paid but idle") if gpus_total != 1
                     else _("smallest offer for {n} GPU: {idle} of {paid} paid but idle")).format(
                 n=gpus_total, idle=idle, paid=inst.gpu_count * n)
-        yield (inst, n, slow, note, is_split, idle, inst.price_usd_per_hour, inst.spot_usd_per_hour,
-               inst.reserved_1y_usd_per_hour, market.tradeoff(req, inst) or "")
+        _inst, usd_h, spot_h, res_h = usd_rates(cat, inst)
+        yield (inst, n, slow, note, is_split, idle, usd_h, spot_h, res_h, market.tradeoff(req, inst) or "")
 
 
 def offers_for(cat: Catalog, gpu_id: str) -> tuple[CloudInstance, ...]:
@@ -262,6 +262,21 @@ def allowed_offers(cat: Catalog, gpu_id: str, req: Requirements | None,
         return offer_rates(cat, gpu_id)
     return memo.cached(cat, "allowed_offers", (gpu_id, policy), lambda: tuple(
         (inst, usd_h) for inst, usd_h in offer_rates(cat, gpu_id) if market.eligible(req, inst)), maxsize=1024)
+
+
+def usd_rates(cat: Catalog, inst: CloudInstance) -> tuple[CloudInstance, float, float | None, float | None]:
+    """(the offer, on-demand, spot and 1-year reserved $/h in USD) of one catalog offer, per catalog: the
+    offer's properties read its currency rate, a private attribute, through pydantic's ``__getattr__``
+    (about a microsecond each), and the pricing reads them for every shape it prices."""
+    index: dict[int, tuple[CloudInstance, float, float | None, float | None]] | None = cat.derived.get(
+        ("offer_usd",))
+    if index is None:
+        index = cat.derived.setdefault(("offer_usd",), {})
+    got = index.get(id(inst))
+    if got is None or got[0] is not inst:  # (the entry holds the offer: its id is not reused meanwhile)
+        got = index[id(inst)] = (inst, inst.price_usd_per_hour, inst.spot_usd_per_hour,
+                                 inst.reserved_1y_usd_per_hour)
+    return got
 
 
 def offer_rates(cat: Catalog, gpu_id: str) -> tuple[tuple[CloudInstance, float], ...]:
@@ -382,8 +397,12 @@ class OwnRates:
             min_fte = 0.05
         fte = max(min_fte, fp.nodes / self.nodes_per_fte)
         staff = fte * self.salary
-        return PartsStem(capex=capex, power_idle_per_kwh=power_idle, power_per_gpu_hour_per_kwh=power_per_gpu_hour,
-                         space=space, maintenance=maint, staff=staff, gpus=gpus, colo=colo)
+        # PartsStem(...) without the frozen __init__ (one setattr call per field): the rough ranking makes
+        # one per shape it prices
+        out = object.__new__(PartsStem)
+        out.__dict__.update(capex=capex, power_idle_per_kwh=power_idle, power_per_gpu_hour_per_kwh=power_per_gpu_hour,
+                            space=space, maintenance=maint, staff=staff, gpus=gpus, colo=colo)
+        return out
 
 
 @dataclass(frozen=True)

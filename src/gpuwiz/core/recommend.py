@@ -902,9 +902,9 @@ class _Recommender:
         if hit:
             rate, inst, n = hit
             over_h, egress = self.overhead(inst, w)
-            usd_h = inst.price_usd_per_hour
-            offer = (rate, inst, n, over_h, egress, (inst.reserved_1y_usd_per_hour or usd_h * (1 - self.r1)) * n,
-                     inst.spot_usd_per_hour, usd_h / inst.gpu_count)
+            _inst, usd_h, spot_h, res_h = costmod.usd_rates(self.cat, inst)
+            offer = (rate, inst, n, over_h, egress, (res_h or usd_h * (1 - self.r1)) * n, spot_h,
+                     usd_h / inst.gpu_count)
         return offer, capex, (self._rough_stem(c, capex) if capex is not None else None)
 
     def _rough_facts(self, c: Cand) -> tuple[tuple[float, CloudInstance, int] | None, float | None]:
