@@ -23,3 +23,11 @@ def test_a_parts_stem_has_exactly_its_fields_and_equals_the_constructed_one() ->
             assert set(vars(got)) == names
             assert got == cost.PartsStem(**{n: getattr(got, n) for n in names})
             assert hash(got) == hash(cost.PartsStem(**{n: getattr(got, n) for n in names}))
+
+
+def test_a_footprint_made_fast_equals_the_constructed_one() -> None:
+    names = {f.name for f in dataclasses.fields(cost.Footprint)}
+    for args in ((1, 1, 450.0, 320.0, False), (4, 8, 10_200.0, 8_100.0, True)):
+        fast = cost.Footprint.make(*args)
+        assert set(vars(fast)) == names
+        assert fast == cost.Footprint(*args) and hash(fast) == hash(cost.Footprint(*args))

@@ -327,6 +327,15 @@ class Footprint:
     rack: bool  # a rack server / HGX box or a cluster (colocation when the site is open)
 
     @staticmethod
+    def make(nodes: int, gpus_per_node: int, max_power_w: float, power_w: float, rack: bool) -> Footprint:
+        """``Footprint(...)`` without the frozen __init__ (one setattr call per field): the rough ranking
+        makes one per shape it prices."""
+        out = object.__new__(Footprint)
+        out.__dict__.update(nodes=nodes, gpus_per_node=gpus_per_node, max_power_w=max_power_w, power_w=power_w,
+                            rack=rack)
+        return out
+
+    @staticmethod
     def of(build: Build | Sizing) -> Footprint:
         rack = build.nodes > 1 or build.chassis_kind in ("server", "hgx") or not build.chassis
         return Footprint(build.nodes, build.gpus_per_node, build.max_power_w, build.power_w, rack)

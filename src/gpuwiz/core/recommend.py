@@ -984,8 +984,8 @@ class _Recommender:
             gpu_w = c.gpn * c.gpu.tdp_w
             max_w = gpu_w * sysmod.CHIP_TO_SERVER_HGX if hgx else gpu_w + 600.0
             sustained = max_w * sysmod.TRAIN_LOAD_FRAC if hgx else gpu_w + 420.0
-            fp = costmod.Footprint(nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=max_w, power_w=sustained,
-                                   rack=hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
+            fp = costmod.Footprint.make(c.nodes, c.gpn, max_w, sustained,
+                                        hgx or c.nodes > 1 or c.gpn > 4 or c.gpu.cooling == "passive")
             stem = self.rates.stem(fp, capex)
             if self.rough_stems is not None:
                 self.rough_stems.put(key, stem)
@@ -1348,9 +1348,8 @@ class _Recommender:
             if stems is memo.MISS:
                 prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
                 capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
-                stems = (capex, tuple(self.rates.stem(costmod.Footprint(
-                    nodes=c.nodes, gpus_per_node=c.gpn, max_power_w=0.0, power_w=0.0, rack=rack), capex)
-                    for rack in (False, True)))
+                stems = (capex, tuple(self.rates.stem(costmod.Footprint.make(c.nodes, c.gpn, 0.0, 0.0, rack), capex)
+                                      for rack in (False, True)))
                 if self.floor_stems is not None:
                     self.floor_stems.put(skey, stems)
             capex, kinds = stems
