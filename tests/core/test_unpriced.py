@@ -1,7 +1,8 @@
 """A GPU with no price the mode allows -- no cloud offer the data policy allows when renting is open, no way
-to buy it when buying is -- is dropped once ("no price") before the estimator sizes any of its shapes. Sized,
-every one of its shapes would have been dropped for want of a price, so the answer is the same but for the
-search's tallies (how many builds were considered and why each was dropped)."""
+to buy it when buying is -- is dropped once ("no price") before the estimator sizes any of its shapes; a
+shape of a priced GPU with no offer that holds it and no way to buy it is dropped ("no price") before the
+estimator sizes it. Sized, each would have been dropped for want of a price, so the answer is the same but
+for the search's tallies (how many builds were considered and why each was dropped)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def _answer(req: Requirements, monkeypatch: pytest.MonkeyPatch, rule: bool) -> d
     with monkeypatch.context() as m:
         if not rule:
             m.setattr(R._Recommender, "unpriced", lambda self, gpu, shapes: False)
+            m.setattr(R._Recommender, "shape_unpriced", lambda self, gpu, gpn, nodes: False)
         out: dict[str, Any] = json.loads(R.recommend(req, CAT).model_dump_json())
     memo.clear()
     return out
@@ -60,12 +62,13 @@ def _small_team(**deployment: Any) -> Requirements:
         "schedule": {"deadline_days": 3}, "deployment": {"country": "US", **deployment}})
 
 
-def _sized_gpus(req: Requirements, monkeypatch: pytest.MonkeyPatch) -> tuple[set[str], dict[str, int]]:
-    seen: set[str] = set()
+def _sized(req: Requirements, monkeypatch: pytest.MonkeyPatch) -> tuple[set[tuple[str, int, int]], dict[str, int]]:
+    """(GPU id, GPUs, GPUs per node) of every shape the estimator sized, and the answer's drop tally."""
+    seen: set[tuple[str, int, int]] = set()
     real = E.quick
 
     def spy(ctx: E.Context, gpu: Any, count: int, gpn: int | None = None) -> E.QuickResult:
-        seen.add(getattr(gpu, "id", gpu))
+        seen.add((getattr(gpu, "id", gpu), count, gpn or 0))
         return real(ctx, gpu, count, gpn)
 
     memo.clear()
@@ -73,6 +76,11 @@ def _sized_gpus(req: Requirements, monkeypatch: pytest.MonkeyPatch) -> tuple[set
     rec = R.recommend(req, CAT)
     monkeypatch.setattr(E, "quick", real)
     return seen, rec.dropped
+
+
+def _sized_gpus(req: Requirements, monkeypatch: pytest.MonkeyPatch) -> tuple[set[str], dict[str, int]]:
+    seen, dropped = _sized(req, monkeypatch)
+    return {g for g, _n, _gpn in seen}, dropped
 
 
 def test_a_gpu_nobody_here_can_rent_or_buy_is_not_sized(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,3 +111,25 @@ def test_buying_alone_still_sizes_a_gpu_one_can_buy(monkeypatch: pytest.MonkeyPa
     seen_either, _ = _sized_gpus(either, monkeypatch)
     seen_rent, _ = _sized_gpus(rent_only, monkeypatch)
     assert gid in seen_either and gid not in seen_rent
+
+
+def test_a_shape_nobody_here_can_rent_or_buy_is_not_sized(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One node of a GPU with offers for some GPU counts only, that cannot be bought here: the counts no offer
+    holds are not sized, the others are."""
+    req = _small_team(mode="either")
+    policy = R.market.policy_key(req)
+    found = None
+    for g in CAT.gpus:
+        offers = R.costmod.allowed_offers(CAT, g.id, req, policy)
+        if not offers or (g.price_new_usd and R.market.can_buy(CAT, "US", g)) or g.segment == "consumer":
+            continue
+        held = [n for n in R._gpn_options(g) if any(R.costmod.instance_count(o, n, n) for o, _h in offers)]
+        free = [n for n in R._gpn_options(g) if n not in held]
+        if held and free:
+            found = (g.id, held, free)
+            break
+    assert found is not None, "the catalog has a GPU rented at some GPU counts only and not sold in the US"
+    gid, held, free = found
+    seen, _dropped = _sized(req, monkeypatch)
+    sized_counts = {n for g, n, gpn in seen if g == gid and n == gpn}
+    assert set(held) <= sized_counts and not sized_counts & set(free)

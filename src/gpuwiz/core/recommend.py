@@ -616,28 +616,56 @@ class _Recommender:
         (``_scored``) whatever its estimate: the GPU is dropped once, before the estimator, as the
         exclusions are."""
         d = self.d
-        if d.mode in ("rent", "either"):
-            offers = self.offers.get(gpu.id)
-            if offers is None:
-                offers = self.offers[gpu.id] = costmod.allowed_offers(self.cat, gpu.id, self.req, self.facts_key[0])
-            if offers:
+        if d.mode in ("rent", "either") and self._allowed_offers(gpu):
+            return False
+        if d.mode in ("buy", "either") and self._buy_route(gpu):
+            if shapes is not None:
+                gpns = [gpn for gpn, _nodes in shapes]
+            elif self.req.hardware and self.req.hardware.gpus_per_node:
+                gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
+            else:
+                gpns = _gpn_options(gpu)
+            if any(self._buyable_at(gpu, gpn) for gpn in gpns):
                 return False
-        if d.mode in ("buy", "either"):
-            used = d.used_hardware or gpu.price_new_usd is None
-            unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
-            sold_here = self.sold_cache.get(gpu.id)
-            if sold_here is None:
-                sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
-            if unit and sold_here:
-                if shapes is not None:
-                    gpns = [gpn for gpn, _nodes in shapes]
-                elif self.req.hardware and self.req.hardware.gpus_per_node:
-                    gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
-                else:
-                    gpns = _gpn_options(gpu)
-                if any(self._buyable_at(gpu, gpn) for gpn in gpns):
-                    return False
         return True
+
+    def shape_unpriced(self, gpu: GPU, gpn: int, nodes: int) -> bool:
+        """``unpriced`` for one shape: no offer the data policy allows holds ``gpn`` x ``nodes`` GPUs
+        (``cost.instance_count``; an offer's RAM can only refuse more: ``cost.instance_ram_ok``) when renting
+        is open, and it cannot be bought at ``gpn`` GPUs per node when buying is. Pricing would drop it
+        whatever its estimate (``_scored``)."""
+        d = self.d
+        if d.mode in ("rent", "either"):
+            count = gpn * nodes
+            for inst, _usd_h in self._allowed_offers(gpu):
+                if costmod.instance_count(inst, count, gpn) is not None:
+                    return False
+        return not (d.mode in ("buy", "either") and self._buy_route(gpu) and self._buyable_at(gpu, gpn))
+
+    def _allowed_offers(self, gpu: GPU) -> tuple[tuple[CloudInstance, float], ...]:
+        """``cost.allowed_offers`` of this GPU under the data policy, once per answer (what ``_rough_facts``
+        prices from)."""
+        offers = self.offers.get(gpu.id)
+        if offers is None:
+            offers = self.offers[gpu.id] = costmod.allowed_offers(self.cat, gpu.id, self.req, self.facts_key[0])
+        return offers
+
+    def _buy_route(self, gpu: GPU) -> bool:
+        """A unit price and sold in the country: what ``_rough_facts`` needs besides a chassis to give a
+        shape its capex."""
+        return bool(self._unit_price(gpu)) and self._sold_here(gpu)
+
+    def _unit_price(self, gpu: GPU) -> float | None:
+        """The price of one GPU bought: used where asked (or where it is no longer sold new), else new."""
+        used = self.d.used_hardware or gpu.price_new_usd is None
+        return gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
+
+    def _sold_here(self, gpu: GPU) -> bool:
+        """``market.can_buy`` in the deployment's country (no export rule, and sold there), once per GPU."""
+        sold_here = self.sold_cache.get(gpu.id)
+        if sold_here is None:
+            sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
+        return sold_here
 
     def enumerate(self, scan: _Scanner) -> Enumerated:
         """Stage 1: every GPU x shape the search tries, sized by the estimator's fast path. With pruning
@@ -760,6 +788,12 @@ class _Recommender:
             # no desk chassis takes these GPUs: the drop below whatever the estimate, so none is made
             if count_drops:
                 t.drop(DROP_SITE)
+            return None
+        if (count_drops and not pinned and self.shape_unpriced(gpu, gpn, nodes)
+                and not (self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"))):
+            # no price the mode allows at this shape (a desk shape no desk chassis takes is the site's drop,
+            # made below after the estimate when not pruned): dropped as pricing would, before the estimator
+            t.drop(DROP_PRICE)
             return None
         try:
             if prune and not pinned and scan.no_fit_proved(gpu, gpn * nodes, gpn):
@@ -917,18 +951,11 @@ class _Recommender:
             gpu, count = c.gpu, c.gpn * c.nodes
             # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
             # (cost.cheapest_rate without its own memo: this table's key holds every field it reads)
-            offers = self.offers.get(gpu.id)
-            if offers is None:
-                offers = self.offers[gpu.id] = costmod.allowed_offers(self.cat, gpu.id, self.req, self.facts_key[0])
-            hit = costmod.cheapest_of(offers, count, c.gpn, host_ram_gib=c.q.host_ram_gib)
-            used = self.d.used_hardware or gpu.price_new_usd is None  # no longer sold new: used only
-            unit = gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
-            sold_here = self.sold_cache.get(gpu.id)
-            if sold_here is None:  # no export rule, and sold there
-                sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
+            hit = costmod.cheapest_of(self._allowed_offers(gpu), count, c.gpn, host_ram_gib=c.q.host_ram_gib)
+            unit = self._unit_price(gpu)
             capex: float | None = None
             # A pinned build is priced as asked (the export / market pitfalls then say why it is hard to buy).
-            if unit and (self.pinned or (sold_here and self._buyable(c))):
+            if unit and (self.pinned or (self._sold_here(gpu) and self._buyable(c))):
                 # Epoch: GPUs are ~61 % of a GPU server's price (server_overhead_frac = non-GPU share).
                 capex = unit * count / (1 - self.share)
             got = (hit, capex)
