@@ -413,9 +413,9 @@ class _Shapes:
     templates: dict[int, tuple[Enumerated, list[_Template]]]
 
 
-# price_rough's candidate before the money fields: (the candidate, its rent price and rough capex as
-# Cand fields, the year's rent or None, the owning parts or None); _Recommender._template
-_Template = tuple[Cand, float | None, costmod.PartsStem | None]
+# price_rough's candidate before the money fields: (the search's candidate, its rent price and rough capex as
+# Cand fields to set, the year's rent or None, the owning parts or None); _Recommender._template
+_Template = tuple[Cand, dict[str, Any], float | None, costmod.PartsStem | None]
 TEMPLATES_MAX = 8  # searches whose templates a workload's shape table keeps (past it: emptied)
 
 
@@ -879,20 +879,26 @@ class _Recommender:
                 reserved_year=reserved_year)
         if stem is not None:
             new["capex"] = capex
-        return c.but(**new), rent_year, stem
+        return c, new, rent_year, stem
 
     def _money(self, t: _Template) -> Cand:
-        """A ``_template`` priced over this answer's horizon, electricity and budget, scored."""
-        c, rent_year, stem = t
+        """A ``_template`` priced over this answer's horizon, electricity and budget, scored: the search's
+        candidate with the template's fields and the money's, in one copy."""
+        c, fields, rent_year, stem = t
         rent_total = rent_year * self.y if rent_year is not None else None
         buy_total: float | None = None
         if stem is not None:
             buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
                                    costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
-        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, c.capex)
-        if how is None:
-            return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
-        return c.but(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
+        score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, fields.get("capex", c.capex))
+        new = object.__new__(Cand)
+        d = new.__dict__
+        d.update(c.__dict__)
+        d.update(fields)
+        d.update(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
+        if how is not None:
+            d["mode"] = how
+        return new
 
     def _templates(self, found: Enumerated, w: sysmod.Workload) -> list[_Template]:
         """``_template`` of every candidate of a search, kept in the workload's ``_shape_table`` per

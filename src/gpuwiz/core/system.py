@@ -342,16 +342,25 @@ def pick_nvme(cat: Catalog, chassis: Chassis | None, target_tb: float,
     """The local NVMe tier and drive count: the cheapest set that holds ``target_tb`` and reads
     ``read_gbps``. Desktop / workstation boxes take consumer M.2 drives (as many as the board has
     M.2 sockets); servers take enterprise U.2 (hot-swap bays, power-loss protection)."""
-    tiers = sorted(_tiers(cat, "nvme"), key=lambda s: (s.capacity_tb or 0))
+    m2, pool = _nvme_pools(cat)
     kind = chassis.kind if chassis else "server"
     slots = M2_SLOTS.get(kind)
     if slots is not None:
-        m2 = [t for t in tiers if t.form == "m.2"]
         hit = _cheapest_drives(m2, target_tb, read_gbps, slots, strict=True)
         if hit is not None:
             return hit
-    pool = [t for t in tiers if t.form != "m.2"] or tiers
     return _cheapest_drives(pool, target_tb, read_gbps, 16, strict=False) or (None, 1)
+
+
+def _nvme_pools(cat: Catalog) -> tuple[list[StorageTier], list[StorageTier]]:
+    """The catalog's NVMe tiers by capacity: (the M.2 ones, the others -- or all when there are none), once
+    per catalog (a system sizing asks for them every time)."""
+    got: tuple[list[StorageTier], list[StorageTier]] | None = cat.derived.get(("nvme-pools",))
+    if got is None:
+        tiers = sorted(_tiers(cat, "nvme"), key=lambda s: (s.capacity_tb or 0))
+        got = cat.derived.setdefault(("nvme-pools",), ([t for t in tiers if t.form == "m.2"],
+                                                       [t for t in tiers if t.form != "m.2"] or tiers))
+    return got
 
 
 def _cheapest_drives(tiers: list[StorageTier], target_tb: float, read_gbps: float, max_n: int,
