@@ -119,7 +119,6 @@ class Quick:
     wall_hours: float
     gpu_hours: float
     per_gpu_gib: float = 0.0
-    problems: tuple[str, ...] = ()
     host_ram_gib: float = 0.0  # per node, CPU offload
     replicas: int = 1  # data-parallel replicas of the plan (each needs samples of the global batch)
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
@@ -188,7 +187,7 @@ class _Scanner:
         if self.enumerated is not None and len(self.enumerated) > ENUMERATED_MAX:
             self.enumerated.clear()
         # ... and the part of each plan's Quick that the data size does not change (``_stem``)
-        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, tuple[str, ...], int, bool]] = (
+        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, int, bool]] = (
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
         # (count, gpus per node, fit class) -> the most GPU memory found to fit no layout there (no_fit_proved)
         self.no_fit: dict[tuple[Any, ...], float] = {}
@@ -219,7 +218,7 @@ class _Scanner:
             return self._quote(r, key, wall, gpu_hours)
         e = self.full(gpu, count, gpn)
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
-                     per_gpu_gib=e.memory.per_gpu_gib, problems=tuple(e.problems), host_ram_gib=e.memory.host_ram_gib,
+                     per_gpu_gib=e.memory.per_gpu_gib, host_ram_gib=e.memory.host_ram_gib,
                      replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
 
     def _quote(self, r: Any, key: tuple[str, int, int], wall: float, gpu_hours: float) -> Quick:
@@ -229,16 +228,15 @@ class _Scanner:
         stem = self.stems.get(key)
         if stem is None:
             stem = self.stems[key] = self._stem(r)
-        fits, per_gpu, host, problems, replicas, plan_fits = stem
+        fits, per_gpu, host, replicas, plan_fits = stem
         new = object.__new__(Quick)  # a frozen dataclass, built without its __init__ (one per shape tried)
         new.__dict__.update(fits=fits, wall_hours=float(wall or math.inf), gpu_hours=float(gpu_hours or math.inf),
-                            per_gpu_gib=per_gpu, problems=problems, host_ram_gib=host, replicas=replicas,
+                            per_gpu_gib=per_gpu, host_ram_gib=host, replicas=replicas,
                             wall_hours_p90=self._p90(r, wall) if fits else None, plan_fits=plan_fits)
         return new
 
-    def _stem(self, r: Any) -> tuple[bool, float, float, tuple[str, ...], int, bool]:
-        """(fits, GiB per GPU, host GiB per node, problems, replicas, plan fits) of a plan: what requote
-        keeps."""
+    def _stem(self, r: Any) -> tuple[bool, float, float, int, bool]:
+        """(fits, GiB per GPU, host GiB per node, replicas, plan fits) of a plan: what requote keeps."""
         detail = r.detail
         if detail is None:
             blocked, dp, plan_fits = False, 1, True
@@ -246,8 +244,8 @@ class _Scanner:
             choice = detail.choice
             blocked, plan_fits = bool(detail.problems), bool(choice.fits)
             dp = int(choice.dp or 1) // max(1, int(self.ctx.cp or 1))
-        return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0),
-                (str(r.reason),) if r.reason else (), max(1, dp), plan_fits)
+        return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0), max(1, dp),
+                plan_fits)
 
     def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
         """What the fast path's fit test reads of a GPU besides its memory (estimate.quick: the layouts
