@@ -54,15 +54,16 @@ def _sweep(req: Requirements, cat: Catalog, cands: list[tuple[str, int]]) -> Non
         quick(c, g, n)
 
 
-def _recorded(req: Requirements, cat: Catalog) -> tuple[list[tuple[Any, int, Any]], list[tuple[Any, int, Any]]]:
-    """The (GPU, count, GPUs per node) of every quick() and estimate_from() call one cold recommend() makes."""
-    calls: list[tuple[Any, int, Any]] = []
+def _recorded(req: Requirements, cat: Catalog) -> tuple[list[tuple[Any, int, Any, bool]], list[tuple[Any, int, Any]]]:
+    """The (GPU, count, GPUs per node[, time_misfit]) of every quick() and estimate_from() call one cold
+    recommend() makes."""
+    calls: list[tuple[Any, int, Any, bool]] = []
     full: list[tuple[Any, int, Any]] = []
     q0, f0 = est_mod.quick, est_mod.estimate_from
 
-    def q(ctx: Any, g: Any, n: int, gpn: Any = None) -> Any:
-        calls.append((g, n, gpn))
-        return q0(ctx, g, n, gpn)
+    def q(ctx: Any, g: Any, n: int, gpn: Any = None, time_misfit: bool = True) -> Any:
+        calls.append((g, n, gpn, time_misfit))
+        return q0(ctx, g, n, gpn, time_misfit=time_misfit)
 
     def f(ctx: Any, g: Any, n: int, gpn: Any = None) -> Any:
         full.append((g, n, gpn))
@@ -88,7 +89,7 @@ def recommend_calls(cat: Catalog, repeat: int = 21) -> None:
         for _ in range(repeat):
             ctx = prepare(req, cat)
             c0 = time.process_time()
-            rs = [quick(ctx, g, n, gpn) for g, n, gpn in calls]
+            rs = [quick(ctx, g, n, gpn, time_misfit=tm) for g, n, gpn, tm in calls]
             c1 = time.process_time()
             for r in rs:
                 if r.fits:
@@ -97,8 +98,8 @@ def recommend_calls(cat: Catalog, repeat: int = 21) -> None:
             for g, n, gpn in full:
                 est_mod.estimate_from(ctx, g, n, gpn)
             c3 = time.process_time()
-            for g, n, gpn in calls:  # the same calls again: every table filled
-                quick(ctx, g, n, gpn)
+            for g, n, gpn, tm in calls:  # the same calls again: every table filled
+                quick(ctx, g, n, gpn, time_misfit=tm)
             c4 = time.process_time()
             cold.append((c1 - c0) / len(calls) * 1e6)
             high.append((c2 - c1) / max(1, sum(r.fits for r in rs)) * 1e6)
@@ -115,7 +116,7 @@ def _replay(cat: Catalog, name: str, k: int) -> int:
     calls, _full = _recorded(req, cat)
     for i in range(k + 1):  # the first: warm-up
         ctx = prepare(req, cat)
-        rs = [quick(ctx, g, n, gpn) for g, n, gpn in calls]
+        rs = [quick(ctx, g, n, gpn, time_misfit=tm) for g, n, gpn, tm in calls]
         if i:
             for r in rs:
                 if r.fits:

@@ -214,3 +214,32 @@ def test_work_keys_tell_work_shapes_apart(cat: Catalog) -> None:
             _same(E.quick(a, gid, 8), E.quick(b, gid, 8))
     same = Requirements.model_validate({"model": {"preset": "llama-2-7b"}, "data": {"tokens": 1e9}})
     assert E._work_key(E.prepare(same, warm)) == E._work_key(E.prepare(same, warm)) >= 0
+
+
+def test_a_search_result_is_the_plain_one_but_a_misfit_is_not_timed(cat: Catalog) -> None:
+    """quick(time_misfit=False), the recommender's search: a plan that fits is the same result; one that does not
+    fit has the same memory figures, plan and reason, and no step time, speed or run time."""
+    misfits = 0
+    for path in EXAMPLES:
+        req = _req(path)
+        plain, search = E.prepare(req, cat), E.prepare(req, cat)
+        misfits += _compare_search(cat, plain, search)
+    assert misfits > 20  # (the 70B example fits on no single node of 8 but the largest cards)
+
+
+def _compare_search(cat: Catalog, plain: E.Context, search: E.Context) -> int:
+    misfits = 0
+    for g in cat.gpus:
+        for count, gpn in ((1, None), (8, 8), (16, 8)):
+            a = E.quick(plain, g, count, gpn)
+            b = E.quick(search, g, count, gpn, time_misfit=False)
+            if a.fits:
+                _same(a, b)
+                continue
+            misfits += 1
+            assert (b.fits, b.per_gpu_gib, b.capacity_gib, b.plan, b.reason, b.nodes, b.host_ram_gib) == (
+                a.fits, a.per_gpu_gib, a.capacity_gib, a.plan, a.reason, a.nodes, a.host_ram_gib)
+            assert b.detail.choice == a.detail.choice and b.detail.problems == a.detail.problems
+            assert b.detail.st is None and b.wall_hours == 0.0 and b.mfu == 0.0
+            assert b.tokens_per_s_per_gpu is None and b.samples_per_s_per_gpu is None
+    return misfits

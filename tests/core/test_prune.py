@@ -70,9 +70,9 @@ def test_a_desk_search_sizes_only_what_a_desk_chassis_takes(monkeypatch: pytest.
     calls: list[tuple[Any, int]] = []
     real = est_mod.quick
 
-    def counting(ctx: Any, gpu: Any, count: int, gpn: int | None = None) -> Any:
+    def counting(ctx: Any, gpu: Any, count: int, gpn: int | None = None, **kw: Any) -> Any:
         calls.append((CAT.gpu(gpu) if isinstance(gpu, str) else gpu, gpn or count))
-        return real(ctx, gpu, count, gpn)
+        return real(ctx, gpu, count, gpn, **kw)
 
     monkeypatch.setattr(est_mod, "quick", counting)
     with memo.disabled(), unpruned():

@@ -67,9 +67,9 @@ def _sized(req: Requirements, monkeypatch: pytest.MonkeyPatch) -> tuple[set[tupl
     seen: set[tuple[str, int, int]] = set()
     real = E.quick
 
-    def spy(ctx: E.Context, gpu: Any, count: int, gpn: int | None = None) -> E.QuickResult:
+    def spy(ctx: E.Context, gpu: Any, count: int, gpn: int | None = None, **kw: Any) -> E.QuickResult:
         seen.add((getattr(gpu, "id", gpu), count, gpn or 0))
-        return real(ctx, gpu, count, gpn)
+        return real(ctx, gpu, count, gpn, **kw)
 
     memo.clear()
     monkeypatch.setattr(E, "quick", spy)

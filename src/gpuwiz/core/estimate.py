@@ -143,7 +143,7 @@ class _Detail:
     ga: int
     mem: MemParts
     mem_scale: float
-    st: StepTime
+    st: StepTime | None  # None: not timed (``quick(..., time_misfit=False)`` of a plan that does not fit)
     peak_tflops: float
     units_per_s_per_gpu: float
     problems: list[Msg]  # memoised with the candidate: rendered (``Msg.text``) where shown
@@ -1096,8 +1096,12 @@ def _fit_new(ctx: Context, stage: _Stage, ch: Choice, count: int, gpn: int, capa
                 any(_GPU_NAME in m.params for m in pr))
 
 
-def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None) -> QuickResult:
+def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None, *,
+          time_misfit: bool = True) -> QuickResult:
     """Fast evaluation of one candidate (see module docstring). Never raises for a known GPU.
+
+    ``time_misfit=False``: a plan that does not fit is not timed (the recommender's search drops it
+    unread): its result has no step time (``detail.st`` None), no speed and no run time (0).
 
     The memory stage (``_Stage``, ``_Fit``) is shared by GPUs with the same memory, host limit and node
     layout; what is the GPU's own -- its speed, the plans timed at multi-node scale, its name in the
@@ -1149,6 +1153,10 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     notes = list(fit.notes)
 
     core_gpu, peak, pnote, intra, inter = gf
+    if not time_misfit and not fit.fits:
+        return QuickResult(False, fit.per_gpu, capacity, 0.0, 0.0, 0.0, None, None, fit.plan_s,
+                           problems[0] if problems else None, nodes, gpn, mem.host_per_gpu / GIB * gpn,
+                           _Detail(g, count, gpn, nodes, ch, ga, mem, ctx.mem_scale, None, peak, 0.0, problems, notes))
     if pnote:  # gpu_factor's precision fallback (memoised with the GPU factors), said as a Msg
         notes.append(_precision_note(g, ctx.req.training.precision))
     hit_st = ctx._step_cache.get(_step_key(ctx, g, count, gpn, ch, ga)) if timed else None
@@ -1285,7 +1293,7 @@ def _stack_notes(ctx: Context, g: GPU, s: Shape) -> list[str]:
 def _stack_alternatives(ctx: Context, q: QuickResult) -> list[StackAlternative]:
     """The same run -- same plan -- on each other stack that runs its layout (the operator model's view)."""
     d = q.detail
-    if ctx.cc.work is None or q.wall_hours <= 0 or ctx.thr_direct is not None or d.st.step_s <= 0:
+    if ctx.cc.work is None or q.wall_hours <= 0 or ctx.thr_direct is not None or d.st is None or d.st.step_s <= 0:
         return []
     g, ch, s = d.gpu, d.choice, d.choice.shape
     current = _stack_name(ctx, g, s)
@@ -1409,6 +1417,7 @@ def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
 def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
     d = q.detail
     g, ch, s, st, model, tr = d.gpu, d.choice, d.choice.shape, d.st, ctx.model, ctx.req.training
+    assert st is not None  # (estimate_from times every plan: quick's time_misfit is on)
     out: list[str] = list(ctx.notes)
     if model.is_token_model:
         out.append(_("sequence length {seq} tokens").format(seq=ctx.seq))

@@ -193,12 +193,14 @@ class _Scanner:
         self.no_fit: dict[tuple[Any, ...], float] = {}
         self.fit_classes: dict[tuple[int, int], tuple[GPU, tuple[Any, ...] | None]] = {}  # per (GPU, gpn)
 
-    def quick(self, gpu: GPU, count: int, gpn: int) -> Quick:
+    def quick(self, gpu: GPU, count: int, gpn: int, timed: bool = True) -> Quick:
+        """The shape's ``Quick``; ``timed=False``: a shape that does not fit has no run time (inf), as the
+        search drops it unread (estimate.quick's ``time_misfit``)."""
         if self.fast:
             key = (gpu.id, count, gpn)
             r = self.memo.get(key) if self.memo is not None else None
-            if r is None:
-                r = self.mod.quick(self.ctx, gpu, count, gpn)
+            if r is None or (timed and r.detail is not None and r.detail.st is None):
+                r = self.mod.quick(self.ctx, gpu, count, gpn, time_misfit=timed)
                 if self.memo is not None:
                     self.memo[key] = r
                 wall, gpu_hours = r.wall_hours, r.gpu_hours
@@ -797,7 +799,7 @@ class _Recommender:
             if prune and not pinned and scan.no_fit_proved(gpu, gpn * nodes, gpn):
                 q = _NO_FIT  # a GPU of its fit class with more memory fits no layout here
             else:
-                q = scan.quick(gpu, gpn * nodes, gpn)
+                q = scan.quick(gpu, gpn * nodes, gpn, timed=pinned)  # a shape that does not fit is dropped unread
                 scan.note_fit(gpu, gpn * nodes, gpn, q)
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
             t.drop(DROP_ERROR)
