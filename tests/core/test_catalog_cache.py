@@ -262,27 +262,34 @@ def test_hit_restores_the_usd_rate_of_a_non_usd_offer(cache_dir: Path, tmp_path:
 
 
 def _bad_payloads(payload: bytes) -> dict[str, bytes]:
-    """Payloads with the right header and digest that are not this schema's catalog."""
+    """Payloads with the right header and checksum that are not this schema's catalog."""
     fmt, names, tree = marshal.loads(payload)
     renamed = [(m, q + "X" if q == "GPU" else q, f, n) for m, q, f, n in names]
     fewer_fields = [(m, q, f[:-1] if q == "GPU" else f, n) for m, q, f, n in names]
-    gpu = next(i for i, (_, q, _, _) in enumerate(names) if q == "GPU")
-    gpu_field = next(i for i, f in enumerate(names[0][2]) if f == "gpus")  # names[0] is the Catalog
 
-    def short() -> object:  # one GPU object with a value missing
-        values = list(tree[1])
-        g = list(values[gpu_field])
-        g[0] = (gpu, g[0][1][:-1], g[0][2], g[0][3])
-        values[gpu_field] = g
-        return (tree[0], tuple(values), tree[2], tree[3])
+    def first_gpu(change: object) -> object:  # the catalog with its first GPU object changed
+        values = dict(tree[1])
+        gpus = list(values["gpus"])
+        gpus[0] = change(gpus[0])  # type: ignore[operator]
+        values["gpus"] = gpus
+        return (tree[0], values, tree[2], tree[3])
+
+    def drop_value(g: tuple[object, ...]) -> object:
+        state = dict(g[1])  # type: ignore[call-overload]
+        state.popitem()
+        return (g[0], state, *g[2:])
 
     return {
         "a mapping": marshal.dumps({"gpus": "nope"}), "a list": marshal.dumps([]),
-        "another format": marshal.dumps(("gpuwiz-catalog-marshal 0", names, tree)),
+        "another format": marshal.dumps(("gpuwiz-catalog-marshal 1", names, tree)),
         "a class of another name": marshal.dumps((fmt, renamed, tree)),
         "other field names": marshal.dumps((fmt, fewer_fields, tree)),
-        "an object with a value missing": marshal.dumps((fmt, names, short())),
-        "not a catalog at the top": marshal.dumps((fmt, names, tree[1][gpu_field][0])),
+        "an object with a value missing": marshal.dumps((fmt, names, first_gpu(drop_value))),
+        "an object without its fields set": marshal.dumps((fmt, names, first_gpu(lambda g: (*g[:2],)))),
+        "fields set not a set": marshal.dumps((fmt, names, first_gpu(lambda g: (*g[:2], tuple(g[2]), g[3])))),
+        "values not a mapping": marshal.dumps((fmt, names, first_gpu(lambda g: (g[0], tuple(g[1].values()), *g[2:])))),
+        "private values not a mapping": marshal.dumps((fmt, names, first_gpu(lambda g: (*g[:3], [1.0])))),
+        "not a catalog at the top": marshal.dumps((fmt, names, tree[1]["gpus"][0])),
         "no such module": marshal.dumps((fmt, [("gpuwiz.core.nope", *n[1:]) for n in names], tree)),
     }
 
