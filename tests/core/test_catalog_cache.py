@@ -398,3 +398,44 @@ def test_an_edit_that_keeps_size_and_mtime_is_never_served_stale(
     after = load_catalog().gpu("h100-sxm").price_new_usd
     assert _parsed_yaml() and after != before
     _same(load_catalog(), catmod._validated(None, None))
+
+
+# ---- entries that set the same fields share one fields set (catalog._to_cache) ---------------------------
+
+
+def _served(cache_dir: Path) -> Catalog:
+    load_catalog()
+    _forget()
+    served = load_catalog()
+    assert not _parsed_yaml()
+    return served
+
+
+def test_a_shared_fields_set_never_changes_with_a_copy_or_an_assignment(cache_dir: Path) -> None:
+    served = _served(cache_dir)
+    by_set: dict[frozenset[str], list[catmod.GPU]] = {}
+    for g in served.gpus:
+        by_set.setdefault(frozenset(g.model_fields_set), []).append(g)
+    a, b = next(gs for gs in by_set.values() if len(gs) > 1)[:2]
+    assert a.model_fields_set is b.model_fields_set  # one set object: the mechanism under test
+    before = set(b.model_fields_set)
+    unset = next(n for n in type(a).model_fields if n not in a.model_fields_set)
+    copied = a.model_copy(update={unset: getattr(a, unset)})
+    assert unset in copied.model_fields_set
+    with pytest.raises(ValueError, match="frozen"):
+        a.name = "renamed"  # type: ignore[misc]
+    assert a.model_fields_set == b.model_fields_set == before  # neither the copy nor the refusal leaked
+    assert copied.model_fields_set is not a.model_fields_set
+
+
+def test_an_entry_of_a_class_that_is_not_frozen_gets_its_own_fields_set(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_catalog()
+    (entry,) = _entries(cache_dir)
+    payload = entry.read_bytes().partition(b"\n")[2]
+    shared = catmod._from_cache(payload)
+    assert len({id(g.model_fields_set) for g in shared.gpus}) < len(shared.gpus)
+    monkeypatch.setitem(catmod.GPU.model_config, "frozen", False)  # an assignment would add to the set
+    own = catmod._from_cache(payload)
+    assert len({id(g.model_fields_set) for g in own.gpus}) == len(own.gpus)
+    _same_deep(own, shared)
