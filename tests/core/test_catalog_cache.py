@@ -439,3 +439,16 @@ def test_an_entry_of_a_class_that_is_not_frozen_gets_its_own_fields_set(
     own = catmod._from_cache(payload)
     assert len({id(g.model_fields_set) for g in own.gpus}) == len(own.gpus)
     _same_deep(own, shared)
+
+
+def test_digest_is_blake2b_for_small_inputs_and_sha256_for_large_ones() -> None:
+    def framed(*parts: bytes) -> bytes:
+        return b"".join(len(p).to_bytes(8, "little") + p for p in parts)
+
+    small = (b"gpuwiz-catalog-stamp", b"0.1", b"x" * 100)
+    assert cache.digest(*small) == hashlib.blake2b(framed(*small), digest_size=32).hexdigest()
+    large = (b"gpuwiz-catalog", b"y" * cache.SMALL_DIGEST_BYTES)
+    assert cache.digest(*large) == hashlib.sha256(framed(*large)).hexdigest()
+    assert len(cache.digest(*small)) == len(cache.digest(*large)) == 64
+    assert cache.digest(b"ab", b"c") != cache.digest(b"a", b"bc")  # length-prefixed, in both regimes
+    assert cache.digest(b"ab" * 40000, b"c") != cache.digest(b"ab" * 40000 + b"c")
