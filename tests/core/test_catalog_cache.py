@@ -262,27 +262,34 @@ def test_hit_restores_the_usd_rate_of_a_non_usd_offer(cache_dir: Path, tmp_path:
 
 
 def _bad_payloads(payload: bytes) -> dict[str, bytes]:
-    """Payloads with the right header and digest that are not this schema's catalog."""
+    """Payloads with the right header and checksum that are not this schema's catalog."""
     fmt, names, tree = marshal.loads(payload)
     renamed = [(m, q + "X" if q == "GPU" else q, f, n) for m, q, f, n in names]
     fewer_fields = [(m, q, f[:-1] if q == "GPU" else f, n) for m, q, f, n in names]
-    gpu = next(i for i, (_, q, _, _) in enumerate(names) if q == "GPU")
-    gpu_field = next(i for i, f in enumerate(names[0][2]) if f == "gpus")  # names[0] is the Catalog
 
-    def short() -> object:  # one GPU object with a value missing
-        values = list(tree[1])
-        g = list(values[gpu_field])
-        g[0] = (gpu, g[0][1][:-1], g[0][2], g[0][3])
-        values[gpu_field] = g
-        return (tree[0], tuple(values), tree[2], tree[3])
+    def first_gpu(change: object) -> object:  # the catalog with its first GPU object changed
+        values = dict(tree[1])
+        gpus = list(values["gpus"])
+        gpus[0] = change(gpus[0])  # type: ignore[operator]
+        values["gpus"] = gpus
+        return (tree[0], values, tree[2], tree[3])
+
+    def drop_value(g: tuple[object, ...]) -> object:
+        state = dict(g[1])  # type: ignore[call-overload]
+        state.popitem()
+        return (g[0], state, *g[2:])
 
     return {
         "a mapping": marshal.dumps({"gpus": "nope"}), "a list": marshal.dumps([]),
-        "another format": marshal.dumps(("gpuwiz-catalog-marshal 0", names, tree)),
+        "another format": marshal.dumps(("gpuwiz-catalog-marshal 1", names, tree)),
         "a class of another name": marshal.dumps((fmt, renamed, tree)),
         "other field names": marshal.dumps((fmt, fewer_fields, tree)),
-        "an object with a value missing": marshal.dumps((fmt, names, short())),
-        "not a catalog at the top": marshal.dumps((fmt, names, tree[1][gpu_field][0])),
+        "an object with a value missing": marshal.dumps((fmt, names, first_gpu(drop_value))),
+        "an object without its fields set": marshal.dumps((fmt, names, first_gpu(lambda g: (*g[:2],)))),
+        "fields set not a set": marshal.dumps((fmt, names, first_gpu(lambda g: (*g[:2], tuple(g[2]), g[3])))),
+        "values not a mapping": marshal.dumps((fmt, names, first_gpu(lambda g: (g[0], tuple(g[1].values()), *g[2:])))),
+        "private values not a mapping": marshal.dumps((fmt, names, first_gpu(lambda g: (*g[:3], [1.0])))),
+        "not a catalog at the top": marshal.dumps((fmt, names, tree[1]["gpus"][0])),
         "no such module": marshal.dumps((fmt, [("gpuwiz.core.nope", *n[1:]) for n in names], tree)),
     }
 
@@ -391,3 +398,57 @@ def test_an_edit_that_keeps_size_and_mtime_is_never_served_stale(
     after = load_catalog().gpu("h100-sxm").price_new_usd
     assert _parsed_yaml() and after != before
     _same(load_catalog(), catmod._validated(None, None))
+
+
+# ---- entries that set the same fields share one fields set (catalog._to_cache) ---------------------------
+
+
+def _served(cache_dir: Path) -> Catalog:
+    load_catalog()
+    _forget()
+    served = load_catalog()
+    assert not _parsed_yaml()
+    return served
+
+
+def test_a_shared_fields_set_never_changes_with_a_copy_or_an_assignment(cache_dir: Path) -> None:
+    served = _served(cache_dir)
+    by_set: dict[frozenset[str], list[catmod.GPU]] = {}
+    for g in served.gpus:
+        by_set.setdefault(frozenset(g.model_fields_set), []).append(g)
+    a, b = next(gs for gs in by_set.values() if len(gs) > 1)[:2]
+    assert a.model_fields_set is b.model_fields_set  # one set object: the mechanism under test
+    before = set(b.model_fields_set)
+    unset = next(n for n in type(a).model_fields if n not in a.model_fields_set)
+    copied = a.model_copy(update={unset: getattr(a, unset)})
+    assert unset in copied.model_fields_set
+    with pytest.raises(ValueError, match="frozen"):
+        a.name = "renamed"  # type: ignore[misc]
+    assert a.model_fields_set == b.model_fields_set == before  # neither the copy nor the refusal leaked
+    assert copied.model_fields_set is not a.model_fields_set
+
+
+def test_an_entry_of_a_class_that_is_not_frozen_gets_its_own_fields_set(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_catalog()
+    (entry,) = _entries(cache_dir)
+    payload = entry.read_bytes().partition(b"\n")[2]
+    shared = catmod._from_cache(payload)
+    assert len({id(g.model_fields_set) for g in shared.gpus}) < len(shared.gpus)
+    monkeypatch.setitem(catmod.GPU.model_config, "frozen", False)  # an assignment would add to the set
+    own = catmod._from_cache(payload)
+    assert len({id(g.model_fields_set) for g in own.gpus}) == len(own.gpus)
+    _same_deep(own, shared)
+
+
+def test_digest_is_blake2b_for_small_inputs_and_sha256_for_large_ones() -> None:
+    def framed(*parts: bytes) -> bytes:
+        return b"".join(len(p).to_bytes(8, "little") + p for p in parts)
+
+    small = (b"gpuwiz-catalog-stamp", b"0.1", b"x" * 100)
+    assert cache.digest(*small) == hashlib.blake2b(framed(*small), digest_size=32).hexdigest()
+    large = (b"gpuwiz-catalog", b"y" * cache.SMALL_DIGEST_BYTES)
+    assert cache.digest(*large) == hashlib.sha256(framed(*large)).hexdigest()
+    assert len(cache.digest(*small)) == len(cache.digest(*large)) == 64
+    assert cache.digest(b"ab", b"c") != cache.digest(b"a", b"bc")  # length-prefixed, in both regimes
+    assert cache.digest(b"ab" * 40000, b"c") != cache.digest(b"ab" * 40000 + b"c")

@@ -88,3 +88,30 @@ def test_whole_number_and_finite_rules_documented():
     for text in ("NaN", "inf", "-Infinity", "+inf"):
         with pytest.raises(GpuwizError, match=r"deployment.budget_usd: must be a finite number"):
             loads_config(f"version: 1\ndeployment:\n  budget_usd: \"{text}\"\n")
+
+
+def _fstat_saying(size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.fstat as the reader sees it: a file that had ``size`` bytes when it was opened."""
+    import os
+
+    real = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real(fd)
+        return os.stat_result((*st[:6], size, *st[7:]))
+
+    monkeypatch.setattr(yamlio.os, "fstat", fstat)
+
+
+def test_the_reader_reads_past_the_size_the_file_had_when_opened(tmp_path, monkeypatch):
+    # read_file_bytes asks for the size fstat gave (+1) first, then reads on: a file that grew after the
+    # fstat is still read whole, and one that grew past the cap is refused, not cut short
+    f = tmp_path / "grew.yaml"
+    body = b"".join(b"x: %d\n" % i for i in range(40_000))  # ~300 kB: several reads after the first
+    f.write_bytes(body)
+    _fstat_saying(10, monkeypatch)
+    assert yamlio.read_file_bytes(f) == body
+    with pytest.raises(GpuwizError, match=r"file is over 0\.1 MB"):
+        yamlio.read_file_bytes(f, max_bytes=100_000)
+    _fstat_saying(0, monkeypatch)  # what procfs and some FUSE files report
+    assert yamlio.read_file_bytes(f) == body

@@ -191,12 +191,16 @@ def read_file_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_B
                 mb=st.st_size / 1e6, what=_(what), max=_mb(max_bytes)))
         chunks: list[bytes] = []
         total = 0
+        # the size it has, +1 to notice growth, then small reads: os.read allocates what it asks for, and
+        # 1 MB per read was a fresh mapping (two system calls) for every file, even an empty answer at EOF
+        want = st.st_size + 1 if st.st_size else 1 << 20
         while total <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            chunk = os.read(fd, min(want, max_bytes + 1 - total))
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
+            want = 1 << 16
         if total > max_bytes:  # it grew while we read it
             raise GpuwizError(f"{name}: " + _("file is over {max} MB; gpuwiz reads {what}s up to {max} MB").format(
                 what=_(what), max=_mb(max_bytes)))
