@@ -4,6 +4,7 @@ the answer a fresh context gives it; and the plan choice's scan picks what the p
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -243,3 +244,27 @@ def _compare_search(cat: Catalog, plain: E.Context, search: E.Context) -> int:
             assert b.detail.st is None and b.wall_hours == 0.0 and b.mfu == 0.0
             assert b.tokens_per_s_per_gpu is None and b.samples_per_s_per_gpu is None
     return misfits
+
+
+def _price_only_edits(req: Requirements) -> list[Requirements]:
+    d, s, dep = req.data, req.schedule, req.deployment
+    data = [{"epochs": d.epochs * 2.5}, {"tokens": None, "samples": 123_457.0}, {"tokens": 7.7e9, "samples": None},
+            {"tokens": None, "samples": None, "dataset_gb": 42.0, "sample_kb": 80.0}]
+    out = [req.model_copy(update={"data": d.model_copy(update=u)}) for u in data]
+    out.append(req.model_copy(update={"schedule": s.model_copy(update={"runs_per_month": 9.0})}))
+    out.append(req.model_copy(update={"deployment": dep.model_copy(update={"budget_usd": 12_345.0, "country": "DE"})}))
+    return out
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_a_context_reprepared_for_a_price_only_edit_is_the_prepared_one(cat: Catalog, path: Path) -> None:
+    """estimate.reprepare (the recommender's context for an edit of price-only fields) holds what prepare would:
+    every constant, the data's total and note, the same fast-path answers."""
+    base = E.prepare(_req(path), cat)
+    for edit in _price_only_edits(base.req):
+        fresh, again = E.prepare(edit, cat), E.reprepare(base, edit)
+        for f in dataclasses.fields(E.Context):
+            if not f.name.startswith("_"):
+                assert getattr(again, f.name) == getattr(fresh, f.name), f.name
+        for g in cat.gpus[::5]:
+            _same(E.quick(again, g, 8, 8), E.quick(fresh, g, 8, 8))

@@ -25,6 +25,7 @@ user's own hardware (``hardware:``) and scale the model's values for other candi
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -248,6 +249,38 @@ class Context:
 # --------------------------------------------------------------------------------------------------
 
 
+def _data_total(req: Requirements, model: ResolvedModel, seq: int) -> tuple[float, str]:
+    """The run's tokens (token models) or samples, and the sentence saying how they were counted."""
+    d = req.data
+    total, data_note = 0.0, ""
+    if model.is_token_model:
+        if d.tokens:
+            total = d.tokens * d.epochs
+            data_note = _("{total:.3g} tokens ({tokens:.3g} × {epochs:g} epochs)").format(
+                total=total, tokens=d.tokens, epochs=d.epochs)
+        elif d.samples:
+            total = d.samples * d.epochs * seq
+            data_note = _("{total:.3g} tokens = {samples:.3g} samples × {epochs:g} epochs × {seq} tokens "
+                          "(packed)").format(total=total, samples=d.samples, epochs=d.epochs, seq=seq)
+        elif d.dataset_gb:
+            total = d.dataset_gb * 1e9 / BYTES_PER_TOKEN * d.epochs
+            data_note = _("{total:.3g} tokens from {gb:g} GB of text at ~4 bytes/token × {epochs:g} "
+                          "epochs").format(total=total, gb=d.dataset_gb, epochs=d.epochs)
+    else:
+        kb = d.sample_kb
+        if d.samples:
+            total = d.samples * d.epochs
+            data_note = _("{total:.3g} samples ({samples:.3g} × {epochs:g} epochs)").format(
+                total=total, samples=d.samples, epochs=d.epochs)
+        elif d.dataset_gb and kb:
+            total = d.dataset_gb * 1e6 / kb * d.epochs
+            data_note = _("{total:.3g} samples from {gb:g} GB at {kb:g} kB/sample × {epochs:g} epochs").format(
+                total=total, gb=d.dataset_gb, kb=kb, epochs=d.epochs)
+    if not total:
+        data_note = _("no data size given (data.tokens or data.samples): time not estimated")
+    return float(total), data_note
+
+
 def prepare(
     req: Requirements, catalog: Catalog, *, eff: EfficiencyParams = EFF, mem_params: MemoryParams = PARAMS
 ) -> Context:
@@ -290,34 +323,7 @@ def prepare(
         mem_bytes_per_unit=_cnn_bytes(model, tr.precision, res, eff),
     )
 
-    # Data → total tokens / samples
-    d = req.data
-    total, data_note = 0.0, ""
-    if model.is_token_model:
-        if d.tokens:
-            total = d.tokens * d.epochs
-            data_note = _("{total:.3g} tokens ({tokens:.3g} × {epochs:g} epochs)").format(
-                total=total, tokens=d.tokens, epochs=d.epochs)
-        elif d.samples:
-            total = d.samples * d.epochs * seq
-            data_note = _("{total:.3g} tokens = {samples:.3g} samples × {epochs:g} epochs × {seq} tokens "
-                          "(packed)").format(total=total, samples=d.samples, epochs=d.epochs, seq=seq)
-        elif d.dataset_gb:
-            total = d.dataset_gb * 1e9 / BYTES_PER_TOKEN * d.epochs
-            data_note = _("{total:.3g} tokens from {gb:g} GB of text at ~4 bytes/token × {epochs:g} "
-                          "epochs").format(total=total, gb=d.dataset_gb, epochs=d.epochs)
-    else:
-        kb = d.sample_kb
-        if d.samples:
-            total = d.samples * d.epochs
-            data_note = _("{total:.3g} samples ({samples:.3g} × {epochs:g} epochs)").format(
-                total=total, samples=d.samples, epochs=d.epochs)
-        elif d.dataset_gb and kb:
-            total = d.dataset_gb * 1e6 / kb * d.epochs
-            data_note = _("{total:.3g} samples from {gb:g} GB at {kb:g} kB/sample × {epochs:g} epochs").format(
-                total=total, gb=d.dataset_gb, kb=kb, epochs=d.epochs)
-    if not total:
-        data_note = _("no data size given (data.tokens or data.samples): time not estimated")
+    total, data_note = _data_total(req, model, seq)
 
     if tr.global_batch:
         gb, gb_def = int(tr.global_batch), False
@@ -341,7 +347,7 @@ def prepare(
         pass
     ctx = Context(
         req=req, catalog=catalog, model=model, mc=mc, cc=cc, pinned=pinned, ckpts=ckpt_options(mc, pinned), seq=seq,
-        global_batch=gb, global_batch_defaulted=gb_def, total_units=float(total), data_note=data_note,
+        global_batch=gb, global_batch_defaulted=gb_def, total_units=total, data_note=data_note,
         p_trainable=p_tr, goodput=good, headroom=float(req.deployment.headroom), eff=eff, notes=notes,
         gpus=catalog.gpu_map(),
     )
@@ -359,6 +365,18 @@ def prepare(
         ctx.cp, ctx.ep, ctx.vp = int(par.cp or 1), int(par.ep or 1), int(par.vp or 1)
     _calibrate(ctx)
     return ctx
+
+
+def reprepare(prev: Context, req: Requirements) -> Context:
+    """``prepare(req, prev.catalog)`` for requirements that differ from ``prev.req`` in price-only fields alone
+    (core.memo.PRICE_ONLY: the data, the schedule, the deployment's money and policy fields; the caller checks
+    that the two have one plan key): the model, the constants, the calibration and the lookup tables are
+    ``prev``'s -- prepare reads none of those fields for them --, the data's total and its note ``req``'s."""
+    new = copy.copy(prev)
+    new.req = req
+    new.notes, new.calib_notes = list(prev.notes), list(prev.calib_notes)
+    new.total_units, new.data_note = _data_total(req, prev.model, prev.seq)
+    return new
 
 
 def _fp8_recipe(catalog: Catalog, stack: str) -> str:

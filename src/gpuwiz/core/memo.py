@@ -104,11 +104,13 @@ def entry(req: Requirements, cat: Catalog, ctx: Context | None = None) -> tuple[
             while len(_plans) > MAX_PLANS:
                 _plans.popitem(last=False)
         if ctx is not None:
-            _share_tables(ctx, hit[2])
+            share_tables(ctx, hit[2])
         return hit[1], hit[2]
 
 
-def _share_tables(ctx: Context, shared: Caches) -> None:
+def share_tables(ctx: Context, shared: Caches) -> None:
+    """Give ``ctx`` the lookup tables (its ``_*`` dict fields) earlier contexts of its plan key filled
+    (``shared``, the plan key's ``Caches``), and keep its own where none was filled yet."""
     for f in dataclasses.fields(ctx):
         if f.name.startswith("_") and isinstance(table := getattr(ctx, f.name), dict):
             setattr(ctx, f.name, shared.setdefault(f.name, table))

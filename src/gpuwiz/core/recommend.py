@@ -161,10 +161,20 @@ class _Scanner:
         self.ctx: Any = None
         prep = getattr(est_mod, "prepare", None)
         self.fast = prep is not None and hasattr(est_mod, "quick")
-        if self.fast:
-            self.ctx = prep(req, cat)  # type: ignore[misc]
         # per-candidate plans shared with earlier calls of the same plan key (core.memo); None: off
-        hit = memo.entry(req, cat, self.ctx) if self.fast else None
+        hit = memo.entry(req, cat) if self.fast else None
+        if self.fast:
+            # the plan key's context, for these requirements (they differ from its own in price-only fields
+            # alone: estimate.reprepare), or a new one whose tables the plan key's later contexts share
+            box = hit[1].setdefault("recommend.ctx", {}) if hit is not None else {}
+            prev = box.get("ctx")
+            if prev is not None:
+                self.ctx = est_mod.reprepare(prev, req)
+            else:
+                self.ctx = prep(req, cat)  # type: ignore[misc]
+                if hit is not None:
+                    memo.share_tables(self.ctx, hit[1])
+                    box["ctx"] = self.ctx
         self.memo = hit[0] if hit is not None else None
         # ... and the Quick each plan gives at a run time (same plan, same wall hours: same Quick)
         self.quotes: dict[tuple[str, int, int, float], Quick] | None = (
