@@ -577,6 +577,7 @@ class _Recommender:
         # every requirement field price_rough's run-time-free facts read (_rough_facts)
         self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)
         self.facts = memo.table(cat, "rough_price_facts")
+        self.no_price = memo.table(cat, "no_price")  # ``_no_price``'s answers
         self.offers: dict[str, tuple[tuple[CloudInstance, float], ...]] = {}  # cost.allowed_offers per GPU id
         # the catalog's pricing factors, read once per answer
         self.r1 = cat.fac("reserved_1y_discount")
@@ -617,6 +618,21 @@ class _Recommender:
         if gpu.id in self.not_training:
             return DROP_TRAINING
         return None
+
+    def _no_price(self, what: tuple[object, ...], compute: Callable[[], bool]) -> bool:
+        """``unpriced`` / ``shape_unpriced`` through a per-catalog table on every field they read (the mode,
+        ``facts_key``: the data policy, used hardware, country, site; the GPUs per node asked), so an edit of
+        the data or the money asks each once."""
+        tbl = self.no_price
+        if tbl is None:
+            return compute()
+        hw = self.req.hardware
+        key = (what, self.d.mode, self.facts_key, hw.gpus_per_node if hw else None, hw.count if hw else None)
+        got = tbl.get(key)
+        if got is memo.MISS:
+            got = compute()
+            tbl.put(key, got)
+        return bool(got)
 
     def unpriced(self, gpu: GPU, shapes: list[tuple[int, int]] | None) -> bool:
         """No shape of this GPU the search tries has a price the mode allows: no cloud offer the data
@@ -712,7 +728,7 @@ class _Recommender:
                 t.drop(DROP_SITE)
                 return out
         shapes = self.shapes(gpu)
-        if not pinned and self.unpriced(gpu, shapes):
+        if not pinned and self._no_price(("gpu", gpu.id), lambda: self.unpriced(gpu, shapes)):
             t.drop(DROP_PRICE)  # no shape of it could be rented or bought: not sized (like the exclusions above)
             return out
         if shapes is not None:
@@ -799,7 +815,8 @@ class _Recommender:
             if count_drops:
                 t.drop(DROP_SITE)
             return None
-        if (count_drops and not pinned and self.shape_unpriced(gpu, gpn, nodes)
+        if (count_drops and not pinned and self._no_price((gpu.id, gpn, nodes),
+                                                           lambda: self.shape_unpriced(gpu, gpn, nodes))
                 and not (self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"))):
             # no price the mode allows at this shape (a desk shape no desk chassis takes is the site's drop,
             # made below after the estimate when not pruned): dropped as pricing would, before the estimator
