@@ -557,6 +557,7 @@ class _Recommender:
         self.cap_cache: dict[tuple[str, int, int], float] = {}
         self.floors: dict[tuple[str, int, int], tuple[float, float]] = {}  # _buy_floor per shape
         self.points: dict[int, tuple[Cand, tuple[float, float]]] = {}  # _point per candidate (id, value)
+        self.keys: dict[int, tuple[Cand, tuple[float, ...]]] = {}  # key per candidate (id, value)
         self.ram_cap: dict[tuple[str, int], float] = {}
         self.restricted = market.purchase_restricted_country(cat, self.d.country)
         self.y = costmod.years(req)
@@ -1168,12 +1169,19 @@ class _Recommender:
         return 1.0 if c.mode == "buy" and self.needs_circuit(c) else 0.0
 
     def key(self, c: Cand) -> tuple[float, ...]:
-        """Order of the ranked list (alternatives); the winner is ``pick``."""
+        """Order of the ranked list (alternatives); the winner is ``pick``. Kept per candidate for the
+        answer (a candidate is frozen; the ranking and its proofs ask for the same keys many times)."""
+        hit = self.keys.get(id(c))
+        if hit is not None and hit[0] is c:  # (the entry holds the candidate: its id is not reused)
+            return hit[1]
         if self.obj == "fastest":
-            return (0.0, self.off_site(c), _sig(c.q.wall_hours), c.score)
-        if self.obj == "perf-per-watt":
-            return (float(self.tight(c)), self.off_site(c), _sig(c.energy_kwh), c.score)
-        return (float(self.tight(c)), self.off_site(c), self.effective(c), c.q.wall_hours)
+            k: tuple[float, ...] = (0.0, self.off_site(c), _sig(c.q.wall_hours), c.score)
+        elif self.obj == "perf-per-watt":
+            k = (float(self.tight(c)), self.off_site(c), _sig(c.energy_kwh), c.score)
+        else:
+            k = (float(self.tight(c)), self.off_site(c), self.effective(c), c.q.wall_hours)
+        self.keys[id(c)] = (c, k)
+        return k
 
     def pick(self, ranked: list[Cand]) -> Cand:
         """The winner of a list sorted by ``key``. Cheapest: the simplest build -- fewest GPUs, then
