@@ -233,11 +233,14 @@ class Context:
 
     def __post_init__(self) -> None:
         caps: dict[int, int] = {}  # _mb_cap per data-parallel degree (it reads fields fixed at construction)
+        # (the values, not the context: a closure over the context would make it a reference cycle, freed
+        # only by the cycle collector)
+        model, seq, global_batch, pp = self.model, self.seq, self.global_batch, self.pinned.pp
 
         def cap(dp: int) -> int:
             hit = caps.get(dp)
             if hit is None:
-                hit = caps[dp] = _mb_cap(self, dp)
+                hit = caps[dp] = _mb_cap_of(model, seq, global_batch, pp, dp)
             return hit
 
         self._mb_cap_fn = cap
@@ -704,12 +707,17 @@ def _calibrate(ctx: Context) -> None:
 
 
 def _mb_cap(ctx: Context, dp: int) -> int:
-    if ctx.model.is_token_model:
-        cap = max(1, TOKENS_PER_MICROBATCH_CAP // max(1, ctx.seq))
+    return _mb_cap_of(ctx.model, ctx.seq, ctx.global_batch, ctx.pinned.pp, dp)
+
+
+def _mb_cap_of(model: ResolvedModel, seq: int, global_batch: int, pinned_pp: int | None, dp: int) -> int:
+    """The largest micro-batch worth planning at ``dp`` data-parallel replicas (``_mb_cap``)."""
+    if model.is_token_model:
+        cap = max(1, TOKENS_PER_MICROBATCH_CAP // max(1, seq))
     else:
-        cap = ctx.model.default_micro_batch or NONTOKEN_MB_CAP
-    per_replica = ctx.global_batch // max(1, dp)
-    pp = ctx.pinned.pp or 1
+        cap = model.default_micro_batch or NONTOKEN_MB_CAP
+    per_replica = global_batch // max(1, dp)
+    pp = pinned_pp or 1
     if pp > 1:
         # a pipeline needs many more micro-batches than stages: the 1F1B bubble is (pp - 1) / m of the step
         # (Narayanan et al. 2021 §2.2: m ≫ p); keep m ≥ PP_MICROBATCHES_PER_STAGE × pp (bubble ≤ 25 %)

@@ -578,7 +578,7 @@ class _Recommender:
         # every requirement field price_rough's run-time-free facts read (_rough_facts)
         self.facts_key = (market.policy_key(req), self.d.used_hardware, self.d.country, self.d.site, self.pinned)
         self.facts = memo.table(cat, "rough_price_facts")
-        self.no_price = memo.table(cat, "no_price")  # ``_no_price``'s answers
+        self.no_price: dict[tuple[object, ...], bool] | None = None  # ``_no_price``'s answers for these fields
         self.offers: dict[str, tuple[tuple[CloudInstance, float], ...]] = {}  # cost.allowed_offers per GPU id
         # the catalog's pricing factors, read once per answer
         self.r1 = cat.fac("reserved_1y_discount")
@@ -624,16 +624,21 @@ class _Recommender:
         """``unpriced`` / ``shape_unpriced`` through a per-catalog table on every field they read (the mode,
         ``facts_key``: the data policy, used hardware, country, site; the GPUs per node asked), so an edit of
         the data or the money asks each once."""
-        tbl = self.no_price
-        if tbl is None:
-            return compute()
-        hw = self.req.hardware
-        key = (what, self.d.mode, self.facts_key, hw.gpus_per_node if hw else None, hw.count if hw else None)
-        got = tbl.get(key)
-        if got is memo.MISS:
-            got = compute()
-            tbl.put(key, got)
-        return bool(got)
+        known = self.no_price
+        if known is None:
+            tbl = memo.table(self.cat, "no_price", maxsize=64)
+            hw = self.req.hardware
+            key = (self.d.mode, self.facts_key, hw.gpus_per_node if hw else None, hw.count if hw else None)
+            known = tbl.get(key) if tbl is not None else memo.MISS
+            if known is memo.MISS:
+                known = {}
+                if tbl is not None:
+                    tbl.put(key, known)
+            self.no_price = known
+        got = known.get(what)
+        if got is None:
+            got = known[what] = compute()  # (a value another answer would compute alike: no lock needed)
+        return got
 
     def unpriced(self, gpu: GPU, shapes: list[tuple[int, int]] | None) -> bool:
         """No shape of this GPU the search tries has a price the mode allows: no cloud offer the data
