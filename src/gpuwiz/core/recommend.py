@@ -696,7 +696,13 @@ class _Recommender:
         """``market.can_buy`` in the deployment's country (no export rule, and sold there), once per GPU."""
         sold_here = self.sold_cache.get(gpu.id)
         if sold_here is None:
-            sold_here = self.sold_cache[gpu.id] = market.can_buy(self.cat, self.d.country, gpu)
+            # (per catalog: can_buy reads the catalog's rules alone, and the country)
+            known: dict[tuple[str, str], bool] = self.cat.derived.setdefault(("can-buy",), {})
+            key = (gpu.id, self.d.country)
+            sold_here = known.get(key)
+            if sold_here is None:
+                sold_here = known[key] = market.can_buy(self.cat, self.d.country, gpu)
+            self.sold_cache[gpu.id] = sold_here
         return sold_here
 
     def enumerate(self, scan: _Scanner) -> Enumerated:
@@ -1032,10 +1038,16 @@ class _Recommender:
         return self._buyable_at(c.gpu, c.gpn)
 
     def _buyable_at(self, gpu: GPU, gpn: int) -> bool:
-        key = (gpu.id, gpn)
-        if key not in self.buyable_cache:
-            self.buyable_cache[key] = bool(sysmod.chassis_options(self.cat, gpu, gpn, self.d.site))
-        return self.buyable_cache[key]
+        got = self.buyable_cache.get((gpu.id, gpn))
+        if got is None:
+            # (per catalog: chassis_options reads the catalog alone, and the site)
+            known: dict[tuple[str, int, str], bool] = self.cat.derived.setdefault(("buyable",), {})
+            key = (gpu.id, gpn, self.d.site)
+            got = known.get(key)
+            if got is None:
+                got = known[key] = bool(sysmod.chassis_options(self.cat, gpu, gpn, self.d.site))
+            self.buyable_cache[(gpu.id, gpn)] = got
+        return got
 
     def _rough_stem(self, c: Cand, capex: float) -> costmod.PartsStem:
         """The owning parts of the candidate's footprint before the system is sized (cost.onprem_parts;
