@@ -20,6 +20,14 @@ from gpuwiz.tui.compositor import SpanCompositor
 from gpuwiz.tui.widgets.live_panel import LivePanel
 
 MakeApp = Callable[..., GpuwizApp]
+EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "gpuwiz" / "examples"
+
+
+def _example(tmp_path: Path, name: str) -> Path:
+    """A copy of an example config (nothing the wizard does reaches the example)."""
+    copy = tmp_path / name
+    copy.write_bytes((EXAMPLES / name).read_bytes())
+    return copy
 
 
 def _written(app: GpuwizApp, compositor: Compositor, regions: list[Region], own: bool) -> list[Any]:
@@ -132,3 +140,35 @@ async def test_the_step_bar_shows_what_textual_draws_for_its_state_after_every_e
         ours = bar.render_line(0)
         bar._render_content()
         assert ours == bar._render_cache.lines[0] and "[3 Schedule]" in ours.text
+
+
+async def _shifting_edits(pilot: Any, app: GpuwizApp, panel: LivePanel) -> Any:
+    """Epochs of the small-team example typed 1 → 12 → 1 → 13 → 1: the answer changes its GPU count
+    and one of its ranges wraps or not, so the panel gains and loses a line and every line below
+    it moves. Yields after each edit (its answer in)."""
+    for keys in (("end", "2"), ("backspace",), ("3",), ("backspace",), ("2",)):
+        await pilot.press(*keys)
+        await settle(pilot, app)
+        await pilot.pause()
+        yield len(panel._lines or ())
+
+
+async def test_moved_panel_lines_are_drawn_as_textual_draws_them(make_app: MakeApp, tmp_path: Path) -> None:
+    """The panel's rows are kept by the line they show (RowCache): after answers that move its
+    lines up and down, every row on screen is what Textual's own StylesCache draws afresh."""
+    from textual._styles_cache import StylesCache
+
+    from gpuwiz.tui.widgets.live_panel import RowCache
+
+    app = make_app(_example(tmp_path, "small-team-lora-7b.yaml"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _at_epochs(pilot, app)
+        panel = app.screen.query_one(LivePanel)
+        assert isinstance(panel._styles_cache, RowCache)
+        full = Region(0, 0, *panel.size)
+        counts = []
+        async for count in _shifting_edits(pilot, app, panel):
+            counts.append(count)
+            shown = panel.render_lines(full)  # the rows as the frames left them (kept, moved)
+            assert shown == StylesCache().render_widget(panel, full)
+        assert len(set(counts)) > 1, counts  # the edits did move the lines
