@@ -172,3 +172,25 @@ async def test_moved_panel_lines_are_drawn_as_textual_draws_them(make_app: MakeA
             shown = panel.render_lines(full)  # the rows as the frames left them (kept, moved)
             assert shown == StylesCache().render_widget(panel, full)
         assert len(set(counts)) > 1, counts  # the edits did move the lines
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+async def test_a_partial_frame_after_moved_panel_lines_writes_what_textual_writes(
+        make_app: MakeApp, tmp_path: Path, size: tuple[int, int]) -> None:
+    """The widgets under the live panel are not asked for its lines (the panel's pieces win): what
+    is written is still byte for byte Textual's, for a key's regions and for random ones."""
+    app = make_app(_example(tmp_path, "small-team-lora-7b.yaml"))
+    async with app.run_test(size=size) as pilot:
+        await _at_epochs(pilot, app)
+        panel = app.screen.query_one(LivePanel)
+        compositor = app.screen._compositor
+        rng = random.Random(11)
+        w, h = size
+        screen = Region(0, 0, w, h)
+        async for _count in _shifting_edits(pilot, app, panel):
+            regions = _regions_of_a_key(app)
+            for _ in range(15):
+                regions.append([Region(rng.randrange(0, w), rng.randrange(0, h), rng.randrange(1, w // 2),
+                                       rng.randrange(1, 6)).intersection(screen) for _ in range(rng.randrange(1, 5))])
+            for rs in regions:
+                assert _written(app, compositor, rs, own=True) == _written(app, compositor, rs, own=False), rs
