@@ -13,8 +13,8 @@ written, in runs of consecutive lines, and composes them exactly as Textual does
 widget's piece of a cut wins). What reaches the terminal is the same: a piece of a line outside
 every changed span is never written (``ChopsUpdate`` skips it); a piece that is written goes to the
 topmost widget covering it, which is asked for it; the widgets below it are not (the containers and
-the screen under the live panel's lines were asked for all of them, ~0.3 ms of a key's frame). tests/tui/test_compositor.py checks the output
-against Textual's own on real screens.
+the screen under the live panel's lines were asked for all of them, ~0.3 ms of a key's frame).
+tests/tui/test_compositor.py checks the output against Textual's own on real screens.
 """
 
 from __future__ import annotations
