@@ -129,6 +129,7 @@ class GpuwizApp(App[None]):
         self._saved: Requirements | None = None
         self._core_ready = False
         self._recompute_pending = False
+        self._key_sends = False  # within _key_in_order: it sends the key's change itself
         self._seq = 0  # requirements revision sent to the engine worker
         self._answered_seq = 0  # the revision whose answer is shown
         self.answer_for: Requirements | None = None  # the requirements the shown answer is for
@@ -184,30 +185,33 @@ class GpuwizApp(App[None]):
         self.app_focus = True
         if await self._check_bindings(event.key, priority=True):
             return True
-        if event.is_printable and event.character is not None:
-            restart = getattr(focused, "_restart_blink", None)  # the cursor stays lit while typing
-            if callable(restart):
-                restart()
-            selection = focused.selection
-            if selection.is_empty:
-                focused.insert_text_at_cursor(event.character)
-            else:
-                focused.replace(event.character, *selection)
-            self._field_typed(focused)
-            self._recompute_now_if_pending()
-            return True
-        if event.key == "enter" and self._core_ready:
-            from gpuwiz.tui.screens.steps import StepScreen
-
-            scr = self.screen
-            if isinstance(scr, StepScreen) and focused.has_class("field-input"):
-                scr.advance_from(focused)  # to the next field now (a Submitted message would come later)
+        self._key_sends = True  # a change this key makes goes to the engine at its end (no call_later)
+        try:
+            if event.is_printable and event.character is not None:
+                restart = getattr(focused, "_restart_blink", None)  # the cursor stays lit while typing
+                if callable(restart):
+                    restart()
+                selection = focused.selection
+                if selection.is_empty:
+                    focused.insert_text_at_cursor(event.character)
+                else:
+                    focused.replace(event.character, *selection)
+                self._field_typed(focused)
                 return True
-        if await self._check_bindings(event.key):
-            self._field_typed(focused)
+            if event.key == "enter" and self._core_ready:
+                from gpuwiz.tui.screens.steps import StepScreen
+
+                scr = self.screen
+                if isinstance(scr, StepScreen) and focused.has_class("field-input"):
+                    scr.advance_from(focused)  # to the next field now (a Submitted message would come later)
+                    return True
+            if await self._check_bindings(event.key):
+                self._field_typed(focused)
+                return True
+            return False
+        finally:
+            self._key_sends = False
             self._recompute_now_if_pending()
-            return True
-        return False
 
     def _field_typed(self, widget: Any) -> None:
         """A step field's new text counts at once (Next, ctrl+s and the marks see it), not when its
@@ -453,7 +457,8 @@ class GpuwizApp(App[None]):
         turn sends one). The UI thread never runs the engine: typing stays immediate whatever it costs."""
         if not self._recompute_pending:
             self._recompute_pending = True
-            self.call_later(self._recompute)
+            if not self._key_sends:  # else _key_in_order sends it before it returns
+                self.call_later(self._recompute)
 
     def _recompute_now_if_pending(self) -> None:
         """A typed key's requirements go to the engine now, before the typed character is painted
