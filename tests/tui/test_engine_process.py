@@ -114,6 +114,30 @@ async def test_a_typed_key_is_sent_at_once_and_its_frame_waits_for_the_answer(
         assert isinstance(timer, frames.FrameTimer) and not timer.holding
 
 
+async def test_a_slow_engine_holds_the_typed_keys_frame_longer(
+        make_app: MakeApp, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's answer times set the next key's hold (frames.hold_for): the answers it gives are
+    counted, and after slow ones the hold is long enough for them."""
+    from gpuwiz.tui import frames
+
+    holds: list[float | None] = []
+    hold = frames.FrameTimer.hold
+    monkeypatch.setattr(frames.FrameTimer, "hold", lambda self, s=None: (holds.append(s), hold(self, s))[1])
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
+        await type_epochs(pilot, app, "3")
+        await until(pilot, lambda: app.answered and app.requirements.data.epochs == 3, "the answer for 3 epochs")
+        assert app._child_ms and app._child_ms[-1] == app.last_engine_ms  # the child's answers are counted
+        assert holds and all(frames.HOLD_S <= h <= frames.HOLD_MAX_S for h in holds if h is not None)
+        app._child_ms.clear()
+        app._child_ms.extend([0.2, 13.0, 0.1])  # as after a 70B config's new values
+        await pilot.press("4")
+        await until(pilot, lambda: app.answered and app.requirements.data.epochs == 34, "the answer for 34 epochs")
+        assert holds[-1] == pytest.approx(0.013 + frames.ANSWER_OVERHEAD_S)
+
+
 async def test_a_child_started_before_the_app_answers_from_the_first_question_on(
         make_app: MakeApp, config_file: Path) -> None:
     prestart_engine_process(None, "en")  # as `gpuwiz FILE.yaml` does, before Textual is imported

@@ -89,6 +89,7 @@ def touches(cells: set[tuple[int, int]], region: Region) -> bool:
 async def test_a_key_and_its_answer_reach_the_terminal_in_one_frame_and_nothing_is_left_stale(
         make_app: MakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]) -> None:
     monkeypatch.setattr(frames, "HOLD_S", 60.0)  # the held frame always waits for the answer (no timing here)
+    monkeypatch.setattr(frames, "HOLD_MAX_S", 60.0)
     config = tmp_path / "small-team-lora-7b.yaml"
     config.write_bytes((EXAMPLES / config.name).read_bytes())
     app = make_app(config, engine_process=True)

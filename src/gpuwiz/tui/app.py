@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -120,6 +121,7 @@ class GpuwizApp(App[None]):
         self._want_engine_process = engine_process
         self._engine_proc: EngineProcess | None = None  # the engine's child process, once started
         self._last_sent: tuple[int, Requirements] | None = None  # the newest request sent to it
+        self._child_ms: deque[float] = deque(maxlen=8)  # its last answers' engine times (frames.hold_for)
         self.state_dir = _state_dir(state_dir)
         self.no_mouse = no_mouse
         self.handle_signals = handle_signals
@@ -480,7 +482,9 @@ class GpuwizApp(App[None]):
             if proc.submit(self._seq, self.requirements):
                 hold = getattr(self.screen, "hold_frame", None)
                 if callable(hold):  # a step screen: the typed character waits a little for the live panel
-                    hold()
+                    from gpuwiz.tui.frames import hold_for
+
+                    hold(hold_for(self._child_ms))
                 return
         self._engine_worker(self._seq, self.requirements)
 
@@ -505,6 +509,7 @@ class GpuwizApp(App[None]):
 
     def _answer_from_process(self, seq: int, outcome: Outcome) -> None:
         """On the event loop (or the engine reader's thread): the answer as a message (a stale one is dropped)."""
+        self._child_ms.append(outcome.ms)  # how long the next keys' frames wait for their answers
         sent = self._last_sent
         if sent is not None and sent[0] == seq:
             self.post_message(EngineDone(seq, sent[1], outcome))

@@ -55,12 +55,12 @@ class WizScreen(Screen[None]):
             self._frame_timer = timer
         return self._frame_timer
 
-    def hold_frame(self) -> None:
+    def hold_frame(self, seconds: float | None = None) -> None:
         """The next frame waits a few ms for the engine's answer (gpuwiz.tui.frames.FrameTimer.hold):
         a typed key and its live panel in one frame."""
         timer = self._update_timer
         if isinstance(timer, FrameTimer):
-            timer.hold()
+            timer.hold(seconds)
 
     def release_frame(self, *changed: Widget) -> None:
         """The answer is applied: ``changed`` (the widgets it repainted) go to the frame now and the
