@@ -306,3 +306,34 @@ def test_the_event_loop_reader_puts_frames_split_across_reads_together() -> None
         os.close(r)
         if w >= 0:
             os.close(w)
+
+
+def test_the_child_keeps_its_generated_code_in_the_cache_folder(
+        tmp_path: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's child loads the code dataclasses & co. generate from its own table in the cache
+    folder (as the command line does, gpuwiz._pyc): written by the first child, read by the next,
+    which has nothing to add; the answers are the same."""
+    import threading
+
+    monkeypatch.setenv("GPUWIZ_CACHE_DIR", str(tmp_path / "cache"))
+    req = load_config(config_file)
+
+    def answer_once() -> Any:
+        got: list[Any] = []
+        done = threading.Event()
+        proc = engine_mod.EngineProcess(None, "en", on_answer=lambda seq, out: (got.append(out), done.set()))
+        assert proc.start()
+        deadline = time.monotonic() + 60
+        while not proc.ready and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.ready and proc.submit(1, req)
+        assert done.wait(60)
+        proc.close()
+        return got[0]
+
+    first = answer_once()
+    table = next((tmp_path / "cache" / "codegen").glob("engine.*.bin"))
+    written = table.stat().st_mtime_ns
+    second = answer_once()
+    assert table.stat().st_mtime_ns == written  # everything came from the table: nothing to rewrite
+    assert first.rec is not None and first.rec == second.rec == Engine().run(req).rec
