@@ -92,8 +92,10 @@ async def test_the_live_panel_shows_what_textual_draws_for_its_answer_after_ever
         await _at_epochs(pilot, app)
         panel = app.screen.query_one(LivePanel)
         seen: set[str] = set()
-        # new values, values seen before (parts from the cache), an invalid one (the stale mark)
-        for keys in (("end", "3"), ("backspace",), ("end", "3"), ("ctrl+u", "x"), ("ctrl+u", "1", "2")):
+        # new values, values seen before (parts from the cache), an invalid one (the stale mark),
+        # and a value four answers back (its parts from the cache's older end)
+        for keys in (("end", "3"), ("backspace",), ("end", "3"), ("ctrl+u", "x"), ("ctrl+u", "1", "2"),
+                     ("ctrl+u", "2")):
             await pilot.press(*keys)
             await settle(pilot, app)
             await pilot.pause()

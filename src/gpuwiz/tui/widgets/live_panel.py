@@ -58,7 +58,7 @@ class RowCache(StylesCache):
     from when a row was drawn, go through Textual's code as before; ``clear`` (a full refresh,
     new styles, a new width) forgets them all."""
 
-    MAX_ROWS = 96  # a few panels' worth: the oldest go first
+    MAX_ROWS = 256  # a dozen panels' worth: the oldest go first
 
     def __init__(self) -> None:
         super().__init__()
@@ -116,6 +116,8 @@ class LivePanel(Widget):
     cost, the memory bar). Its lines are what Textual would draw for ``render()``'s Group (each
     part rendered as Textual renders a Rich renderable), kept per part between answers."""
 
+    MAX_PARTS = 256  # parts whose lines are kept (an answer has ~10-15)
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._styles_cache = RowCache()  # a moved line is not drawn again (see RowCache)
@@ -129,8 +131,7 @@ class LivePanel(Widget):
         self._lines: list[Strip] | None = None  # the content lines on screen (None: to be rendered)
         self._lines_key: tuple[object, ...] | None = None  # (width, visual style, selection) they are for
         self._checked = False  # within render_lines: _lines is for the current key
-        self._part_cache: dict[tuple[object, ...], list[Strip]] = {}
-        self._last_parts: dict[tuple[object, ...], list[Strip]] = {}
+        self._part_cache: dict[tuple[object, ...], list[Strip]] = {}  # a part's lines, by its text and styles
 
     def show(self, rec: Recommendation | None, req: Requirements | None, error: str | None, stale: bool) -> None:
         same = rec is self._rec and req is self._req and error == self._error and stale == self._stale
@@ -179,13 +180,12 @@ class LivePanel(Widget):
         (``Visual.to_strips`` of a ``RichVisual``), a part seen before from the cache."""
         key = self._key()
         if key != self._lines_key:
-            self._part_cache, self._last_parts = {}, {}
+            self._part_cache = {}
             self._lines_key = key
         width, style, _selection = key
         renderable = self._renderable()
         parts = renderable.renderables if isinstance(renderable, Group) else [renderable]
         cache = self._part_cache
-        used: dict[tuple[object, ...], list[Strip]] = {}
         keys = [(part.plain, tuple(part.spans), str(part.style), part.end) if isinstance(part, Text) else None
                 for part in parts]
         found: list[list[Strip] | None] = [cache.get(pk) if pk is not None else None for pk in keys]
@@ -203,10 +203,11 @@ class LivePanel(Widget):
             if strips is None:
                 strips = Visual.to_strips(self, RichVisual(self, part), width, None, style)
             if pk is not None:
-                used[pk] = strips
+                cache.pop(pk, None)
+                cache[pk] = strips  # the most recently shown last: the oldest go first
             lines.extend(strips)
-        self._part_cache = {**self._last_parts, **used}  # this answer's parts and the one before's
-        self._last_parts = used  # (keys that go back and forth find both): it never outgrows two panels
+        while len(cache) > self.MAX_PARTS:  # the parts of the last twenty or so answers (a value typed
+            del cache[next(iter(cache))]  # again, a backspace to one before, finds its lines)
         return lines
 
     @property
