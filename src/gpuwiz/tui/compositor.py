@@ -68,8 +68,10 @@ class SpanCompositor(Compositor):
             line_cuts = cuts[y]
             open_cuts[y] = [cut for cut, end in pairwise(line_cuts)
                             if any(not (cut > x2 or end <= x1) for x1, x2 in row_spans)]
-        span_rows = sorted(by_row)
+        active = sorted(y for y, row_cuts in open_cuts.items() if row_cuts)  # the lines still missing a piece
         for widget, (region, clip) in self.visible_widgets.items():  # topmost first, as Textual's
+            if not active:
+                break  # every written piece is taken: the widgets below give none
             if not crop.overlaps(clip):
                 continue
             visible = region.intersection(clip)
@@ -77,8 +79,10 @@ class SpanCompositor(Compositor):
                 continue
             first_cut, last_cut = visible.column_span
             top, bottom = visible.y, visible.bottom
-            rows = [y for y in span_rows if top <= y < bottom
+            rows = [y for y in active if top <= y < bottom
                     and any(first_cut <= cut < last_cut for cut in open_cuts[y])]
+            if not rows:
+                continue
             for start, end in _runs(rows):
                 strips = widget.render_lines(Region(visible.x - region.x, start - region.y, visible.width, end - start))
                 for y, strip in zip(range(start, end), strips, strict=False):
@@ -89,4 +93,5 @@ class SpanCompositor(Compositor):
                         if chops_line.get(cut) is None:  # the topmost widget's piece wins
                             chops_line[cut] = piece
                     open_cuts[y] = [cut for cut in open_cuts[y] if chops_line[cut] is None]
+            active = [y for y in active if open_cuts[y]]
         return chops
