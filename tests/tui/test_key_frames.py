@@ -160,3 +160,59 @@ async def test_pasted_text_is_applied_like_typed_text(make_app: MakeApp, config_
         await until(pilot, lambda: app.requirements.data.epochs == 5, "the pasted epochs applied")
         await settle(pilot, app)
         assert app.dirty and app.answer_for == app.requirements
+
+
+async def test_an_answer_that_restyles_the_panel_is_painted_with_its_key(
+        make_app: MakeApp, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine refusal turns the panel's border to the warning colour (new styles, not only new
+    lines): that answer takes Textual's own way to the frame, and still releases the held frame
+    (a hold of a minute here: a frame that waited for it would never come in time)."""
+    monkeypatch.setattr(frames, "HOLD_S", 60.0)
+    monkeypatch.setattr(frames, "HOLD_MAX_S", 60.0)
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
+        app.goto("data")
+        await pilot.pause()
+        field = app.screen.query_one("#f-data-tokens")
+        field.focus()
+        await pilot.press("end")
+        await settle(pilot, app)
+        panel = app.screen.query_one(LivePanel)
+        timer = app.screen._frame_timer
+        assert isinstance(timer, frames.FrameTimer)
+        mirror = Mirror(app)
+        for keys, stale in ((("ctrl+u",), True), (("1",), False)):  # no data size: refused; then 1 token
+            before = len(mirror.frames)
+            await pilot.press(*keys)
+            await until(pilot, lambda n=before: app.answered and not timer.holding and len(mirror.frames) > n,
+                        f"the frame of {keys}", limit_s=20.0)
+            await pilot.pause()
+            assert panel.has_class("-stale") is stale
+            assert touches(mirror.frames[before], panel.region)
+            assert mirror.rows == fresh_screen(app)
+
+
+async def test_a_held_frame_is_released_behind_a_widget_that_needs_more_than_a_repaint(
+        make_app: MakeApp, config_file: Path) -> None:
+    """release_frame hands a widget that only needs a repaint to the frame itself; one that needs
+    more (a layout here) takes Textual's way, and the release follows it as a message."""
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        app.goto("data")
+        await settle(pilot, app)
+        scr = app.screen
+        panel = scr.query_one(LivePanel)
+        scr.hold_frame(60.0)
+        timer = scr._frame_timer
+        assert isinstance(timer, frames.FrameTimer) and timer.holding
+        panel.refresh(layout=True)
+        scr.release_frame(panel)
+        assert timer.holding  # not yet: the release waits behind the widget's own messages
+        await until(pilot, lambda: not timer.holding, "the held frame released")
+        scr.hold_frame(60.0)
+        panel.refresh()
+        scr.release_frame(panel)  # a repaint only: handed over and released at once
+        assert not timer.holding and panel in scr._dirty_widgets

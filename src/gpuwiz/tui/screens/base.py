@@ -89,6 +89,11 @@ class WizScreen(Screen[None]):
         else:
             self.post_message(ReleaseFrame())
 
+    def on_release_frame(self, _message: ReleaseFrame) -> None:
+        timer = self._frame_timer
+        if isinstance(timer, FrameTimer):
+            timer.release()
+
     def compose(self) -> ComposeResult:
         bar = StepBar(id="stepbar")
         bar.current = self.STEP
