@@ -132,10 +132,10 @@ async def test_a_slow_engine_holds_the_typed_keys_frame_longer(
         assert app._child_ms and app._child_ms[-1] == app.last_engine_ms  # the child's answers are counted
         assert holds and all(frames.HOLD_S <= h <= frames.HOLD_MAX_S for h in holds if h is not None)
         app._child_ms.clear()
-        app._child_ms.extend([0.2, 13.0, 0.1])  # as after a 70B config's new values
+        app._child_ms.extend([0.2, 12.0, 0.1])  # as after a 70B config's new values
         await pilot.press("4")
         await until(pilot, lambda: app.answered and app.requirements.data.epochs == 34, "the answer for 34 epochs")
-        assert holds[-1] == pytest.approx(0.013 + frames.ANSWER_OVERHEAD_S)
+        assert holds[-1] == pytest.approx(0.012 + frames.ANSWER_OVERHEAD_S)
 
 
 async def test_a_child_started_before_the_app_answers_from_the_first_question_on(

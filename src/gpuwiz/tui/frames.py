@@ -20,8 +20,9 @@ at the end of the hold and the answer's frame goes as soon as it is asked for (o
 hold, so a held key never waits an interval for its answer).
 
 How long a hold lasts follows the engine (``hold_for``): HOLD_S while it answers fast, longer (up
-to HOLD_MAX_S) while its recent answers took longer, so that a config whose new answers take 8-14 ms
-(enterprise-70b-pretrain) still gets its character and its answer in one frame. A fast answer
+to HOLD_MAX_S) while its recent answers took longer, so that a config whose new answers take 8-13 ms
+(enterprise-70b-pretrain) still gets its character and its answer in one frame; an answer slower
+than that gets a frame of its own, as before, rather than hold the character past its target. A fast answer
 releases the hold when it comes, whatever its length: only a key whose answer is slower than the
 hold waits for all of it.
 """
@@ -35,7 +36,7 @@ from textual._time import get_time, sleep
 from textual.timer import EventTargetGone, Timer
 
 HOLD_S = 0.010  # how long a typed character waits for its answer while the engine answers fast
-HOLD_MAX_S = 0.020  # the longest it waits, whatever the engine takes (issue 9: the character's p95 <= 35 ms)
+HOLD_MAX_S = 0.016  # the longest it waits, whatever the engine takes (issue 9: the character's p95 <= 35 ms)
 ANSWER_OVERHEAD_S = 0.003  # an answer's way besides the engine: the pipes, unpickling, applying it
 
 
