@@ -20,6 +20,14 @@ from gpuwiz.tui.compositor import SpanCompositor
 from gpuwiz.tui.widgets.live_panel import LivePanel
 
 MakeApp = Callable[..., GpuwizApp]
+EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "gpuwiz" / "examples"
+
+
+def _example(tmp_path: Path, name: str) -> Path:
+    """A copy of an example config (nothing the wizard does reaches the example)."""
+    copy = tmp_path / name
+    copy.write_bytes((EXAMPLES / name).read_bytes())
+    return copy
 
 
 def _written(app: GpuwizApp, compositor: Compositor, regions: list[Region], own: bool) -> list[Any]:
@@ -84,8 +92,10 @@ async def test_the_live_panel_shows_what_textual_draws_for_its_answer_after_ever
         await _at_epochs(pilot, app)
         panel = app.screen.query_one(LivePanel)
         seen: set[str] = set()
-        # new values, values seen before (parts from the cache), an invalid one (the stale mark)
-        for keys in (("end", "3"), ("backspace",), ("end", "3"), ("ctrl+u", "x"), ("ctrl+u", "1", "2")):
+        # new values, values seen before (parts from the cache), an invalid one (the stale mark),
+        # and a value four answers back (its parts from the cache's older end)
+        for keys in (("end", "3"), ("backspace",), ("end", "3"), ("ctrl+u", "x"), ("ctrl+u", "1", "2"),
+                     ("ctrl+u", "2")):
             await pilot.press(*keys)
             await settle(pilot, app)
             await pilot.pause()
@@ -132,3 +142,57 @@ async def test_the_step_bar_shows_what_textual_draws_for_its_state_after_every_e
         ours = bar.render_line(0)
         bar._render_content()
         assert ours == bar._render_cache.lines[0] and "[3 Schedule]" in ours.text
+
+
+async def _shifting_edits(pilot: Any, app: GpuwizApp, panel: LivePanel) -> Any:
+    """Epochs of the small-team example typed 1 → 12 → 1 → 13 → 1: the answer changes its GPU count
+    and one of its ranges wraps or not, so the panel gains and loses a line and every line below
+    it moves. Yields after each edit (its answer in)."""
+    for keys in (("end", "2"), ("backspace",), ("3",), ("backspace",), ("2",)):
+        await pilot.press(*keys)
+        await settle(pilot, app)
+        await pilot.pause()
+        yield len(panel._lines or ())
+
+
+async def test_moved_panel_lines_are_drawn_as_textual_draws_them(make_app: MakeApp, tmp_path: Path) -> None:
+    """The panel's rows are kept by the line they show (RowCache): after answers that move its
+    lines up and down, every row on screen is what Textual's own StylesCache draws afresh."""
+    from textual._styles_cache import StylesCache
+
+    from gpuwiz.tui.widgets.live_panel import RowCache
+
+    app = make_app(_example(tmp_path, "small-team-lora-7b.yaml"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _at_epochs(pilot, app)
+        panel = app.screen.query_one(LivePanel)
+        assert isinstance(panel._styles_cache, RowCache)
+        full = Region(0, 0, *panel.size)
+        counts = []
+        async for count in _shifting_edits(pilot, app, panel):
+            counts.append(count)
+            shown = panel.render_lines(full)  # the rows as the frames left them (kept, moved)
+            assert shown == StylesCache().render_widget(panel, full)
+        assert len(set(counts)) > 1, counts  # the edits did move the lines
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+async def test_a_partial_frame_after_moved_panel_lines_writes_what_textual_writes(
+        make_app: MakeApp, tmp_path: Path, size: tuple[int, int]) -> None:
+    """The widgets under the live panel are not asked for its lines (the panel's pieces win): what
+    is written is still byte for byte Textual's, for a key's regions and for random ones."""
+    app = make_app(_example(tmp_path, "small-team-lora-7b.yaml"))
+    async with app.run_test(size=size) as pilot:
+        await _at_epochs(pilot, app)
+        panel = app.screen.query_one(LivePanel)
+        compositor = app.screen._compositor
+        rng = random.Random(11)
+        w, h = size
+        screen = Region(0, 0, w, h)
+        async for _count in _shifting_edits(pilot, app, panel):
+            regions = _regions_of_a_key(app)
+            for _ in range(15):
+                regions.append([Region(rng.randrange(0, w), rng.randrange(0, h), rng.randrange(1, w // 2),
+                                       rng.randrange(1, 6)).intersection(screen) for _ in range(rng.randrange(1, 5))])
+            for rs in regions:
+                assert _written(app, compositor, rs, own=True) == _written(app, compositor, rs, own=False), rs

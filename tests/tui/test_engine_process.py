@@ -114,6 +114,30 @@ async def test_a_typed_key_is_sent_at_once_and_its_frame_waits_for_the_answer(
         assert isinstance(timer, frames.FrameTimer) and not timer.holding
 
 
+async def test_a_slow_engine_holds_the_typed_keys_frame_longer(
+        make_app: MakeApp, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's answer times set the next key's hold (frames.hold_for): the answers it gives are
+    counted, and after slow ones the hold is long enough for them."""
+    from gpuwiz.tui import frames
+
+    holds: list[float | None] = []
+    hold = frames.FrameTimer.hold
+    monkeypatch.setattr(frames.FrameTimer, "hold", lambda self, s=None: (holds.append(s), hold(self, s))[1])
+    app = make_app(config_file, engine_process=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
+        await type_epochs(pilot, app, "3")
+        await until(pilot, lambda: app.answered and app.requirements.data.epochs == 3, "the answer for 3 epochs")
+        assert app._child_ms and app._child_ms[-1] == app.last_engine_ms  # the child's answers are counted
+        assert holds and all(frames.HOLD_S <= h <= frames.HOLD_MAX_S for h in holds if h is not None)
+        app._child_ms.clear()
+        app._child_ms.extend([0.2, 12.0, 0.1])  # as after a 70B config's new values
+        await pilot.press("4")
+        await until(pilot, lambda: app.answered and app.requirements.data.epochs == 34, "the answer for 34 epochs")
+        assert holds[-1] == pytest.approx(0.012 + frames.ANSWER_OVERHEAD_S)
+
+
 async def test_a_child_started_before_the_app_answers_from_the_first_question_on(
         make_app: MakeApp, config_file: Path) -> None:
     prestart_engine_process(None, "en")  # as `gpuwiz FILE.yaml` does, before Textual is imported
@@ -282,3 +306,34 @@ def test_the_event_loop_reader_puts_frames_split_across_reads_together() -> None
         os.close(r)
         if w >= 0:
             os.close(w)
+
+
+def test_the_child_keeps_its_generated_code_in_the_cache_folder(
+        tmp_path: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's child loads the code dataclasses & co. generate from its own table in the cache
+    folder (as the command line does, gpuwiz._pyc): written by the first child, read by the next,
+    which has nothing to add; the answers are the same."""
+    import threading
+
+    monkeypatch.setenv("GPUWIZ_CACHE_DIR", str(tmp_path / "cache"))
+    req = load_config(config_file)
+
+    def answer_once() -> Any:
+        got: list[Any] = []
+        done = threading.Event()
+        proc = engine_mod.EngineProcess(None, "en", on_answer=lambda seq, out: (got.append(out), done.set()))
+        assert proc.start()
+        deadline = time.monotonic() + 60
+        while not proc.ready and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.ready and proc.submit(1, req)
+        assert done.wait(60)
+        proc.close()
+        return got[0]
+
+    first = answer_once()
+    table = next((tmp_path / "cache" / "codegen").glob("engine.*.bin"))
+    written = table.stat().st_mtime_ns
+    second = answer_once()
+    assert table.stat().st_mtime_ns == written  # everything came from the table: nothing to rewrite
+    assert first.rec is not None and first.rec == second.rec == Engine().run(req).rec

@@ -184,3 +184,14 @@ def test_a_hold_ends_at_its_deadline_and_the_late_answer_is_painted_as_soon_as_i
             timer.stop()
 
     asyncio.run(scenario())
+
+
+def test_the_hold_follows_the_engines_recent_answer_times() -> None:
+    """Fast answers (memo hits, a small model): the short hold. Answers of 8-13 ms (a 70B config's
+    new values): long enough for the slowest and its way back, so character and answer share a
+    frame. Never longer than HOLD_MAX_S, whatever the engine took."""
+    assert frames.hold_for([]) == frames.HOLD_S
+    assert frames.hold_for([0.1, 2.0, 5.2]) == frames.HOLD_S
+    assert frames.hold_for([0.1, 11.3, 8.4, 12.5]) == pytest.approx(0.0125 + frames.ANSWER_OVERHEAD_S)
+    assert frames.HOLD_S < 0.0125 + frames.ANSWER_OVERHEAD_S < frames.HOLD_MAX_S
+    assert frames.hold_for([250.0]) == frames.HOLD_MAX_S

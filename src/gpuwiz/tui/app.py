@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -120,6 +121,7 @@ class GpuwizApp(App[None]):
         self._want_engine_process = engine_process
         self._engine_proc: EngineProcess | None = None  # the engine's child process, once started
         self._last_sent: tuple[int, Requirements] | None = None  # the newest request sent to it
+        self._child_ms: deque[float] = deque(maxlen=8)  # its last answers' engine times (frames.hold_for)
         self.state_dir = _state_dir(state_dir)
         self.no_mouse = no_mouse
         self.handle_signals = handle_signals
@@ -129,6 +131,7 @@ class GpuwizApp(App[None]):
         self._saved: Requirements | None = None
         self._core_ready = False
         self._recompute_pending = False
+        self._key_sends = False  # within _key_in_order: it sends the key's change itself
         self._seq = 0  # requirements revision sent to the engine worker
         self._answered_seq = 0  # the revision whose answer is shown
         self.answer_for: Requirements | None = None  # the requirements the shown answer is for
@@ -184,30 +187,33 @@ class GpuwizApp(App[None]):
         self.app_focus = True
         if await self._check_bindings(event.key, priority=True):
             return True
-        if event.is_printable and event.character is not None:
-            restart = getattr(focused, "_restart_blink", None)  # the cursor stays lit while typing
-            if callable(restart):
-                restart()
-            selection = focused.selection
-            if selection.is_empty:
-                focused.insert_text_at_cursor(event.character)
-            else:
-                focused.replace(event.character, *selection)
-            self._field_typed(focused)
-            self._recompute_now_if_pending()
-            return True
-        if event.key == "enter" and self._core_ready:
-            from gpuwiz.tui.screens.steps import StepScreen
-
-            scr = self.screen
-            if isinstance(scr, StepScreen) and focused.has_class("field-input"):
-                scr.advance_from(focused)  # to the next field now (a Submitted message would come later)
+        self._key_sends = True  # a change this key makes goes to the engine at its end (no call_later)
+        try:
+            if event.is_printable and event.character is not None:
+                restart = getattr(focused, "_restart_blink", None)  # the cursor stays lit while typing
+                if callable(restart):
+                    restart()
+                selection = focused.selection
+                if selection.is_empty:
+                    focused.insert_text_at_cursor(event.character)
+                else:
+                    focused.replace(event.character, *selection)
+                self._field_typed(focused)
                 return True
-        if await self._check_bindings(event.key):
-            self._field_typed(focused)
+            if event.key == "enter" and self._core_ready:
+                from gpuwiz.tui.screens.steps import StepScreen
+
+                scr = self.screen
+                if isinstance(scr, StepScreen) and focused.has_class("field-input"):
+                    scr.advance_from(focused)  # to the next field now (a Submitted message would come later)
+                    return True
+            if await self._check_bindings(event.key):
+                self._field_typed(focused)
+                return True
+            return False
+        finally:
+            self._key_sends = False
             self._recompute_now_if_pending()
-            return True
-        return False
 
     def _field_typed(self, widget: Any) -> None:
         """A step field's new text counts at once (Next, ctrl+s and the marks see it), not when its
@@ -453,7 +459,8 @@ class GpuwizApp(App[None]):
         turn sends one). The UI thread never runs the engine: typing stays immediate whatever it costs."""
         if not self._recompute_pending:
             self._recompute_pending = True
-            self.call_later(self._recompute)
+            if not self._key_sends:  # else _key_in_order sends it before it returns
+                self.call_later(self._recompute)
 
     def _recompute_now_if_pending(self) -> None:
         """A typed key's requirements go to the engine now, before the typed character is painted
@@ -475,7 +482,9 @@ class GpuwizApp(App[None]):
             if proc.submit(self._seq, self.requirements):
                 hold = getattr(self.screen, "hold_frame", None)
                 if callable(hold):  # a step screen: the typed character waits a little for the live panel
-                    hold()
+                    from gpuwiz.tui.frames import hold_for
+
+                    hold(hold_for(self._child_ms))
                 return
         self._engine_worker(self._seq, self.requirements)
 
@@ -500,6 +509,7 @@ class GpuwizApp(App[None]):
 
     def _answer_from_process(self, seq: int, outcome: Outcome) -> None:
         """On the event loop (or the engine reader's thread): the answer as a message (a stale one is dropped)."""
+        self._child_ms.append(outcome.ms)  # how long the next keys' frames wait for their answers
         sent = self._last_sent
         if sent is not None and sent[0] == seq:
             self.post_message(EngineDone(seq, sent[1], outcome))

@@ -8,17 +8,19 @@ widgets (cProfile, headless 100x30, Data step) for all their lines, mostly from 
 ~25 lines. With this compositor and the live panel's per-line repaint, the frames of a key cost 3.9
 instead of 7.6 ms of the UI thread (headless, engine in the child, small-team-lora-7b, 2026-12-01).
 
-``SpanCompositor`` asks each widget only for the lines where it overlaps a changed span, in runs
-of consecutive lines, and composes them exactly as Textual does (the topmost widget's piece of a
-cut wins). What reaches the terminal is the same: a piece of a line outside every changed span is
-never written (``ChopsUpdate`` skips it), and every piece inside one belongs to a widget that
-overlaps it, so that widget is asked for it. tests/tui/test_compositor.py checks the output
-against Textual's own on real screens.
+``SpanCompositor`` asks each widget only for the lines where it would give a piece that is
+written, in runs of consecutive lines, and composes them exactly as Textual does (the topmost
+widget's piece of a cut wins). What reaches the terminal is the same: a piece of a line outside
+every changed span is never written (``ChopsUpdate`` skips it); a piece that is written goes to the
+topmost widget covering it, which is asked for it; the widgets below it are not (the containers and
+the screen under the live panel's lines were asked for all of them, ~0.3 ms of a key's frame).
+tests/tui/test_compositor.py checks the output against Textual's own on real screens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import pairwise
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
@@ -49,14 +51,27 @@ class SpanCompositor(Compositor):
 
     def render_span_chops(self, crop: Region, spans: list[tuple[int, int, int]]) -> list[dict[int, Strip | None]]:
         """The chops of the lines in ``spans`` ((y, x1, x2), as ``_regions_to_spans`` gives them),
-        each widget asked only for its lines that overlap a span."""
+        each widget asked only for its lines where it would give a piece that is written.
+
+        A piece (a line's cut ``c`` up to the next cut) is written when ``ChopsUpdate`` writes it:
+        when some span of its line does not end before it starts nor start at or after its end.
+        Widgets are visited topmost first and the first piece for a cut wins, as in Textual: a
+        widget whose pieces on a line are all taken already by widgets above it (the containers
+        under the live panel, the screen under them) is not asked for that line at all."""
         cuts = self.cuts
         chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
         by_row: dict[int, list[tuple[int, int]]] = {}
         for y, x1, x2 in spans:
             by_row.setdefault(y, []).append((x1, x2))
-        span_rows = sorted(by_row)
+        open_cuts: dict[int, list[int]] = {}  # per line: the cuts whose piece is written and not taken yet
+        for y, row_spans in by_row.items():
+            line_cuts = cuts[y]
+            open_cuts[y] = [cut for cut, end in pairwise(line_cuts)
+                            if any(not (cut > x2 or end <= x1) for x1, x2 in row_spans)]
+        active = sorted(y for y, row_cuts in open_cuts.items() if row_cuts)  # the lines still missing a piece
         for widget, (region, clip) in self.visible_widgets.items():  # topmost first, as Textual's
+            if not active:
+                break  # every written piece is taken: the widgets below give none
             if not crop.overlaps(clip):
                 continue
             visible = region.intersection(clip)
@@ -64,8 +79,10 @@ class SpanCompositor(Compositor):
                 continue
             first_cut, last_cut = visible.column_span
             top, bottom = visible.y, visible.bottom
-            rows = [y for y in span_rows if top <= y < bottom
-                    and any(x1 < last_cut and x2 > first_cut for x1, x2 in by_row[y])]
+            rows = [y for y in active if top <= y < bottom
+                    and any(first_cut <= cut < last_cut for cut in open_cuts[y])]
+            if not rows:
+                continue
             for start, end in _runs(rows):
                 strips = widget.render_lines(Region(visible.x - region.x, start - region.y, visible.width, end - start))
                 for y, strip in zip(range(start, end), strips, strict=False):
@@ -75,4 +92,6 @@ class SpanCompositor(Compositor):
                     for cut, piece in zip(final_cuts, pieces, strict=False):
                         if chops_line.get(cut) is None:  # the topmost widget's piece wins
                             chops_line[cut] = piece
+                    open_cuts[y] = [cut for cut in open_cuts[y] if chops_line[cut] is None]
+            active = [y for y in active if open_cuts[y]]
         return chops

@@ -13,12 +13,16 @@ import argparse
 import os
 import select
 import sys
-from typing import IO
-
-from gpuwiz.tui.engine import Engine, read_request, write_frame
+from typing import IO, Any
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the child is the process: the code dataclasses & co. generate, compiled, from the
+        from gpuwiz._pyc import install_codegen  # cache folder (as gpuwiz.cli.main does), before the core loads
+
+        install_codegen("engine")
+    from gpuwiz.tui.engine import Engine, read_request, write_frame
+
     ap = argparse.ArgumentParser(prog="gpuwiz.tui.engine_child")
     ap.add_argument("--lang", default="en")
     ap.add_argument("--catalog", default=None)
@@ -50,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         write_frame(stdout, ("answer", seq, engine.run(req)))
 
 
-def _warm_up(engine: Engine) -> None:
+def _warm_up(engine: Any) -> None:
     """One answer before "ready" (the engine's lazy imports and caches): the first real one is as
     fast as the rest. An example config, as the wizard's own first answer usually is."""
     from importlib import resources

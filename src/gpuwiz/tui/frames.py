@@ -18,16 +18,33 @@ panel are painted in ONE frame (the second frame of a key cost ~5 ms of the UI t
 interval after the first, ~17 ms of latency). When it comes later, the character has been painted
 at the end of the hold and the answer's frame goes as soon as it is asked for (one such frame per
 hold, so a held key never waits an interval for its answer).
+
+How long a hold lasts follows the engine (``hold_for``): HOLD_S while it answers fast, longer (up
+to HOLD_MAX_S) while its recent answers took longer, so that a config whose new answers take 8-13 ms
+(enterprise-70b-pretrain) still gets its character and its answer in one frame; an answer slower
+than that gets a frame of its own, as before, rather than hold the character past its target. A fast answer
+releases the hold when it comes, whatever its length: only a key whose answer is slower than the
+hold waits for all of it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from textual._time import get_time, sleep
 from textual.timer import EventTargetGone, Timer
 
-HOLD_S = 0.010  # the longest a typed character waits for its answer (issue 9: its p95 <= 35 ms)
+HOLD_S = 0.010  # how long a typed character waits for its answer while the engine answers fast
+HOLD_MAX_S = 0.016  # the longest it waits, whatever the engine takes (issue 9: the character's p95 <= 35 ms)
+ANSWER_OVERHEAD_S = 0.003  # an answer's way besides the engine: the pipes, unpickling, applying it
+
+
+def hold_for(engine_ms: Iterable[float]) -> float:
+    """The hold for a typed key, from the engine's recent answer times (milliseconds): long enough
+    for the slowest of them and its way back, at least HOLD_S and at most HOLD_MAX_S."""
+    slowest = max(engine_ms, default=0.0) / 1e3 + ANSWER_OVERHEAD_S
+    return min(max(HOLD_S, HOLD_MAX_S), max(HOLD_S, slowest))
 
 
 async def wait_event(event: asyncio.Event, timeout: float) -> None:

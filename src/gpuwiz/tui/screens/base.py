@@ -55,23 +55,39 @@ class WizScreen(Screen[None]):
             self._frame_timer = timer
         return self._frame_timer
 
-    def hold_frame(self) -> None:
+    def hold_frame(self, seconds: float | None = None) -> None:
         """The next frame waits a few ms for the engine's answer (gpuwiz.tui.frames.FrameTimer.hold):
         a typed key and its live panel in one frame."""
         timer = self._update_timer
         if isinstance(timer, FrameTimer):
-            timer.hold()
+            timer.hold(seconds)
 
     def release_frame(self, *changed: Widget) -> None:
         """The answer is applied: ``changed`` (the widgets it repainted) go to the frame now and the
-        held frame with them. Their repaint requests are handed to this screen at once (Textual would
-        do it a few message hops later, after the release), then the release, in that order."""
+        held frame with them, in that order. A widget that only needs a repaint is handed to this
+        screen's next frame here, as Textual's ``Update`` message would be a few message hops later
+        (``Screen._on_update``), and the frame is released at once; one that needs more (new styles,
+        a layout) takes Textual's own way, with the release as a message behind its ``Update``."""
         timer = self._frame_timer
         if not isinstance(timer, FrameTimer) or not timer.holding:
             return
+        direct = True
         for widget in changed:
-            widget._check_refresh()  # Textual's own idle step: posts the widget's Update to this screen
-        self.post_message(ReleaseFrame())
+            if not widget._repaint_required:
+                continue
+            if (widget._refresh_styles_required or widget._scroll_required or widget._layout_required
+                    or widget._recompose_required or not widget.display or widget.screen is not self):
+                widget._check_refresh()  # Textual's own idle step: posts the widget's Update to this screen
+                direct = False
+                continue
+            widget._repaint_required = False
+            if self in self._compositor:
+                self._dirty_widgets.add(widget)
+        if direct:
+            self.check_idle()  # the screen's idle step resumes its frame clock for the dirty widgets
+            timer.release()
+        else:
+            self.post_message(ReleaseFrame())
 
     def on_release_frame(self, _message: ReleaseFrame) -> None:
         timer = self._frame_timer

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.geometry import Size
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
@@ -46,6 +47,16 @@ class FieldInput(Input):
         if not self.styles.auto_dimensions:
             self.set_reactive(Widget.virtual_size, Size(self.content_width, 1))
         super()._watch_value(value)
+
+    def post_message(self, message: Message) -> bool:
+        """Its ``Changed`` goes straight to the step screen, which handles it and stops it there:
+        not through the row, the form, the body and their message queues first (five hops, each a
+        turn of the event loop, on every typed key). No widget in between handles it."""
+        if isinstance(message, Input.Changed) and message.input is self and self.is_attached:
+            screen = self.screen
+            if isinstance(screen, StepScreen):
+                return screen.post_message(message)
+        return super().post_message(message)
 
 
 class StepScreen(WizScreen):

@@ -6,9 +6,13 @@ It is a dumb view: the step screen hands it the App's last valid recommendation 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
+from textual._ansi_theme import DEFAULT_TERMINAL_THEME
+from textual._styles_cache import StylesCache
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
@@ -41,6 +45,68 @@ def _with_span(line: Text, span: str, width: int) -> list[Text]:
     return [line, Text(indent + span.strip(), style="dim")]
 
 
+class RowCache(StylesCache):
+    """Textual's ``StylesCache`` (a widget's border, padding and filters around its content lines)
+    that also remembers each content row it drew by the content line it shows.
+
+    When an answer adds or removes a line of the panel (a range that wraps, two nodes, a pitfall),
+    every line below it moves: Textual's cache is per row, so it drew each of them again with its
+    border and padding (~20 rows, most of a key's frame). A content row's output depends on its
+    content line and the widget's styles, not on its row: a line seen before (the panel keeps its
+    parts' lines between answers, the same ``Strip`` objects) comes back as the row it made, with
+    the filters and crops Textual cached on it. Border rows, and anything while the styles differ
+    from when a row was drawn, go through Textual's code as before; ``clear`` (a full refresh,
+    new styles, a new width) forgets them all."""
+
+    MAX_ROWS = 256  # a dozen panels' worth: the oldest go first
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: dict[int, tuple[Strip, tuple[object, ...], Strip]] = {}  # id(content) -> (content, key, row)
+        self._style_key: tuple[object, ...] = ()
+        self._gutter = (0, 0)  # the styles' gutter (top, bottom), read once per render
+
+    def clear(self) -> None:
+        super().clear()
+        self._rows.clear()
+
+    def render(self, styles: Any, size: Any, base_background: Any, background: Any, render_content_line: Any,
+               filters: Any, border_title: Any, border_subtitle: Any, content_size: Any = None,
+               padding: Any = None, crop: Any = None, opacity: float = 1.0, ansi_theme: Any = DEFAULT_TERMINAL_THEME,
+               native_ansi: bool = False) -> list[Strip]:
+        # what a content row's drawing reads of the styles besides the arguments (once per render)
+        gutter = styles.gutter
+        self._gutter = (gutter.top, gutter.bottom)
+        self._style_key = (styles.border, styles.outline, styles.tint, styles.text_opacity,
+                           styles.hatch if styles.has_rule("hatch") else None, gutter)
+        return super().render(styles, size, base_background, background, render_content_line, filters, border_title,
+                              border_subtitle, content_size, padding, crop, opacity, ansi_theme, native_ansi)
+
+    def render_line(self, styles: Any, y: int, size: Any, content_size: Any, padding: Any, base_background: Any,
+                    background: Any, render_content_line: Any, border_title: Any, border_subtitle: Any,
+                    opacity: float, ansi_theme: Any, native_ansi: bool) -> Strip:
+        top, bottom = self._gutter
+        height = size.height
+        if not (0 < y < height - 1 and top <= y < height - bottom and y - top < content_size.height):
+            return super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                       render_content_line, border_title, border_subtitle, opacity, ansi_theme,
+                                       native_ansi)
+        content = render_content_line(y - top)
+        key = (size, content_size, padding, base_background, background, opacity, ansi_theme, native_ansi,
+               self._style_key)
+        rows = self._rows
+        seen = rows.get(id(content))
+        if seen is not None and seen[0] is content and seen[1] == key:
+            return seen[2]
+        row = super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                  lambda _y: content, border_title, border_subtitle, opacity, ansi_theme, native_ansi)
+        rows.pop(id(content), None)
+        rows[id(content)] = (content, key, row)
+        while len(rows) > self.MAX_ROWS:
+            del rows[next(iter(rows))]
+        return row
+
+
 SEVERITY_STYLE = {"block": "bold white on red", "high": "bold red", "medium": "yellow", "info": "dim"}
 
 
@@ -50,8 +116,11 @@ class LivePanel(Widget):
     cost, the memory bar). Its lines are what Textual would draw for ``render()``'s Group (each
     part rendered as Textual renders a Rich renderable), kept per part between answers."""
 
+    MAX_PARTS = 256  # parts whose lines are kept (an answer has ~10-15)
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._styles_cache = RowCache()  # a moved line is not drawn again (see RowCache)
         self.auto_links = False  # no links here: Textual looked up the link style for every part (~40 % of a render)
         self.version = 0  # bumps on every show() (the benchmark waits for it)
         self.border_title = _("Live answer")
@@ -61,8 +130,8 @@ class LivePanel(Widget):
         self._stale: bool = False
         self._lines: list[Strip] | None = None  # the content lines on screen (None: to be rendered)
         self._lines_key: tuple[object, ...] | None = None  # (width, visual style, selection) they are for
-        self._part_cache: dict[tuple[object, ...], list[Strip]] = {}
-        self._last_parts: dict[tuple[object, ...], list[Strip]] = {}
+        self._checked = False  # within render_lines: _lines is for the current key
+        self._part_cache: dict[tuple[object, ...], list[Strip]] = {}  # a part's lines, by its text and styles
 
     def show(self, rec: Recommendation | None, req: Requirements | None, error: str | None, stale: bool) -> None:
         same = rec is self._rec and req is self._req and error == self._error and stale == self._stale
@@ -87,10 +156,20 @@ class LivePanel(Widget):
     def render(self) -> RenderableType:
         return self._renderable()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._lines is None or self._lines_key != self._key():  # checked once, not for every line
+            self._lines = self._render_strips()
+        self._checked = True
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._checked = False
+
     def render_line(self, y: int) -> Strip:
-        if self._lines is None or self._lines_key != self._key():
+        if not self._checked and (self._lines is None or self._lines_key != self._key()):
             self._lines = self._render_strips()
         lines = self._lines
+        assert lines is not None
         return lines[y] if y < len(lines) else Strip.blank(self.content_size.width, self.visual_style.rich_style)
 
     def _key(self) -> tuple[int, VisualStyle, object]:
@@ -101,13 +180,12 @@ class LivePanel(Widget):
         (``Visual.to_strips`` of a ``RichVisual``), a part seen before from the cache."""
         key = self._key()
         if key != self._lines_key:
-            self._part_cache, self._last_parts = {}, {}
+            self._part_cache = {}
             self._lines_key = key
         width, style, _selection = key
         renderable = self._renderable()
         parts = renderable.renderables if isinstance(renderable, Group) else [renderable]
         cache = self._part_cache
-        used: dict[tuple[object, ...], list[Strip]] = {}
         keys = [(part.plain, tuple(part.spans), str(part.style), part.end) if isinstance(part, Text) else None
                 for part in parts]
         found: list[list[Strip] | None] = [cache.get(pk) if pk is not None else None for pk in keys]
@@ -125,10 +203,11 @@ class LivePanel(Widget):
             if strips is None:
                 strips = Visual.to_strips(self, RichVisual(self, part), width, None, style)
             if pk is not None:
-                used[pk] = strips
+                cache.pop(pk, None)
+                cache[pk] = strips  # the most recently shown last: the oldest go first
             lines.extend(strips)
-        self._part_cache = {**self._last_parts, **used}  # this answer's parts and the one before's
-        self._last_parts = used  # (keys that go back and forth find both): it never outgrows two panels
+        while len(cache) > self.MAX_PARTS:  # the parts of the last twenty or so answers (a value typed
+            del cache[next(iter(cache))]  # again, a backspace to one before, finds its lines)
         return lines
 
     @property
