@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wizhelp import settle
+from wizhelp import child_on_data_field, settle, until
 
 from gpuwiz.core.config_io import load_config
 from gpuwiz.tui import drafts
@@ -21,15 +21,6 @@ from gpuwiz.tui.app import GpuwizApp
 from gpuwiz.tui.engine import Engine, engine_process_wanted, prestart_engine_process, take_prestarted
 
 MakeApp = Callable[..., GpuwizApp]
-
-
-async def until(pilot: Any, cond: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
-    """Wait for a condition (bounded; the child process needs a moment to load the core)."""
-    deadline = time.monotonic() + limit_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        await pilot.pause(0.02)
 
 
 async def type_epochs(pilot: Any, app: GpuwizApp, text: str) -> None:
@@ -87,12 +78,7 @@ async def test_a_typed_key_is_sent_at_once_and_its_frame_waits_for_the_answer(
     monkeypatch.setattr(frames.FrameTimer, "release", lambda self: (calls.append("release"), release(self))[1])
     app = make_app(config_file, engine_process=True)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
-        app.goto("data")
-        await pilot.pause()
-        app.screen.query_one("#f-data-epochs").focus()
-        await pilot.press("end")
+        await child_on_data_field(pilot, app, "f-data-epochs")
         await until(pilot, lambda: app.answered, "settled")
         panel = app.screen.query_one(LivePanel)
         before = panel.text

@@ -5,7 +5,6 @@ left unpainted). Also: a field's Changed message still applies text that no key 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from rich.segment import ControlType
 from textual import events
 from textual._compositor import ChopsUpdate
 from textual.geometry import Region
-from wizhelp import settle
+from wizhelp import child_on_data_field, settle, until
 
 from gpuwiz.tui import frames
 from gpuwiz.tui.app import GpuwizApp
@@ -24,14 +23,6 @@ from gpuwiz.tui.widgets.live_panel import LivePanel
 
 MakeApp = Callable[..., GpuwizApp]
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "gpuwiz" / "examples"
-
-
-async def until(pilot: Any, cond: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        await pilot.pause(0.01)
 
 
 class Mirror:
@@ -94,13 +85,7 @@ async def test_a_key_and_its_answer_reach_the_terminal_in_one_frame_and_nothing_
     config.write_bytes((EXAMPLES / config.name).read_bytes())
     app = make_app(config, engine_process=True)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot, app)
-        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
-        app.goto("data")
-        await pilot.pause()
-        field = app.screen.query_one("#f-data-epochs")
-        field.focus()
-        await pilot.press("end")
+        field = await child_on_data_field(pilot, app, "f-data-epochs")
         await settle(pilot, app)
         await pilot.pause()
         panel = app.screen.query_one(LivePanel)
@@ -171,13 +156,7 @@ async def test_an_answer_that_restyles_the_panel_is_painted_with_its_key(
     monkeypatch.setattr(frames, "HOLD_MAX_S", 60.0)
     app = make_app(config_file, engine_process=True)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app)
-        await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
-        app.goto("data")
-        await pilot.pause()
-        field = app.screen.query_one("#f-data-tokens")
-        field.focus()
-        await pilot.press("end")
+        await child_on_data_field(pilot, app, "f-data-tokens")
         await settle(pilot, app)
         panel = app.screen.query_one(LivePanel)
         timer = app.screen._frame_timer

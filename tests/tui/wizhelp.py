@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from gpuwiz.tui.app import GpuwizApp
@@ -16,3 +18,24 @@ async def settle(pilot: Any, app: GpuwizApp) -> None:
         if app.answered:
             return
     raise AssertionError("the engine answer never arrived")
+
+
+async def until(pilot: Any, cond: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
+    """Wait for a condition (bounded; the engine's child process needs a moment to load the core)."""
+    deadline = time.monotonic() + limit_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await pilot.pause(0.01)
+
+
+async def child_on_data_field(pilot: Any, app: GpuwizApp, field_id: str) -> Any:
+    """Settle the wizard, wait for its engine child, and put the cursor at the end of a Data field; the field."""
+    await settle(pilot, app)
+    await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
+    app.goto("data")
+    await pilot.pause()
+    field = app.screen.query_one(f"#{field_id}")
+    field.focus()
+    await pilot.press("end")
+    return field
