@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpuwiz.core import cache
+from gpuwiz.core import cache, gcpause
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.hardware import PerfEntry
 from gpuwiz.core.models import VisionArch
@@ -885,17 +885,12 @@ def _load_cached(key: str | None, overlay: str | None, overlay_text: str | None)
         return _validated(overlay, overlay_text)
     payload = cache.read_bytes("catalog", key)
     if payload is not None:
-        import gc
-
-        collecting = gc.isenabled()
-        gc.disable()  # ~15k new objects, none of them garbage: the collector's passes would be a third of the load
-        try:
-            return _from_cache(payload)
-        except (ValueError, TypeError, EOFError, LookupError, AttributeError):  # not a catalog of this schema
-            pass
-        finally:
-            if collecting:
-                gc.enable()
+        # ~15k new objects, none of them garbage: the collector's passes would be a third of the load
+        with gcpause.paused(collect=False):
+            try:
+                return _from_cache(payload)
+            except (ValueError, TypeError, EOFError, LookupError, AttributeError):  # not a catalog of this schema
+                pass
     cat = _validated(overlay, overlay_text)
     try:
         blob = _to_cache(cat)

@@ -239,20 +239,17 @@ def cheapest_of(offers: tuple[tuple[CloudInstance, float], ...], gpus_total: int
     """``cheapest_rate`` over ``offers`` (``allowed_offers``), unmemoised: for a caller that keeps the
     answers on a key of its own (the recommender's per-shape price facts)."""
     best: tuple[float, CloudInstance, int] | None = None
-    best_rate = math.inf
     for inst, usd_h in offers:
         if countries is not None and inst.country.upper() not in countries:
             continue
-        if host_ram_gib > 0 and not instance_ram_ok(inst, host_ram_gib):
+        if not instance_ram_ok(inst, host_ram_gib):
             continue
-        have = inst.gpu_count
-        # instance_count, for the common case of one instance holding every GPU without the call
-        n = 1 if have >= gpus_total else instance_count(inst, gpus_total, gpus_per_node)
+        n = instance_count(inst, gpus_total, gpus_per_node)
         if n is None:
             continue
         rate = usd_h * n
-        if best is None or rate < best_rate:
-            best, best_rate = (rate, inst, n), rate
+        if best is None or rate < best[0]:
+            best = (rate, inst, n)
     return best
 
 

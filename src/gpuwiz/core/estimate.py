@@ -109,7 +109,7 @@ from gpuwiz.i18n import N_, Msg, _
 
 TOKENS_PER_MICROBATCH_CAP = 16_384  # mb·s cap: llm-foundry configs use 8k-32k tokens per micro-batch
 NONTOKEN_MB_CAP = 64
-PP_MICROBATCHES_PER_STAGE = 4  # pinned pipelines: micro-batches per pipeline ≥ 4 × stages (see _mb_cap)
+PP_MICROBATCHES_PER_STAGE = 4  # pinned pipelines: micro-batches per pipeline ≥ 4 × stages (see _mb_cap_of)
 BYTES_PER_TOKEN = 4.0  # ~4 bytes of English text per BPE token (OpenAI tokenizer rule of thumb)
 DEFAULT_GB_PRETRAIN_TOKENS = 4 * 2**20  # Llama 1/2 pre-training global batch: 4M tokens
 DEFAULT_GB_FINETUNE = 64  # sequences
@@ -232,7 +232,7 @@ class Context:
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
 
     def __post_init__(self) -> None:
-        caps: dict[int, int] = {}  # _mb_cap per data-parallel degree (it reads fields fixed at construction)
+        caps: dict[int, int] = {}  # _mb_cap_of per data-parallel degree (it reads fields fixed at construction)
         # (the values, not the context: a closure over the context would make it a reference cycle, freed
         # only by the cycle collector)
         model, seq, global_batch, pp = self.model, self.seq, self.global_batch, self.pinned.pp
@@ -706,12 +706,8 @@ def _calibrate(ctx: Context) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _mb_cap(ctx: Context, dp: int) -> int:
-    return _mb_cap_of(ctx.model, ctx.seq, ctx.global_batch, ctx.pinned.pp, dp)
-
-
 def _mb_cap_of(model: ResolvedModel, seq: int, global_batch: int, pinned_pp: int | None, dp: int) -> int:
-    """The largest micro-batch worth planning at ``dp`` data-parallel replicas (``_mb_cap``)."""
+    """The largest micro-batch worth planning at ``dp`` data-parallel replicas (``Context._mb_cap_fn``)."""
     if model.is_token_model:
         cap = max(1, TOKENS_PER_MICROBATCH_CAP // max(1, seq))
     else:
@@ -1474,7 +1470,7 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
               _("chosen to fit") if ch.ckpt != "none" else _("not needed"))
     out.append(_("activation checkpointing: {ckpt} ({why})").format(ckpt=ch.ckpt, why=ck_why))
     mb_why = (_("as configured") if ctx.pinned.micro_batch else
-              _("largest power of two ≤ {cap} that fits").format(cap=_mb_cap(ctx, ch.dp)))
+              _("largest power of two ≤ {cap} that fits").format(cap=ctx._mb_cap_fn(ch.dp)))
     out.append(_("micro-batch {mb} ({why}), gradient accumulation {ga}").format(mb=ch.mb, why=mb_why, ga=d.ga))
     if ctx.global_batch_defaulted:
         out.append((_("global batch {n} sequences (default; set training.global_batch)") if model.is_token_model

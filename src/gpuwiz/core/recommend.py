@@ -367,12 +367,16 @@ class Cand:
     idle: int = 0  # GPUs paid for but unused (smallest offer >= count)
     overhead: float = 0.0  # per-run rent overhead in $ (provisioning, staging, egress)
 
-    def but(self, **changes: Any) -> Cand:
-        """A copy with ``changes`` (``dataclasses.replace`` without re-running ``__init__``: the
-        search makes a few thousand of these per answer)."""
+    def but(self, fields: dict[str, Any] | None = None, /, **changes: Any) -> Cand:
+        """A copy with ``fields`` and ``changes`` (``dataclasses.replace`` without re-running ``__init__``:
+        the search makes a few thousand of these per answer; ``fields`` is a dict a caller keeps, set
+        without unpacking it into keywords first)."""
         new = object.__new__(Cand)
-        new.__dict__.update(self.__dict__)
-        new.__dict__.update(changes)
+        d = new.__dict__
+        d.update(self.__dict__)
+        if fields:
+            d.update(fields)
+        d.update(changes)
         return new
 
     @staticmethod
@@ -930,14 +934,9 @@ class _Recommender:
             buy_total = stem.total(self.rates.kwh, self.rates.residual_factor, self.y,
                                    costmod.busy_hours(self.req, c.q.gpu_hours, c.gpn * c.nodes))
         score, how, drop = self._scored(c.q.wall_hours, rent_total, buy_total, fields.get("capex", c.capex))
-        new = object.__new__(Cand)
-        d = new.__dict__
-        d.update(c.__dict__)
-        d.update(fields)
-        d.update(rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
-        if how is not None:
-            d["mode"] = how
-        return new
+        if how is None:
+            return c.but(fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop)
+        return c.but(fields, rent_total=rent_total, buy_total=buy_total, score=score, drop=drop, mode=how)
 
     def _templates(self, found: Enumerated, w: sysmod.Workload) -> list[_Template]:
         """``_template`` of every candidate of a search, kept in the workload's ``_shape_table`` per
