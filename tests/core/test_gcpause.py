@@ -6,9 +6,11 @@ import gc
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 import pytest
 
+from gpuwiz.core import catalog as catmod
 from gpuwiz.core import gcpause, memo
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.estimate import estimate
@@ -40,6 +42,32 @@ def test_nested_holds_until_the_outer_one_ends() -> None:
             assert not gc.isenabled()
         assert not gc.isenabled()  # the inner end does not turn it back on under the outer one
     assert gc.isenabled()
+
+
+def test_without_collect_no_young_collection_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: calls.append(generation) or 0)
+    with gcpause.paused(collect=False):
+        kept = [[i] for i in range(5000)]  # past the youngest generation's threshold
+    assert gc.isenabled() and calls == []
+    with gcpause.paused():
+        more = [[i] for i in range(5000)]
+    assert calls == [0] and len(kept) == len(more)
+
+
+def test_a_catalog_restored_inside_an_answer_leaves_the_collector_off(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog's cache hit holds the collector through the same mechanism: loaded while an answer
+    computes (the TUI's engine thread), it does not turn the collector back on under that answer."""
+    monkeypatch.setenv("GPUWIZ_CACHE_DIR", str(tmp_path))
+    catmod._load_cached.cache_clear()
+    load_catalog()  # writes the cache entry
+    catmod._load_cached.cache_clear()
+    with gcpause.paused():
+        load_catalog()  # a cache hit
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    catmod._load_cached.cache_clear()
 
 
 def test_a_collector_the_caller_turned_off_stays_off() -> None:

@@ -12,8 +12,8 @@ youngest generation: what the answer left behind (its memo entries, the answer i
 once, inside the answer's own time, and reference cycles, if any, are freed as they would have been.
 Nested and concurrent uses (the TUI's engine thread beside the UI thread) share one hold: the
 collector comes back when the last one ends, and only if it was on before the first began.
-``paused(collect=False)`` leaves out the young collection, for work whose new objects all live on
-(the catalog restored from its cache: ~15k of them, none garbage).
+``paused(collect=False)`` leaves out that collection, for work whose new objects all live on (the
+catalog restored from its cache: ~15k of them, none garbage); the collector then runs when next due.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ def paused(collect: bool = True) -> Iterator[None]:
     finally:
         with _lock:
             _depth -= 1
-            resume = _depth == 0 and _was_enabled
-            if resume:
+            if _depth == 0 and _was_enabled:
+                # the young collection the paused allocations would have triggered, made while the collector
+                # is still off (once it is on, the next allocation would start one of its own first)
+                if collect and gc.get_count()[0] > gc.get_threshold()[0]:
+                    gc.collect(0)
                 gc.enable()
-        if collect and resume and gc.get_count()[0] > gc.get_threshold()[0]:
-            gc.collect(0)  # the young collection the paused allocations would have triggered
