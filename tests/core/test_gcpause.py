@@ -44,15 +44,66 @@ def test_nested_holds_until_the_outer_one_ends() -> None:
     assert gc.isenabled()
 
 
-def test_without_collect_no_young_collection_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_a_pause_leaves_goes_to_the_oldest_generation_unvisited(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
     monkeypatch.setattr(gc, "collect", lambda generation=2: calls.append(generation) or 0)
-    with gcpause.paused(collect=False):
-        kept = [[i] for i in range(5000)]  # past the youngest generation's threshold
-    assert gc.isenabled() and calls == []
     with gcpause.paused():
-        more = [[i] for i in range(5000)]
-    assert calls == [0] and len(kept) == len(more)
+        kept = [[i] for i in range(5000)]  # past the youngest generation's threshold
+    assert gc.isenabled() and calls == []  # no young collection walked them
+    assert gc.get_count()[0] < gc.get_threshold()[0]  # ... and none is due for them
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(x) in oldest for x in kept[::97]) and id(kept) in oldest
+    assert gc.get_freeze_count() == 0  # moved through the permanent generation, not left in it
+
+
+def test_nothing_due_nothing_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: calls.append("collect") or 0)
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    gc.enable()
+    with gcpause.paused():
+        pass
+    assert calls == []
+
+
+def test_objects_the_process_froze_stay_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that froze objects of its own (gc.freeze before a fork): an unfreeze would thaw them, so the
+    pause makes the young collection instead."""
+    real_collect = gc.collect
+    calls: list[int] = []
+
+    def spy(generation: int = 2) -> int:
+        calls.append(generation)
+        return real_collect(generation)
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        monkeypatch.setattr(gc, "collect", spy)
+        with gcpause.paused():
+            kept = [[i] for i in range(5000)]
+        assert calls == [0] and gc.get_freeze_count() == frozen and len(kept) == 5000
+    finally:
+        gc.unfreeze()
+
+
+def test_answers_leave_no_reference_cycles(cat: Catalog) -> None:
+    """What a pause leaves is not walked by a young collection (above): an answer must leave no cycle, or its
+    garbage would wait for a full collection. Every example, recommended and estimated."""
+    from gpuwiz.core.config_io import load_config
+
+    examples = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+    assert len(examples) >= 4
+    recommend(load_config(examples[0]), cat)  # the engine's modules imported (a slots dataclass leaves its first class)
+    for path in examples:
+        req = load_config(path)
+        memo.clear()
+        gc.collect()
+        rec = recommend(req, cat)
+        if rec.found:
+            estimate(req, cat, rec.build.gpu)
+        assert gc.collect() == 0, path.name
 
 
 def test_a_catalog_restored_inside_an_answer_leaves_the_collector_off(tmp_path: Path,

@@ -885,8 +885,9 @@ def _load_cached(key: str | None, overlay: str | None, overlay_text: str | None)
         return _validated(overlay, overlay_text)
     payload = cache.read_bytes("catalog", key)
     if payload is not None:
-        # ~15k new objects, none of them garbage: the collector's passes would be a third of the load
-        with gcpause.paused(collect=False):
+        # ~15k new objects, none of them garbage: the collector's passes would be a third of the load (and the
+        # objects go to the oldest generation unvisited as the pause ends: core.gcpause)
+        with gcpause.paused():
             try:
                 return _from_cache(payload)
             except (ValueError, TypeError, EOFError, LookupError, AttributeError):  # not a catalog of this schema
