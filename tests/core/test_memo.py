@@ -250,6 +250,7 @@ def test_tables_are_bounded_per_catalog_cleared_and_off_when_disabled(tmp_path: 
     assert keep is not None
     keep.put("k", 1)
     memo.clear()  # a request-dependent table starts empty; a catalog-only one keeps its entries
+    assert not t.data and keep.get("k") == 1  # emptied by clear itself (not by the next answer's first use)
     assert memo.table(CAT, "test-table") is t and not t.data
     assert memo.table(CAT, "test-catalog-table", catalog_only=True).get("k") == 1  # type: ignore[union-attr]
     over = tmp_path / "o.yaml"

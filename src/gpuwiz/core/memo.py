@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -117,10 +118,18 @@ def share_tables(ctx: Context, shared: Caches) -> None:
 
 
 def clear() -> None:
+    """Forget every request-dependent result now: the plan keys' entries and the per-catalog tables
+    (``table``; not the ``catalog_only`` ones). The entries are freed here, not by the next answer."""
     global _generation
     with _lock:
         _plans.clear()
-        _generation += 1  # every request-dependent table (``table``) starts empty at its next use
+        _generation += 1  # a table not reached below (made meanwhile) starts empty at its next use
+        tables = list(_tables)
+    for t in tables:
+        if not t.catalog_only:
+            with t.lock:
+                t.data.clear()
+                t.gen = _generation
 
 
 # ---- bounded per-catalog tables of pure functions' results ------------------------------------
@@ -132,19 +141,22 @@ def clear() -> None:
 
 MISS: Any = object()  # what ``Lru.get`` returns for a key it does not hold
 _generation = 0
+_tables: weakref.WeakSet[Lru] = weakref.WeakSet()  # every table made (``clear`` empties them; a catalog's go with it)
 
 
 class Lru:
     """A bounded mapping: past ``maxsize`` entries the oldest one is dropped. Reads take no lock (a
     dict read is atomic); writes do (the TUI runs the engine in a worker thread)."""
 
-    __slots__ = ("data", "gen", "lock", "maxsize")
+    __slots__ = ("__weakref__", "catalog_only", "data", "gen", "lock", "maxsize")
 
-    def __init__(self, maxsize: int) -> None:
+    def __init__(self, maxsize: int, catalog_only: bool = False) -> None:
         self.data: dict[Any, Any] = {}
         self.maxsize = maxsize
+        self.catalog_only = catalog_only
         self.gen = _generation
         self.lock = threading.Lock()
+        _tables.add(self)
 
     def get(self, key: Any) -> Any:
         return self.data.get(key, MISS)
@@ -166,7 +178,7 @@ def table(cat: Catalog, name: str, maxsize: int = 4096, catalog_only: bool = Fal
     name_key = ("memo", name, current_language())  # a cached value may hold translated text
     t = d.get(name_key)
     if t is None:
-        t = d.setdefault(name_key, Lru(maxsize))
+        t = d.setdefault(name_key, Lru(maxsize, catalog_only))
     if not catalog_only and t.gen != _generation:
         with t.lock:
             t.data.clear()
