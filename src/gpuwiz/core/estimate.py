@@ -870,7 +870,7 @@ def _interleave(ctx: Context, g: GPU, gf: GpuFactors, ch: Choice, budget: float,
     v = vp_for(ctx.model.layers or 1, s.pp)
     if v <= 1:
         return ch
-    sv = dc_replace(s, vp=v)
+    sv = s._replace(vp=v)
     want = ctx.stack_override or ctx.req.training.stack
     if want != "auto" and want in ctx.stacks and not ctx.stacks[want].supports(
             tp=sv.tp, pp=sv.pp, cp=sv.cp, ep=sv.ep, vp=v, zero=sv.zero, offload=sv.offload,

@@ -36,6 +36,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import NamedTuple
 
 from gpuwiz.core.memory import MemoryConsts, micro_batch_terms
 from gpuwiz.core.models import Checkpointing, Offload
@@ -49,8 +50,10 @@ VP_OPTIONS = (4, 2)  # virtual stages per rank tried for interleaved 1F1B, large
 VP_MIN_LAYERS = 2  # layers per virtual stage at least
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
+class Shape(NamedTuple):
+    """A parallel layout. A named tuple: it keys many of the estimator's lookup tables, and a tuple's
+    hash and equality run in C (a frozen dataclass's ran a Python ``__hash__`` on every lookup)."""
+
     zero: int
     tp: int
     pp: int
@@ -58,15 +61,6 @@ class Shape:
     cp: int = 1
     ep: int = 1
     vp: int = 1
-    # the fields' hash, computed once: a layout keys many of the estimator's lookup tables (the value the
-    # generated __hash__ would return each time)
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.zero, self.tp, self.pp, self.offload, self.cp, self.ep, self.vp)))
-
-    def __hash__(self) -> int:
-        return self._hash
 
     @property
     def model_parallel(self) -> bool:
