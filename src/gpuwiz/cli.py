@@ -736,6 +736,7 @@ STDOUT_DASH = frozenset({"recommend", "validate", "calibrate", "probe"})
 # until their inputs are loaded, then freeze what exists (the modules, the catalog: never garbage) and
 # switch it on for the engine, which then only walks what it makes (~80 M instructions, 7 % of a run).
 STARTUP_WITHOUT_GC = frozenset({"estimate", "recommend", "catalog", "launch"})
+_OWN_PROCESS = False  # main() of the process itself (not called in-process with an argv, as the tests do)
 
 
 def inputs_loaded() -> None:
@@ -744,6 +745,10 @@ def inputs_loaded() -> None:
 
     if not gc.isenabled():
         gc.freeze()
+        if _OWN_PROCESS:  # nothing but the engine runs from here on: its answers' objects join the frozen ones
+            from gpuwiz.core import gcpause
+
+            gcpause.keep_frozen()
         gc.enable()
 
 
@@ -867,7 +872,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
+    global _OWN_PROCESS
     argv_given = argv is not None
+    _OWN_PROCESS = not argv_given
     argv = list(sys.argv[1:] if argv is None else argv)
     # pydantic looks for plugins in every installed package's metadata before it builds the first
     # schema (~7 % of a headless run); gpuwiz uses none. An explicit PYDANTIC_DISABLE_PLUGINS wins.

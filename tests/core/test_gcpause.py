@@ -182,3 +182,64 @@ def test_engine_calls_pause_and_resume(cat: Catalog, monkeypatch: pytest.MonkeyP
     assert rec.found and gc.isenabled()
     estimate(req, cat, "a100-80gb-sxm")
     assert seen == [True, True] and gc.isenabled()
+
+
+def test_a_process_that_keeps_its_heap_frozen_freezes_what_a_pause_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real_collect = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda generation=2: calls.append(generation) or real_collect(generation))
+    gc.freeze()  # the process's own long-lived objects
+    frozen = gc.get_freeze_count()
+    gcpause.keep_frozen()
+    try:
+        with gcpause.paused():
+            kept = [[i] for i in range(5000)]
+        assert calls == [] and gc.get_freeze_count() >= frozen + len(kept)  # joined the frozen ones, unvisited
+    finally:
+        gcpause.keep_frozen(False)
+        gc.unfreeze()
+
+
+def test_sweep_frees_a_cycle_among_frozen_objects() -> None:
+    class Node:
+        pass
+
+    gcpause.keep_frozen()
+    try:
+        with gcpause.paused():
+            for _ in range(1000):  # past the youngest generation's threshold: the pause freezes them
+                a, b = Node(), Node()
+                a.other, b.other = b, a  # type: ignore[attr-defined]
+            del a, b
+        assert sum(isinstance(o, Node) for o in gc.get_objects()) == 0  # frozen: out of the collector's sight
+        assert gc.get_freeze_count() >= 2000
+        assert gcpause.sweep() >= 2000 and gc.get_freeze_count() > 0  # freed, and the rest frozen again
+    finally:
+        gcpause.keep_frozen(False)
+        gc.unfreeze()
+    gc.collect()
+    assert sum(isinstance(o, Node) for o in gc.get_objects()) == 0
+
+
+def test_a_headless_command_keeps_its_heap_frozen_in_its_own_process(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``gpuwiz recommend`` in its own process: after its inputs are loaded, an answer's objects join the frozen
+    ones (gcpause.keep_frozen); called in-process (argv given, as here), the caller's collector is left as it was."""
+    import json
+    import subprocess
+    import sys
+
+    from gpuwiz import cli
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "small-team-lora-7b.yaml"
+    code = ("import sys, gc\nsys.argv = ['gpuwiz', 'recommend', sys.argv[1], '--format', 'json', '-o', sys.argv[2]]\n"
+            "from gpuwiz import cli\nfrom gpuwiz.core import gcpause\nrc = cli._main()\n"
+            "print(rc, gcpause._keep_frozen, gc.get_freeze_count() > 0)\n")
+    out_json = tmp_path / "rec.json"
+    proc = subprocess.run([sys.executable, "-c", code, str(example), str(out_json)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-3:] == ["0", "True", "True"]
+    assert json.loads(out_json.read_text(encoding="utf-8"))["found"] is True
+    assert cli._main(["recommend", str(example), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["found"] is True and not gcpause._keep_frozen

@@ -16,7 +16,9 @@ CPU's caches, cost 0.7-1.1 ms an answer and freed nothing (interleaved in one pr
 small-team-lora-7b 10.6 -> 9.8 ms, 70B 15.8 -> 14.3 ms, p25 of 150 answers each, the same as with no
 collector at all). A cycle made meanwhile by other code is freed by the next full collection, not by
 the next young one. Where the process has frozen objects of its own (``gc.get_freeze_count()``), an
-unfreeze would thaw them too: there the young collection is made instead, as before. Nested and
+unfreeze would thaw them too: there the young collection is made instead, as before -- unless the process
+said its heap is the engine's (``keep_frozen``: the headless commands, the wizard's engine child), where
+what a pause leaves joins the frozen objects. Nested and
 concurrent uses (the TUI's engine thread beside the UI thread) share one hold: the collector comes back
 when the last one ends, and only if it was on before the first began.
 """
@@ -31,6 +33,27 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _depth = 0
 _was_enabled = False
+_keep_frozen = False  # keep_frozen(): a process whose heap is the engine's
+
+
+def keep_frozen(on: bool = True) -> None:
+    """For a process that froze its long-lived objects itself and runs nothing but the engine besides them (a
+    headless command, the wizard's engine child): what a pause leaves joins the frozen objects (``gc.freeze``,
+    one list splice) -- neither walked by a young collection nor thawing the process's own frozen objects. A
+    cycle among them would then wait for ``sweep``: the engine makes none (tests/core/test_gcpause.py)."""
+    global _keep_frozen
+    _keep_frozen = on
+
+
+def sweep() -> int:
+    """Free what is unreachable among the frozen objects too (a full collection), and freeze the rest again:
+    for a ``keep_frozen`` process's idle time. Returns the objects found unreachable."""
+    with _lock:
+        gc.unfreeze()
+        try:
+            return gc.collect()
+        finally:
+            gc.freeze()
 
 
 @contextmanager
@@ -57,7 +80,9 @@ def settle() -> None:
     is collected (see the module's docstring). Nothing when none is due."""
     if gc.get_count()[0] <= gc.get_threshold()[0]:
         return
-    if gc.get_freeze_count() == 0:
+    if _keep_frozen:
+        gc.freeze()
+    elif gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
     else:
