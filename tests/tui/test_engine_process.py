@@ -323,3 +323,26 @@ def test_the_child_keeps_its_generated_code_in_the_cache_folder(
     second = answer_once()
     assert table.stat().st_mtime_ns == written  # everything came from the table: nothing to rewrite
     assert first.rec is not None and first.rec == second.rec == Engine().run(req).rec
+
+
+def test_the_child_sweeps_its_frozen_heap_only_when_idle_after_many_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's answers join its frozen objects (core.gcpause.keep_frozen); a full collection frees any cycle
+    among them once enough answers went by and the wizard sent nothing for a while -- never while a request
+    waits, and never after only a few answers."""
+    import os
+
+    from gpuwiz.core import gcpause
+    from gpuwiz.tui import engine_child
+
+    sweeps: list[int] = []
+    monkeypatch.setattr(gcpause, "sweep", lambda: sweeps.append(1) or 0)
+    monkeypatch.setattr(engine_child, "SWEEP_IDLE_S", 0.01)
+    r, w = os.pipe()
+    with os.fdopen(r, "rb", buffering=0) as stream, os.fdopen(w, "wb", buffering=0) as writer:
+        few = engine_child.SWEEP_AFTER - 1
+        assert engine_child._sweep_when_idle(stream, few) == few and sweeps == []  # too few answers yet
+        writer.write(b"x")  # a request is waiting: it is answered first
+        many = engine_child.SWEEP_AFTER
+        assert engine_child._sweep_when_idle(stream, many) == many and sweeps == []
+        stream.read(1)
+        assert engine_child._sweep_when_idle(stream, many) == 0 and sweeps == [1]  # idle: swept, count restarts

@@ -35,16 +35,24 @@ def main(argv: list[str] | None = None) -> int:
     _warm_up(engine)
     import gc
 
+    from gpuwiz.core import gcpause
+
     gc.freeze()  # the core, pydantic and the catalog live as long as the child: out of the collector's walk
+    if argv is None:  # the child is the process: its heap is the engine's (each answer's objects join the frozen)
+        gcpause.keep_frozen()
+    answered = 0
 
     stdin = os.fdopen(sys.stdin.fileno(), "rb", buffering=0)  # unbuffered: select() sees every waiting byte
     stdout = sys.stdout.buffer
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - a stray print must never corrupt the frames
     write_frame(stdout, ("ready", 0, None))
     while True:
+        if argv is None:
+            answered = _sweep_when_idle(stdin, answered)
         request = read_request(stdin)
         if request is None:
             return 0
+        answered += 1
         while _more_waiting(stdin):  # a burst of keys: only the newest requirements count
             newer = read_request(stdin)
             if newer is None:
@@ -69,9 +77,27 @@ def _warm_up(engine: Any) -> None:
         pass
 
 
-def _more_waiting(stream: IO[bytes]) -> bool:
+# An answer's objects join the frozen ones (gcpause.keep_frozen): once in a while, when the wizard has sent
+# nothing for a few seconds, a full collection frees any reference cycle among them (the engine makes none;
+# the sweep is the backstop, ~30-50 ms, at a time nobody waits for an answer).
+SWEEP_AFTER = 200  # answers at least between two sweeps
+SWEEP_IDLE_S = 5.0  # ... and this long without a request first
+
+
+def _sweep_when_idle(stream: IO[bytes], answered: int) -> int:
+    """The answers counted since the last sweep: 0 after sweeping now (``SWEEP_AFTER`` answers since the last
+    one and no request for ``SWEEP_IDLE_S``), else ``answered`` (a request came first: it is answered at once)."""
+    if answered < SWEEP_AFTER or _more_waiting(stream, SWEEP_IDLE_S):
+        return answered
+    from gpuwiz.core import gcpause
+
+    gcpause.sweep()
+    return 0
+
+
+def _more_waiting(stream: IO[bytes], timeout: float = 0.0) -> bool:
     try:
-        ready, _w, _x = select.select([stream], [], [], 0)
+        ready, _w, _x = select.select([stream], [], [], timeout)
     except (OSError, ValueError):
         return False
     return bool(ready)
