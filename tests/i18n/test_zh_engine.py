@@ -73,3 +73,15 @@ deployment: {mode: buy, budget_usd: 3000, site: desk}
     assert rec.suggestions and all(HAN.search(s) for s in rec.suggestions)
     md = render_recommendation(rec, req, "md")
     assert "超出预算" in md or "显存放不下" in md  # the drop reasons, translated where shown
+
+
+def test_a_value_outside_the_list_names_the_allowed_ones_in_chinese(zh: None) -> None:
+    """pydantic lists a Literal's values as "'a', 'b' or 'c'": in Chinese the list reads 'a'、'b' 或 'c' (no English
+    'or' inside the Chinese sentence), with the file, line and field."""
+    from gpuwiz.core.errors import GpuwizError
+
+    with pytest.raises(GpuwizError) as err:
+        loads_config("version: 1\nmodel: {preset: llama-3-8b}\ndeployment:\n  site: datacenter\n", "cfg.yaml")
+    text = str(err.value)
+    assert "cfg.yaml:4" in text and "deployment.site" in text
+    assert "'colo' 或 'cloud'" in text and "'any'、'desk'" in text and " or " not in text

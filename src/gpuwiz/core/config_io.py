@@ -78,6 +78,16 @@ def _ctx_text(value: Any) -> str:
     return str(value)
 
 
+def _choices_text(expected: str) -> str:
+    """pydantic's list of allowed values ("'a', 'b' or 'c'") in the current language's words ("'a'、'b' 或
+    'c'"); as it is when it is not such a list."""
+    items = expected.split(", ")
+    last = items[-1].rsplit(" or ", 1)
+    if len(last) != 2 or not all(x.startswith("'") and x.endswith("'") for x in (*items[:-1], *last)):
+        return expected
+    return _("{items} or {last}").format(items=_(", ").join([*items[:-1], last[0]]), last=last[1])
+
+
 def _message(err: ErrorDetails) -> str:
     kind = err["type"]
     loc = tuple(err["loc"])
@@ -91,7 +101,10 @@ def _message(err: ErrorDetails) -> str:
     template = _PYDANTIC_WORDS.get(kind)
     if template is not None and current_language() != "en":
         try:
-            msg = _(template).format(**{k: _ctx_text(v) for k, v in (err.get("ctx") or {}).items()})
+            ctx = {k: _ctx_text(v) for k, v in (err.get("ctx") or {}).items()}
+            if kind == "literal_error" and "expected" in ctx:
+                ctx["expected"] = _choices_text(ctx["expected"])
+            msg = _(template).format(**ctx)
         except (KeyError, IndexError):  # a ctx without the field the template names: pydantic's words
             pass
     if kind not in ("missing",) and "input" in err and not isinstance(err["input"], (dict, list)):
