@@ -261,6 +261,25 @@ def test_stack_is_reported_and_alternatives_compare_the_same_plan(cat):
     assert f"{best.name} would take" in text
 
 
+def test_the_stack_runs_the_offload_the_plan_names(cat):
+    """Optimizer-only CPU offload is DeepSpeed's ZeRO-Offload (PyTorch FSDP's CPUOffload moves the parameters too):
+    a plan that names it is timed on a stack that runs it, never on plain PyTorch, and PyTorch is no alternative."""
+    base = {"model": {"preset": "llama-2-70b", "seq_len": 4096},
+            "training": {"method": "full", "global_batch": 64, "parallel": {"zero_stage": 3, "offload": "optimizer"}},
+            "data": {"tokens": 1e8}}
+    e = estimate(req(**base), cat, "h100-pcie", 4)
+    assert e.plan.offload == "optimizer" and "DeepSpeed" in e.plan.framework
+    st = cat.stack_map[e.plan.stack]
+    assert "offload" in st.parallel and e.plan.stack != "pytorch"
+    assert all(a.stack != "pytorch" for a in e.stack_alternatives)
+    both = estimate(req(**{**base, "training": {**base["training"],
+                                                "parallel": {"zero_stage": 3, "offload": "optimizer+params"}}}),
+                    cat, "h100-pcie", 4)
+    assert both.plan.offload == "optimizer+params" and both.plan.stack == "pytorch"  # FSDP CPUOffload runs it
+    assert not cat.stack_map["pytorch"].supports(zero=3, offload="optimizer")
+    assert cat.stack_map["pytorch"].supports(zero=3, offload="optimizer+params")
+
+
 def test_fp8_needs_a_stack_with_an_fp8_recipe(cat):
     base = {"model": {"preset": "llama-2-7b"}, "training": {"method": "pretrain", "precision": "fp8",
             "global_batch": 64, "parallel": {"zero_stage": 3}}, "data": {"tokens": 1e9}}

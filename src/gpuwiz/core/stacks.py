@@ -13,7 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Dim = Literal["dp", "zero1", "zero2", "fsdp", "tp", "sp", "pp", "vp", "cp", "ep", "offload"]
+# "offload": the optimizer states and step on the CPU, parameters on the GPU (DeepSpeed ZeRO-Offload);
+# "offload-params": the parameters too (DeepSpeed offload_param, PyTorch FSDP CPUOffload(offload_params=True),
+# which has no optimizer-only mode): the plan's ``optimizer`` and ``optimizer+params`` offloads
+Dim = Literal["dp", "zero1", "zero2", "fsdp", "tp", "sp", "pp", "vp", "cp", "ep", "offload", "offload-params"]
 Fp8Recipe = Literal["none", "transformer-engine", "torchao-float8"]
 Attention = Literal["eager", "sdpa", "fa2", "fa3"]
 MethodName = Literal["pretrain", "full", "lora", "qlora"]
@@ -73,7 +76,9 @@ class StackEntry(BaseModel):
             return False
         if (tp > 1 and "tp" not in d) or (pp > 1 and "pp" not in d) or (cp > 1 and "cp" not in d):
             return False
-        if (ep > 1 and "ep" not in d) or (vp > 1 and "vp" not in d) or (offload != "none" and "offload" not in d):
+        if (ep > 1 and "ep" not in d) or (vp > 1 and "vp" not in d):
+            return False
+        if offload != "none" and ("offload-params" if offload == "optimizer+params" else "offload") not in d:
             return False
         return zero == 0 or (zero == 3 and "fsdp" in d) or (zero in (1, 2) and f"zero{zero}" in d)
 
