@@ -145,8 +145,9 @@ _tables: weakref.WeakSet[Lru] = weakref.WeakSet()  # every table made (``clear``
 
 
 class Lru:
-    """A bounded mapping: past ``maxsize`` entries the oldest one is dropped. Reads take no lock (a
-    dict read is atomic); writes do (the TUI runs the engine in a worker thread)."""
+    """A bounded mapping: past ``maxsize`` entries the oldest one is dropped. Reads and stores take no lock
+    (a dict read or store is atomic); dropping the oldest does (the TUI may run the engine in a worker
+    thread: two threads must not both read the same oldest key and delete it twice)."""
 
     __slots__ = ("__weakref__", "catalog_only", "data", "gen", "lock", "maxsize")
 
@@ -162,10 +163,12 @@ class Lru:
         return self.data.get(key, MISS)
 
     def put(self, key: Any, value: Any) -> None:
-        with self.lock:
-            self.data[key] = value
-            while len(self.data) > self.maxsize:
-                del self.data[next(iter(self.data))]
+        data = self.data
+        data[key] = value  # (one dict store: atomic; the lock guards the eviction's read-then-delete)
+        if len(data) > self.maxsize:
+            with self.lock:
+                while len(data) > self.maxsize:
+                    data.pop(next(iter(data)), None)
 
 
 def table(cat: Catalog, name: str, maxsize: int = 4096, catalog_only: bool = False) -> Lru | None:
