@@ -163,6 +163,10 @@ def rent_price_observed(when: str) -> Callable[[], pit.Context]:
 
 # Each case: rule id -> (context that triggers it, context that does not).
 CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = {
+    "batch-rounded": (  # 12 replicas cannot split a batch of 64; 8 can
+        lambda: ctx(make_req(training={"global_batch": 64}), gpu="h100-sxm", gpn=4, nodes=3),
+        lambda: ctx(make_req(training={"global_batch": 64}), gpu="h100-sxm", gpn=8),
+    ),
     "vram-headroom": (
         lambda: ctx(est_update=tight_memory(0.08)),
         lambda: ctx(est_update=tight_memory(0.28)),
@@ -478,3 +482,14 @@ def test_stale_purchase_price_follows_the_price_the_build_used() -> None:
     # A rent verdict buys nothing: an old purchase price does not matter.
     rent = with_gpu(ctx(gpu="h100-sxm", gpn=8, verdict="rent"), price_new_observed="2019-01")
     assert fired(rent, "stale-purchase-price") == []
+
+
+def test_batch_rounded_says_the_batch_planned_and_only_for_a_stated_batch() -> None:
+    c = ctx(make_req(training={"global_batch": 64}), gpu="h100-sxm", gpn=4, nodes=3)
+    p = c.est.plan if c.est else None
+    assert p is not None and p.dp == 12
+    planned = p.micro_batch * p.grad_accum * p.dp
+    assert planned > 64 and planned % 12 == 0
+    (hit,) = fired(c, "batch-rounded")
+    assert f"global batch of {planned:,}" in hit.message and "not the 64 asked" in hit.message
+    assert fired(ctx(gpu="h100-sxm", gpn=4, nodes=3), "batch-rounded") == []  # the estimator chose the batch

@@ -64,6 +64,7 @@ from gpuwiz.core.memory import (
     states,
 )
 from gpuwiz.core.models import (
+    BATCH_SLACK,
     Checkpointing,
     Estimate,
     Memory,
@@ -236,11 +237,12 @@ class Context:
         # (the values, not the context: a closure over the context would make it a reference cycle, freed
         # only by the cycle collector)
         model, seq, global_batch, pp = self.model, self.seq, self.global_batch, self.pinned.pp
+        stated = not self.global_batch_defaulted
 
         def cap(dp: int) -> int:
             hit = caps.get(dp)
             if hit is None:
-                hit = caps[dp] = _mb_cap_of(model, seq, global_batch, pp, dp)
+                hit = caps[dp] = _mb_cap_of(model, seq, global_batch, pp, dp, stated)
             return hit
 
         self._mb_cap_fn = cap
@@ -706,8 +708,20 @@ def _calibrate(ctx: Context) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _mb_cap_of(model: ResolvedModel, seq: int, global_batch: int, pinned_pp: int | None, dp: int) -> int:
-    """The largest micro-batch worth planning at ``dp`` data-parallel replicas (``Context._mb_cap_fn``)."""
+def planned_batch(global_batch: int, mb: int, replicas: int) -> int:
+    """The batch a step trains with: whole micro-batches of ``mb`` on each replica, enough to hold the global
+    batch asked (``ga = ceil(global_batch / (mb x replicas))``)."""
+    unit = max(1, mb) * max(1, replicas)
+    return -(-global_batch // unit) * unit
+
+
+def _mb_cap_of(model: ResolvedModel, seq: int, global_batch: int, pinned_pp: int | None, dp: int,
+               stated: bool = False) -> int:
+    """The largest micro-batch worth planning at ``dp`` data-parallel replicas (``Context._mb_cap_fn``). With a
+    stated global batch (a hyperparameter of the run), also the largest power of two whose whole micro-batches
+    per replica keep the batch a step trains with within ``BATCH_SLACK`` of it (``planned_batch``: it only
+    shrinks as the micro-batch halves, so every smaller power of two keeps it too); 1 when none does (the search
+    then drops the shape: a different run)."""
     if model.is_token_model:
         cap = max(1, TOKENS_PER_MICROBATCH_CAP // max(1, seq))
     else:
@@ -718,7 +732,12 @@ def _mb_cap_of(model: ResolvedModel, seq: int, global_batch: int, pinned_pp: int
         # a pipeline needs many more micro-batches than stages: the 1F1B bubble is (pp - 1) / m of the step
         # (Narayanan et al. 2021 §2.2: m ≫ p); keep m ≥ PP_MICROBATCHES_PER_STAGE × pp (bubble ≤ 25 %)
         cap = min(cap, max(1, per_replica // (PP_MICROBATCHES_PER_STAGE * pp)))
-    return max(1, min(cap, per_replica))
+    cap = max(1, min(cap, per_replica))
+    if stated:
+        most = (1 + BATCH_SLACK) * global_batch
+        while cap > 1 and planned_batch(global_batch, 1 << (cap.bit_length() - 1), dp) > most:
+            cap = (1 << (cap.bit_length() - 1)) // 2
+    return cap
 
 
 _CHASSIS_RANK = {"desktop": 0, "workstation": 1, "server": 2, "hgx": 3}
@@ -1469,8 +1488,12 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
     ck_why = (_("as configured") if ctx.pinned.ckpt else
               _("chosen to fit") if ch.ckpt != "none" else _("not needed"))
     out.append(_("activation checkpointing: {ckpt} ({why})").format(ckpt=ch.ckpt, why=ck_why))
+    cap = ctx._mb_cap_fn(ch.dp)
     mb_why = (_("as configured") if ctx.pinned.micro_batch else
-              _("largest power of two ≤ {cap} that fits").format(cap=ctx._mb_cap_fn(ch.dp)))
+              _("largest power of two ≤ {cap} that fits and keeps the global batch of {gb:,} within {slack:.0%}")
+              .format(cap=cap, gb=ctx.global_batch, slack=BATCH_SLACK)
+              if cap < _mb_cap_of(model, ctx.seq, ctx.global_batch, ctx.pinned.pp, ch.dp) else
+              _("largest power of two ≤ {cap} that fits").format(cap=cap))
     out.append(_("micro-batch {mb} ({why}), gradient accumulation {ga}").format(mb=ch.mb, why=mb_why, ga=d.ga))
     if ctx.global_batch_defaulted:
         out.append((_("global batch {n} sequences (default; set training.global_batch)") if model.is_token_model

@@ -199,6 +199,30 @@ def _deadline_tight(c: Context) -> str | None:
              "a slower-than-estimated pipeline; plan ~20 % margin.").format(h=h, dl=dl, share=h / dl)
 
 
+@rule("batch-rounded", "medium",
+      "Megatron-LM (global batch must equal micro-batch x data-parallel size x accumulation); DeepSpeed "
+      "(train_batch_size = micro-batch x accumulation x GPUs / model-parallel)")
+def _batch_rounded(c: Context) -> str | None:
+    """A stated global batch the plan cannot keep: its data-parallel replicas do not divide it, so the planned
+    step takes whole micro-batches per replica and trains with a larger batch (a hyperparameter of the run)."""
+    gb = c.req.training.global_batch
+    if not c.est or not c.est.feasible or not gb:
+        return None
+    p = c.est.plan
+    replicas = max(1, p.dp // max(1, p.cp))
+    planned = p.micro_batch * p.grad_accum * replicas
+    if planned == gb:
+        return None
+    lower = p.micro_batch * (gb // (p.micro_batch * replicas)) * replicas
+    alt = (_(" (or {lower:,} with {ga} accumulation steps)").format(lower=lower, ga=gb // (p.micro_batch * replicas))
+           if 0 < lower < gb else "")
+    return _("The plan trains with a global batch of {planned:,} ({mb} x {ga} accumulation x {dp} replicas), not the "
+             "{gb:,} asked: {dp} data-parallel replicas do not divide it, and Megatron-LM and DeepSpeed need the "
+             "batch to be micro-batch x accumulation x replicas. Set training.global_batch to {planned:,}{alt}, "
+             "or choose a GPU count whose replicas divide {gb:,}.").format(
+        planned=planned, mb=p.micro_batch, ga=p.grad_accum, dp=replicas, gb=gb, alt=alt)
+
+
 @rule("overprovisioned", "high",
       "tco_and_pitfalls §C3 (break-even); Uptime Institute 'Sweat dedicated GPU clusters' (2024)")
 def _over(c: Context) -> tuple[Severity, str] | None:  # P04

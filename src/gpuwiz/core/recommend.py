@@ -42,6 +42,7 @@ from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog, CloudInstance
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import (
+    BATCH_SLACK,
     Alternative,
     BindingConstraint,
     Build,
@@ -72,6 +73,9 @@ MAX_NODES = 4096
 # deadline, or 5 that fit a budget, are real builds; powers of two alone missed them).
 NODE_LADDER = tuple(sorted({*range(2, 9), *(int(round(8 * 1.25 ** k / 2) * 2) for k in range(1, 30))}))
 NODE_LADDER = tuple(n for n in NODE_LADDER if n <= MAX_NODES)
+# ... with a stated global batch, also the powers of two: a power-of-two batch (most are) splits evenly over
+# power-of-two replicas, and a count whose replicas cannot split it is dropped (DROP_BATCH_SPLIT)
+BATCH_LADDER = tuple(sorted({*NODE_LADDER, *(1 << k for k in range(1, 13) if 1 << k <= MAX_NODES)}))
 FINETUNE_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a fine-tune should come back within a week
 MIN_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a pretraining run gets at least a week
 # A run should end by this fraction of its deadline (restarts, a slower pipeline); a build past it
@@ -108,6 +112,7 @@ DROP_TRAINING = N_("not a training part (VDI / inference board)")
 DROP_ERROR = N_("estimator error")
 DROP_NO_P2P = N_("rented multi-GPU without peer-to-peer while one GPU suffices")
 DROP_BATCH = N_("more data-parallel replicas than the global batch has samples")
+DROP_BATCH_SPLIT = N_("replicas that cannot split the global batch (a step would train over 10 % more)")
 
 
 # ---- estimator adapter ---------------------------------------------------------------------------
@@ -123,6 +128,7 @@ class Quick:
     replicas: int = 1  # data-parallel replicas of the plan (each needs samples of the global batch)
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
     plan_fits: bool = True  # the planner found a layout within the GPU's memory (False: none, at any micro-batch)
+    batch: int = 0  # the global batch a step of the plan trains (micro-batch x accumulation x replicas; 0: unknown)
 
 
 # What _try books for a shape whose outcome _Scanner.no_fit_proved proves (no layout fits its memory).
@@ -197,7 +203,7 @@ class _Scanner:
         if self.enumerated is not None and len(self.enumerated) > ENUMERATED_MAX:
             self.enumerated.clear()
         # ... and the part of each plan's Quick that the data size does not change (``_stem``)
-        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, int, bool]] = (
+        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, int, bool, int]] = (
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
         # (count, gpus per node, fit class) -> the most GPU memory found to fit no layout there (no_fit_proved)
         self.no_fit: dict[tuple[Any, ...], float] = {}
@@ -229,9 +235,10 @@ class _Scanner:
                 return got
             return self._quote(r, key, wall, gpu_hours)
         e = self.full(gpu, count, gpn)
+        replicas = max(1, e.plan.dp // max(1, e.plan.cp))
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
                      per_gpu_gib=e.memory.per_gpu_gib, host_ram_gib=e.memory.host_ram_gib,
-                     replicas=max(1, e.plan.dp // max(1, e.plan.cp)))
+                     replicas=replicas, batch=e.plan.micro_batch * e.plan.grad_accum * replicas)
 
     def _quote(self, r: Any, key: tuple[str, int, int], wall: float, gpu_hours: float) -> Quick:
         """The recommender's view of one fast-path result (an ``estimate.QuickResult``; ``key`` its
@@ -240,24 +247,26 @@ class _Scanner:
         stem = self.stems.get(key)
         if stem is None:
             stem = self.stems[key] = self._stem(r)
-        fits, per_gpu, host, replicas, plan_fits = stem
+        fits, per_gpu, host, replicas, plan_fits, batch = stem
         new = object.__new__(Quick)  # a frozen dataclass, built without its __init__ (one per shape tried)
         new.__dict__.update(fits=fits, wall_hours=float(wall or math.inf), gpu_hours=float(gpu_hours or math.inf),
                             per_gpu_gib=per_gpu, host_ram_gib=host, replicas=replicas,
-                            wall_hours_p90=self._p90(r, wall) if fits else None, plan_fits=plan_fits)
+                            wall_hours_p90=self._p90(r, wall) if fits else None, plan_fits=plan_fits, batch=batch)
         return new
 
-    def _stem(self, r: Any) -> tuple[bool, float, float, int, bool]:
-        """(fits, GiB per GPU, host GiB per node, replicas, plan fits) of a plan: what requote keeps."""
+    def _stem(self, r: Any) -> tuple[bool, float, float, int, bool, int]:
+        """(fits, GiB per GPU, host GiB per node, replicas, plan fits, the global batch a step trains) of a plan:
+        what requote keeps."""
         detail = r.detail
         if detail is None:
-            blocked, dp, plan_fits = False, 1, True
+            blocked, dp, plan_fits, batch = False, 1, True, 0
         else:  # (estimate._Detail)
             choice = detail.choice
             blocked, plan_fits = bool(detail.problems), bool(choice.fits)
             dp = int(choice.dp or 1) // max(1, int(self.ctx.cp or 1))
+            batch = int(choice.mb) * int(detail.ga) * max(1, int(choice.dp) // max(1, int(choice.shape.cp)))
         return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0), max(1, dp),
-                plan_fits)
+                plan_fits, batch)
 
     def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
         """What the fast path's fit test reads of a GPU besides its memory (estimate.quick: the layouts
@@ -590,6 +599,10 @@ class _Recommender:
         self.share = min(max(cat.fac("server_overhead_frac"), 0.0), 0.9)
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
+        # a step may train at most this batch (a stated one, rounded up to whole micro-batches per replica by up
+        # to estimate.BATCH_SLACK); None: no batch stated (the estimator's default is a heuristic it may round)
+        gb = req.training.global_batch
+        self.batch_cap: float | None = int(gb) * (1 + BATCH_SLACK) if gb else None
         # a box for the desk draws at most what one office circuit of the country carries (needs_circuit)
         self.circuit_w = sysmod.office_circuit(cat, self.d.country).continuous_w if self.d.site == "desk" else math.inf
 
@@ -777,8 +790,9 @@ class _Recommender:
         slack_h = self.stop_h * SLACK_FRAC
         i = 0
         batch = scan.global_batch()
-        while i < len(NODE_LADDER):
-            nodes = NODE_LADDER[i]
+        ladder = BATCH_LADDER if batch is not None else NODE_LADDER
+        while i < len(ladder):
+            nodes = ladder[i]
             i += 1
             t.considered += 1
             c = self._try(scan, t, gpu, gpn, nodes, count_drops=False)
@@ -788,6 +802,9 @@ class _Recommender:
                 # bigger batch than asked (a different run); more nodes only add replicas.
                 t.drop(DROP_BATCH)
                 break
+            if c is not None and c.q.fits and self.batch_cap is not None and c.q.batch > self.batch_cap:
+                t.drop(DROP_BATCH_SPLIT)  # as in _try (a count further up may split the batch again)
+                continue
             if c and c.q.fits and c.q.wall_hours <= self.search_h:
                 out.append(c)
                 if self.obj != "fastest" and c.q.wall_hours <= slack_h and (met_once or self.obj == "cheapest"):
@@ -802,7 +819,7 @@ class _Recommender:
                 if self.obj != "fastest" and not met_once and math.isfinite(q.wall_hours):
                     # Scaling is at best linear: skip the node counts that cannot meet the slack.
                     need = nodes * q.wall_hours / slack_h * 0.95
-                    while i < len(NODE_LADDER) and NODE_LADDER[i] < need:
+                    while i < len(ladder) and ladder[i] < need:
                         i += 1
             prev = q
         return out
@@ -857,6 +874,12 @@ class _Recommender:
             # does not fit (or its CPU offload needs more host RAM than the platform takes)
             if count_drops:
                 t.drop(DROP_FIT)
+            return None
+        if count_drops and self.batch_cap is not None and q.batch > self.batch_cap:
+            # a stated global batch the replicas cannot split: even at a micro-batch of one, a step would train a
+            # batch over BATCH_SLACK larger than asked (estimate._mb_cap_of) -- another run, not this one
+            if count_drops:
+                t.drop(DROP_BATCH_SPLIT)
             return None
         if q.wall_hours > self.search_h:
             t.fastest_miss = min(t.fastest_miss, q.wall_hours)
