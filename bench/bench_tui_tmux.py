@@ -45,6 +45,15 @@ from importlib import resources
 from pathlib import Path
 
 
+def pythonpath() -> str:
+    """`` PYTHONPATH=...`` for a command run in tmux when this bench has one (a worktree's src/): a
+    tmux server started earlier would otherwise run the wizard with ITS environment (another tree)."""
+    import shlex
+
+    path = os.environ.get("PYTHONPATH")
+    return f" PYTHONPATH={shlex.quote(path)}" if path else ""
+
+
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
 
@@ -185,7 +194,7 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
     state = tempfile.mkdtemp(prefix="gpuwiz-bench-state-")
     copy = shutil.copy(config, state)  # a copy: nothing the wizard does reaches the example
     # exec: the pane's process is the wizard itself (its pid is what the CPU meter reads)
-    cmd = f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine} {sys.executable} -m gpuwiz {copy}"
+    cmd = f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine}{pythonpath()} {sys.executable} -m gpuwiz {copy}"
     t_open = time.perf_counter()
     tmux("new-session", "-d", "-s", session, "-x", cols, "-y", rows, cmd)
     try:
