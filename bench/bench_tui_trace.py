@@ -27,8 +27,9 @@ for every process on Linux, so the wizard's, its engine child's and this script'
   screen     this script sees the panel change in ``tmux capture-pane``
 
 Prints the median and p95 of each hop (ms after ``send``) and of each step between hops, with the CPU
-time its thread spent on that step where both hops are on one thread (the UI thread's, or the child's:
-wall time minus it is waiting, mostly for a CPU on a loaded machine), and the CPU time of each of the
+time its thread spent since its own previous hop (the UI thread's or the child's: ``r_read``'s is the
+UI thread's work after ``sent``; where the step's wall time is more, its thread was waiting, mostly for a
+CPU on a loaded machine), and the CPU time of each of the
 wizard's threads and of the child over the session. Run it on a quiet machine and say on
 which (the load average is printed); it is a diagnosis, the targets are bench_tui_tmux.py's.
 """
@@ -319,13 +320,14 @@ def report(name: str, size: str, engine: str, sends: list[float], chars: list[fl
             if lab not in first:
                 first[lab] = t
                 clocks[lab] = (cpu, who if who == "child" else "main" if main_thread else "other")
-        prev_hop = None
+        last_on: dict[str, str] = {}  # thread -> its previous hop
         for h in HOPS:
             if h not in clocks:
                 continue
-            if prev_hop is not None and clocks[prev_hop][1] == clocks[h][1] != "other":
-                cpu_of[h].append((clocks[h][0] - clocks[prev_hop][0]) * 1e3)
-            prev_hop = h
+            who = clocks[h][1]
+            if who != "other" and who in last_on:
+                cpu_of[h].append((clocks[h][0] - clocks[last_on[who]][0]) * 1e3)
+            last_on[who] = h
         for h in HOPS:
             if h in first:
                 per_hop[h].append((first[h] - t0) * 1e3)

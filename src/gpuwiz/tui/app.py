@@ -249,6 +249,19 @@ class GpuwizApp(App[None]):
             return SafeInputDriver
         return base
 
+    def _display(self, screen: Screen[Any], renderable: Any) -> None:
+        """Textual's, with the frame's writes handed to the writer thread as one (SafeInputDriver)."""
+        driver = self._driver
+        begin = getattr(driver, "begin_frame", None)
+        if begin is None:  # headless (tests), another driver
+            super()._display(screen, renderable)
+            return
+        begin()
+        try:
+            super()._display(screen, renderable)
+        finally:
+            driver.end_frame()  # type: ignore[union-attr]
+
     # ---- running ---------------------------------------------------------------------------------
     def run(self, *, headless: bool = False, inline: bool = False, inline_no_clear: bool = False,
             mouse: bool | None = None, size: tuple[int, int] | None = None, auto_pilot: Any = None,
