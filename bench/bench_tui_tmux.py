@@ -45,6 +45,15 @@ from importlib import resources
 from pathlib import Path
 
 
+def pythonpath() -> str:
+    """`` PYTHONPATH=...`` for a command run in tmux when this bench has one (a worktree's src/): a
+    tmux server started earlier would otherwise run the wizard with ITS environment (another tree)."""
+    import shlex
+
+    path = os.environ.get("PYTHONPATH")
+    return f" PYTHONPATH={shlex.quote(path)}" if path else ""
+
+
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
 
@@ -141,6 +150,17 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def switches(pid: int, tid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of a thread so far: a wake of another thread that
+    takes this one's CPU, a wait for the GIL or a pipe, a preemption by another process."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/status") as fh:
+            got = dict(ln.split(":", 1) for ln in fh if "ctxt_switches" in ln)
+        return int(got["voluntary_ctxt_switches"]), int(got["nonvoluntary_ctxt_switches"])
+    except (OSError, ValueError, KeyError):
+        return 0, 0
+
+
 class CpuMeter:
     """CPU of the wizard's UI thread, its whole process and its children (the engine process)."""
 
@@ -185,7 +205,7 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
     state = tempfile.mkdtemp(prefix="gpuwiz-bench-state-")
     copy = shutil.copy(config, state)  # a copy: nothing the wizard does reaches the example
     # exec: the pane's process is the wizard itself (its pid is what the CPU meter reads)
-    cmd = f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine} {sys.executable} -m gpuwiz {copy}"
+    cmd = f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine}{pythonpath()} {sys.executable} -m gpuwiz {copy}"
     t_open = time.perf_counter()
     tmux("new-session", "-d", "-s", session, "-x", cols, "-y", rows, cmd)
     try:
@@ -207,6 +227,7 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
         typed: list[float] = []
         shown: list[float] = []
         cpu_keys = [0, 0, 0]
+        sw0 = switches(pid, pid)
         values: list[str] = []  # the Epochs value after each key
         window = 0.0
         for i in range(keys):
@@ -234,6 +255,7 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
             window += time.perf_counter() - t0
             for j in range(3):
                 cpu_keys[j] += c1[j] - c0[j]
+        sw1 = switches(pid, pid)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         shutil.rmtree(state, ignore_errors=True)
@@ -257,7 +279,8 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
           f"p95 {pct(excess_new, .95):.0f} ms (target ≤ 15)\n"
           f"  CPU per key: UI thread {per_key[0]:.1f} ms, wizard process {per_key[1]:.1f} ms, "
           f"engine process {per_key[2]:.1f} ms (idle over the same window: {idle_per_key[0]:.1f} / "
-          f"{idle_per_key[1]:.1f} / {idle_per_key[2]:.1f} ms)\n"
+          f"{idle_per_key[1]:.1f} / {idle_per_key[2]:.1f} ms); UI thread context switches per key "
+          f"{(sw1[0] - sw0[0]) / keys:.1f} voluntary, {(sw1[1] - sw0[1]) / keys:.1f} involuntary\n"
           f"  open the config → answer on screen (the Result screen drawn): {t_open * 1e3:.0f} ms")
 
 

@@ -14,7 +14,7 @@ for every process on Linux, so the wizard's, its engine child's and this script'
   sent       the request is pickled and written to the engine child (EngineProcess.submit returned)
   c_read     child: the request frame is read and unpickled
   c_run      child: the engine has answered (Engine.run returned)
-  c_sent     child: the answer is pickled and written
+  c_sent     child: the answer (its first frame: the live panel's brief) is pickled and written
   r_read     the UI process has bytes of the answer (its event loop, or its reader thread)
   r_posted   ... unpickled it and posted EngineDone
   done       the UI thread starts on EngineDone (GpuwizApp.on_engine_done)
@@ -26,8 +26,11 @@ for every process on Linux, so the wizard's, its engine child's and this script'
   written    the writer thread has written and flushed it to the terminal
   screen     this script sees the panel change in ``tmux capture-pane``
 
-Prints the median and p95 of each hop (ms after ``send``) and of each step between hops, and the CPU
-time per key of each of the wizard's threads and of the child. Run it on a quiet machine and say on
+Prints the median and p95 of each hop (ms after ``send``) and of each step between hops, with the CPU
+time its thread spent since its own previous hop (the UI thread's or the child's: ``r_read``'s is the
+UI thread's work after ``sent``; where the step's wall time is more, its thread was waiting, mostly for a
+CPU on a loaded machine), and the CPU time of each of the
+wizard's threads and of the child over the session. Run it on a quiet machine and say on
 which (the load average is printed); it is a diagnosis, the targets are bench_tui_tmux.py's.
 """
 
@@ -47,17 +50,20 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench_tui_tmux import capture, epochs_line, key_for, panel, pct, tmux, to_epochs, wait_for
+from bench_tui_tmux import capture, epochs_line, key_for, panel, pct, pythonpath, tmux, to_epochs, wait_for
 
 HOPS = ("input", "key", "edited", "sent", "c_read", "c_run", "c_sent", "r_read", "r_posted", "done", "shown",
         "released", "tick", "rendered", "frame", "written")
 
 # ---- inside the wizard: the patches ---------------------------------------------------------------
-STAMPS: list[tuple[str, float]] = []
+STAMPS: list[tuple[str, float, float, bool]] = []  # (hop, wall clock, this thread's CPU clock, on the main thread)
 
 
 def stamp(label: str) -> None:
-    STAMPS.append((label, time.perf_counter()))
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    STAMPS.append((label, time.perf_counter(), time.thread_time(), main))
 
 
 def _patch_ui(out: str) -> None:
@@ -225,8 +231,9 @@ def child(out: str, argv: list[str]) -> int:
         r = orig_run(self, req)
         stamp("c_run")
         return r
-    engine_child.read_request = read_request  # type: ignore[assignment]
-    engine_child.write_frame = write_frame  # type: ignore[assignment]
+    # engine_child.main imports these from gpuwiz.tui.engine when it starts: patched there
+    engine_mod.read_request = read_request  # type: ignore[assignment]
+    engine_mod.write_frame = write_frame  # type: ignore[assignment]
     engine_mod.Engine.run = run  # type: ignore[method-assign]
 
     def dump() -> None:
@@ -243,7 +250,7 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
     state = tempfile.mkdtemp(prefix="gpuwiz-trace-")
     out = os.path.join(state, "trace.json")
     config = Path(shutil.copy(config, state))  # a copy: nothing the wizard does reaches the example
-    cmd = (f"exec env GPUWIZ_STATE_DIR={state} {sys.executable} {__file__} --inner {config} --out {out}"
+    cmd = (f"exec env GPUWIZ_STATE_DIR={state}{pythonpath()} {sys.executable} {__file__} --inner {config} --out {out}"
            f" --engine {engine}")
     tmux("new-session", "-d", "-s", session, "-x", cols, "-y", rows, cmd)
     sends: list[float] = []
@@ -293,21 +300,34 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
 
 def report(name: str, size: str, engine: str, sends: list[float], chars: list[float], screens: list[float],
            ui: dict[str, Any], kid: dict[str, Any]) -> None:
-    stamps = sorted([*ui["stamps"], *kid["stamps"]], key=lambda s: s[1])
+    stamps = sorted([*[(*s, "ui") for s in ui["stamps"]], *[(*s, "child") for s in kid["stamps"]]],
+                    key=lambda s: s[1])
     per_hop: dict[str, list[float]] = {h: [] for h in (*HOPS, "char", "screen")}
+    cpu_of: dict[str, list[float]] = {h: [] for h in HOPS}  # per key: the CPU a thread spent on the step to hop h
     for i, t0 in enumerate(sends):
         t_end = sends[i + 1] if i + 1 < len(sends) else t0 + 1.0
-        mine = [(lab, t) for lab, t in stamps if t0 <= t < t_end]
+        mine = [s for s in stamps if t0 <= s[1] < t_end]
         first: dict[str, float] = {}
+        clocks: dict[str, tuple[float, str]] = {}  # hop -> (CPU clock of its thread, which thread)
         done_at = None
-        for lab, t in mine:
+        for lab, t, cpu, main_thread, who in mine:
             if lab == "done":
                 done_at = t if done_at is None else done_at
             # hops after the answer: the first one after "done"
             after = ("shown", "released", "tick", "rendered", "frame", "written")
             if lab in after and (done_at is None or t < done_at):
                 continue
-            first.setdefault(lab, t)
+            if lab not in first:
+                first[lab] = t
+                clocks[lab] = (cpu, who if who == "child" else "main" if main_thread else "other")
+        last_on: dict[str, str] = {}  # thread -> its previous hop
+        for h in HOPS:
+            if h not in clocks:
+                continue
+            who = clocks[h][1]
+            if who != "other" and who in last_on:
+                cpu_of[h].append((clocks[h][0] - clocks[last_on[who]][0]) * 1e3)
+            last_on[who] = h
         for h in HOPS:
             if h in first:
                 per_hop[h].append((first[h] - t0) * 1e3)
@@ -323,7 +343,9 @@ def report(name: str, size: str, engine: str, sends: list[float], chars: list[fl
         if prev is not None and per_hop[prev] and len(per_hop[prev]) == len(xs):
             d = [b - a for a, b in zip(per_hop[prev], xs, strict=True)]
             step = f"   (+{statistics.median(d):5.1f} / {pct(d, .95):5.1f})"
-        print(f"  {h:9s} {statistics.median(xs):6.1f} / {pct(xs, .95):6.1f}{step}")
+        cpu = cpu_of.get(h) or []
+        cpu_note = f"   CPU {statistics.median(cpu):4.1f} / {pct(cpu, .95):4.1f}" if len(cpu) >= len(xs) // 2 else ""
+        print(f"  {h:9s} {statistics.median(xs):6.1f} / {pct(xs, .95):6.1f}{step}{cpu_note}")
         prev = h
     print(f"  typed character on screen: {statistics.median(per_hop['char']):.1f} / {pct(per_hop['char'], .95):.1f}")
     print(f"  CPU over the whole session: UI thread {ui['cpu_main']:.2f} s, process {ui['cpu_process']:.2f} s, "

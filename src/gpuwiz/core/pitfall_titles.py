@@ -11,6 +11,7 @@ TITLES: dict[str, str] = {
     "legacy-gpu": N_("legacy GPU"),
     "underprovisioned": N_("too slow for the schedule"),
     "deadline-tight": N_("tight deadline"),
+    "batch-rounded": N_("global batch rounded"),
     "overprovisioned": N_("more GPUs than needed"),
     "short-horizon": N_("too short to pay back"),
     "reserved-vs-buy": N_("reserved capacity vs buying"),

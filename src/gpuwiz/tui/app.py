@@ -1,10 +1,11 @@
 """The gpuwiz wizard: one App that owns the requirements, the answer, the file and the draft.
 
 State flows one way. The App holds ONE frozen ``Requirements`` (the last valid one) and the last
-valid ``Recommendation``; screens edit through ``edit_field`` / ``replace_requirements`` and follow
-the App's reactives with ``self.watch(self.app, ...)``. Every change recomputes the answer
-(coalesced: a burst of changes in one event-loop turn costs one engine call; the engine is pure and
-takes a few milliseconds) and rewrites the autosaved draft.
+valid answer (``answer``: the live panel's brief of it, and its ``Recommendation``, fetched when a
+screen first asks for ``recommendation``, gpuwiz.tui.answer); screens edit through ``edit_field`` /
+``replace_requirements`` and follow the App's reactives with ``self.watch(self.app, ...)``. Every
+change recomputes the answer (coalesced: a burst of changes in one event-loop turn costs one engine
+call; the engine is pure and takes a few milliseconds) and rewrites the autosaved draft.
 
 ``create_app`` is the one factory used by the CLI, the tests, the screenshot script and the bench.
 """
@@ -38,6 +39,7 @@ from gpuwiz.tui.stepnames import STEP_IDS, STEP_TITLES
 if TYPE_CHECKING:  # pydantic and the core load after the first frame (startup budget)
     from gpuwiz.core.models import Recommendation, Requirements
     from gpuwiz.tui import drafts
+    from gpuwiz.tui.answer import Answer
     from gpuwiz.tui.engine import EngineProcess
     from gpuwiz.tui.forms import FieldSpec
 
@@ -95,7 +97,7 @@ class GpuwizApp(App[None]):
     # ``var``, not ``reactive``: an App reactive repaints the WHOLE screen on every change (every
     # widget's lines again, ~10 ms a key); the screens' watchers update exactly what shows the value.
     requirements: var[Requirements] = var(None, init=False)  # type: ignore[arg-type]
-    recommendation: var[Recommendation | None] = var(None, init=False)
+    answer: var[Answer | None] = var(None, init=False)  # the last valid answer (watched: it is new on every one)
     engine_error: var[str | None] = var(None, init=False)
     answers: var[int] = var(0, init=False)  # bumps on every engine answer (the step screens' marks)
     revision: var[int] = var(0, init=False)  # bumps when requirements are replaced wholesale
@@ -246,6 +248,19 @@ class GpuwizApp(App[None]):
 
             return SafeInputDriver
         return base
+
+    def _display(self, screen: Screen[Any], renderable: Any) -> None:
+        """Textual's, with the frame's writes handed to the writer thread as one (SafeInputDriver)."""
+        driver = self._driver
+        begin = getattr(driver, "begin_frame", None)
+        if begin is None:  # headless (tests), another driver
+            super()._display(screen, renderable)
+            return
+        begin()
+        try:
+            super()._display(screen, renderable)
+        finally:
+            driver.end_frame()  # type: ignore[union-attr]
 
     # ---- running ---------------------------------------------------------------------------------
     def run(self, *, headless: bool = False, inline: bool = False, inline_no_clear: bool = False,
@@ -534,14 +549,39 @@ class GpuwizApp(App[None]):
             return  # a newer change is on its way: this answer is already stale
         self._answered_seq = message.seq
         self.answer_for = message.req
-        self._apply_outcome(message.outcome)
+        self._apply_outcome(message.outcome, message.seq)
 
-    def _apply_outcome(self, out: Outcome) -> None:
+    @property
+    def recommendation(self) -> Recommendation | None:
+        """The last valid answer in full (the Result screen, Compare, Export): from the engine's
+        child the first time it is asked for, kept after that."""
+        answer = self.answer
+        return answer.rec if answer is not None else None
+
+    def _fetch_full(self, seq: int, req: Requirements) -> Callable[[], Recommendation | None]:
+        """How the child's answer ``seq`` (for ``req``) gets its full form: from the child, else
+        computed here (the child died or skipped it; the engine is pure: the same answer)."""
+        proc = self._engine_proc
+
+        def fetch() -> Recommendation | None:
+            rec = proc.full(seq) if proc is not None else None
+            return rec if rec is not None else self.engine.run(req).rec
+
+        return fetch
+
+    def _apply_outcome(self, out: Outcome, seq: int = 0) -> None:
         self.last_engine_ms = out.ms
-        if out.rec is not None:
+        if out.error is None and (out.rec is not None or out.brief is not None):
+            from gpuwiz.tui.answer import Answer, Brief
+
+            req = self.answer_for
             self.engine_fields, self.engine_reason = (), None
             self.engine_error = None
-            self.recommendation = out.rec
+            if out.rec is not None:  # the thread's: whole already
+                self.answer = Answer(Brief.of(out.rec, req), out.rec)
+            else:
+                assert out.brief is not None and req is not None
+                self.answer = Answer(out.brief, fetch=self._fetch_full(seq, req))
         else:
             self.engine_fields, self.engine_reason = out.fields, out.reason
             self.engine_error = out.error
@@ -775,7 +815,7 @@ class GpuwizApp(App[None]):
         self.last_change = ""
         self.engine_fields, self.engine_reason = (), None
         self.engine_error = None
-        self.recommendation = None
+        self.answer = None
 
     def load_example(self, name: str, text: str) -> str | None:
         from gpuwiz.core.config_io import loads_config

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import select
 import struct
 import subprocess
 import threading
@@ -23,15 +24,17 @@ from gpuwiz.core.errors import GpuwizError
 if TYPE_CHECKING:
     from gpuwiz.core.catalog import Catalog
     from gpuwiz.core.models import Recommendation, Requirements
+    from gpuwiz.tui.answer import Brief
 
 
 @dataclass(frozen=True)
 class Outcome:
-    rec: Recommendation | None
+    rec: Recommendation | None  # the answer (Engine.run); None from the child, which sends ``brief`` first
     error: str | None
     ms: float
     fields: tuple[str, ...] = ()  # the config paths an engine refusal is about (GpuwizError.fields)
     reason: str | None = None  # the refusal in words, without paths (GpuwizError.reason)
+    brief: Brief | None = None  # the child's answer for the live panel; its whole answer: EngineProcess.full
 
 
 class Engine:
@@ -92,6 +95,9 @@ class Engine:
 # slices (sys.getswitchinterval) while the UI thread, Textual's input thread and its writer thread
 # each wait for it to echo a typed character. In a child process it shares nothing with them.
 # Frames on the pipes are a 4-byte big-endian length and a pickle (both ends are this program).
+# An answer is two frames: ("answer", seq, Outcome with its Brief) and, unless the engine refused
+# or a newer question was already waiting, ("full", seq, the Recommendation's own pickle), kept as
+# bytes until a screen asks for it (gpuwiz.tui.answer).
 
 _HEAD = struct.Struct(">I")  # a frame's length, parsed once (not per frame by struct.pack/unpack)
 ENV_ENGINE = "GPUWIZ_ENGINE"  # "thread" keeps the engine in the wizard's process (the tests' default)
@@ -107,9 +113,10 @@ class EngineProcess:
     """A persistent child process (``python -m gpuwiz.tui.engine_child``) that runs the engine.
 
     ``submit`` sends (seq, requirements) and returns at once; the answer comes back as
-    ``on_answer(seq, outcome)``: on the caller's event loop when ``attach`` gave one (the loop
-    watches the pipe itself: no thread to wake, no GIL to wait for, ~1.5 ms p50 / 3 ms p95 of a key
-    at load 2 in tmux), else on a reader thread. ``ready`` turns True once the child has loaded the
+    ``on_answer(seq, outcome)`` (the outcome's ``brief``; ``full(seq)`` is its whole answer): on the
+    caller's event loop when ``attach`` gave one (the loop watches the pipe itself: no thread to
+    wake, no GIL to wait for, ~1.5 ms p50 / 3 ms p95 of a key at load 2 in tmux), else on a reader
+    thread. ``ready`` turns True once the child has loaded the
     core and the catalog (until then the caller uses its thread). When the child cannot start or
     dies, ``broken`` turns True and ``on_broken()`` is called once: the caller falls back to the
     thread."""
@@ -131,6 +138,10 @@ class EngineProcess:
             self._handoff.set()  # answers on the reader thread
         self._watching: int | None = None  # the pipe's fd while the event loop watches it
         self._buf = bytearray()  # bytes of a frame not complete yet (loop mode)
+        self._loop_thread: int | None = None  # the thread of the loop that reads the answers (attach)
+        self._full: tuple[int, bytes] | None = None  # the newest whole answer, pickled: (seq, bytes)
+        self._newest = 0  # the newest seq the child has answered (its frames come in order)
+        self._arrived = threading.Condition()  # notified on every frame (full() off the reading thread)
 
     def start(self) -> bool:
         import sys
@@ -155,6 +166,7 @@ class EngineProcess:
         self.on_answer = on_answer
         self.on_broken = on_broken
         self._loop = loop
+        self._loop_thread = threading.get_ident() if loop is not None else None
         self._handoff.set()
 
     def submit(self, seq: int, req: Requirements) -> bool:
@@ -171,6 +183,36 @@ class EngineProcess:
             self._fail()
             return False
         return True
+
+    def full(self, seq: int, timeout: float = 5.0) -> Recommendation | None:
+        """The whole answer to question ``seq`` (whose brief came in an "answer" frame), unpickled
+        now; waits for its frame if it is still on its way (it follows the brief at once). None when
+        it will not come: the child skipped it (a newer question was waiting), died, or took longer
+        than ``timeout`` -- the caller computes it itself."""
+        deadline = time.monotonic() + timeout
+        on_loop = self._loop_thread is not None and self._loop_thread == threading.get_ident()
+        while True:
+            got = self._full
+            if got is not None and got[0] == seq:
+                return pickle.loads(got[1])  # type: ignore[no-any-return]
+            left = deadline - time.monotonic()
+            if self._newest > seq or (got is not None and got[0] > seq) or self.broken or self._proc is None \
+                    or left <= 0:
+                return None
+            fd = self._watching
+            if on_loop and fd is not None:  # this thread reads the pipe: read it here until the frame is in
+                try:
+                    readable, _w, _x = select.select([fd], [], [], left)
+                except (OSError, ValueError):
+                    return None
+                if readable:
+                    self._on_readable(fd)
+            elif on_loop:  # the loop has not taken the pipe over yet: nothing reads it while we wait
+                return None
+            else:
+                with self._arrived:
+                    if self._full is got and self._newest <= seq:
+                        self._arrived.wait(left)
 
     def close(self) -> None:
         """End the child (from the attached loop's thread, if any)."""
@@ -233,9 +275,19 @@ class EngineProcess:
             return False
         if kind == "ready":
             self.ready = True
-        elif kind == "answer" and isinstance(outcome, Outcome) and self.on_answer is not None:
-            self.on_answer(seq, outcome)
+        elif kind == "full" and isinstance(outcome, bytes):
+            self._full = (seq, outcome)  # unpickled only if asked for (full)
+            self._notify()
+        elif kind == "answer" and isinstance(outcome, Outcome):
+            self._newest = max(self._newest, seq)
+            self._notify()
+            if self.on_answer is not None:
+                self.on_answer(seq, outcome)
         return True
+
+    def _notify(self) -> None:
+        with self._arrived:  # full() may be waiting on another thread
+            self._arrived.notify_all()
 
     def _watch_on_loop(self) -> None:
         """On the event loop: read the pipe when it has bytes (answers arrive on the loop itself)."""

@@ -2,9 +2,12 @@
 
 Started by ``gpuwiz.tui.engine.EngineProcess``; not a user command. It loads the core and the
 catalog once, says "ready", then answers each request with the same ``Outcome`` the wizard's
-thread would give. When several requests are waiting only the newest is computed (older ones are
-stale: the wizard drops their answers anyway). It ends at end of file on stdin (the wizard quit
-or died).
+thread would give, in two frames: the live panel's ``Brief`` of it first, then the whole
+``Recommendation``'s pickle (gpuwiz.tui.answer; the bytes the panel waits for are ~1 KB, not
+15-19 KB, and pickled in ~0.02 ms, not ~0.16). When several requests are waiting only the newest
+is computed (older ones are stale: the wizard drops their answers anyway), and an answer whose
+newer request is already waiting is sent without its whole form (nothing will ask for it). It
+ends at end of file on stdin (the wizard quit or died).
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ def main(argv: list[str] | None = None) -> int:
         from gpuwiz._pyc import install_codegen  # cache folder (as gpuwiz.cli.main does), before the core loads
 
         install_codegen("engine")
-    from gpuwiz.tui.engine import Engine, read_request, write_frame
+    import pickle
+
+    from gpuwiz.tui.answer import Brief
+    from gpuwiz.tui.engine import Engine, Outcome, read_request, write_frame
 
     ap = argparse.ArgumentParser(prog="gpuwiz.tui.engine_child")
     ap.add_argument("--lang", default="en")
@@ -59,7 +65,14 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             request = newer
         seq, req = request
-        write_frame(stdout, ("answer", seq, engine.run(req)))
+        out = engine.run(req)
+        rec = out.rec
+        if rec is None:  # refused: the error is the whole answer
+            write_frame(stdout, ("answer", seq, out))
+            continue
+        write_frame(stdout, ("answer", seq, Outcome(None, None, out.ms, out.fields, out.reason, Brief.of(rec, req))))
+        if not _more_waiting(stdin):  # else the wizard has asked again: this answer is stale
+            write_frame(stdout, ("full", seq, pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)))
 
 
 def _warm_up(engine: Any) -> None:

@@ -101,7 +101,7 @@ class ResultScreen(WizScreen):
                 yield Static("", id="pitfalls")
 
     def on_mount(self) -> None:
-        self.watch(self.app, "recommendation", self._refresh, init=False)
+        self.watch(self.app, "answer", self._refresh, init=False)
         self.watch(self.app, "engine_error", self._refresh, init=False)
         self._refresh()  # the screen may have been resumed before its tabs were there
 
@@ -116,11 +116,11 @@ class ResultScreen(WizScreen):
     # ---- drawing ---------------------------------------------------------------------------------
     def _refresh(self, *_args: object) -> None:
         app = self.wiz
-        rec = app.recommendation
-        if rec is not None and app.baseline is None:
+        if app.answer is not None and app.baseline is None:
             app.pin_baseline()
         if not self.is_current:
             return  # drawn when shown (on_screen_resume): no work per keystroke on the input steps
+        rec = app.recommendation  # only here: an input step's answers are never fetched in full
         if not self.query("#build"):
             return  # resumed before its tabs were composed (a config opened and the app quit at once): on_mount draws
         inputs, last = self._inputs(), self._drawn

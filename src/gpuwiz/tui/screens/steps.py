@@ -134,7 +134,7 @@ class StepScreen(WizScreen):
 
     def on_mount(self) -> None:
         self._loaded_revision = self.wiz.revision
-        self.watch(self.app, "recommendation", self._refresh_panel, init=False)
+        self.watch(self.app, "answer", self._refresh_panel, init=False)
         self.watch(self.app, "engine_error", self._refresh_panel, init=False)
         self.watch(self.app, "answers", self._on_engine_answer, init=False)
         self.watch(self.app, "revision", self._on_revision, init=False)
@@ -179,7 +179,8 @@ class StepScreen(WizScreen):
         if not self.is_current:
             return  # the other steps' panels are drawn when shown (on_screen_resume)
         panel = self.query_one(LivePanel)
-        panel.show(self.wiz.recommendation, self.wiz.requirements, self.wiz.engine_error_words(), bool(self.invalid))
+        answer = self.wiz.answer  # its brief: the full answer is not needed here (nor fetched)
+        panel.show(answer.brief if answer is not None else None, self.wiz.engine_error_words(), bool(self.invalid))
 
     def _on_engine_answer(self, *_: object) -> None:
         if not self.is_current:

@@ -1,7 +1,8 @@
 """The live panel beside every input step: the current pick and its key numbers.
 
-It is a dumb view: the step screen hands it the App's last valid recommendation and flags
-(engine error, an invalid field on screen) and it redraws. It never calls the engine.
+It is a dumb view: the step screen hands it the brief of the App's last valid answer
+(gpuwiz.tui.answer.Brief: the key numbers, never the whole Recommendation) and flags (engine
+error, an invalid field on screen) and it redraws. It never calls the engine.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from textual.style import Style as VisualStyle
 from textual.visual import RichVisual, Visual
 from textual.widget import Widget
 
-from gpuwiz.core.models import Recommendation, Requirements
-from gpuwiz.core.whatif import fmt_gib, fmt_hours, fmt_span, key_numbers, money_fmt
+from gpuwiz.core.whatif import fmt_gib, fmt_hours, fmt_span, money_fmt
 from gpuwiz.i18n import N_, _
+from gpuwiz.tui.answer import Brief
 from gpuwiz.tui.widgets.bars import memory_bar
 
 SEVERITY_WORDS = (N_("BLOCK"), N_("HIGH"), N_("MEDIUM"), N_("INFO"))  # the badge, translated where shown
@@ -124,8 +125,7 @@ class LivePanel(Widget):
         self.auto_links = False  # no links here: Textual looked up the link style for every part (~40 % of a render)
         self.version = 0  # bumps on every show() (the benchmark waits for it)
         self.border_title = _("Live answer")
-        self._rec: Recommendation | None = None
-        self._req: Requirements | None = None
+        self._brief: Brief | None = None
         self._error: str | None = None
         self._stale: bool = False
         self._lines: list[Strip] | None = None  # the content lines on screen (None: to be rendered)
@@ -133,9 +133,9 @@ class LivePanel(Widget):
         self._checked = False  # within render_lines: _lines is for the current key
         self._part_cache: dict[tuple[object, ...], list[Strip]] = {}  # a part's lines, by its text and styles
 
-    def show(self, rec: Recommendation | None, req: Requirements | None, error: str | None, stale: bool) -> None:
-        same = rec is self._rec and req is self._req and error == self._error and stale == self._stale
-        self._rec, self._req, self._error, self._stale = rec, req, error, stale
+    def show(self, brief: Brief | None, error: str | None, stale: bool) -> None:
+        same = brief is self._brief and error == self._error and stale == self._stale
+        self._brief, self._error, self._stale = brief, error, stale
         self.version += 1
         if same and self._lines is not None:
             return  # shown already (an answer calls this for each of the App's values it changed)
@@ -221,14 +221,14 @@ class LivePanel(Widget):
     def _renderable(self) -> RenderableType:
         width = max(10, self.content_size.width or 30)
         parts: list[Text] = []
-        rec = self._rec
-        if rec is None:
+        brief = self._brief
+        if brief is None:
             parts.append(Text(self._error or _("computing…"), style="yellow" if self._error else "dim"))
             return Group(*parts)
-        kn = key_numbers(rec, self._req)
+        kn = brief.numbers
         if not kn.found:
             parts.append(Text(_("Nothing fits these requirements."), style="bold red"))
-            for s in rec.suggestions[:3]:
+            for s in brief.suggestions:
                 parts.append(Text("• " + s))
         else:
             parts.append(Text(_(kn.gpu_label), style="bold"))
