@@ -26,7 +26,7 @@ def _one_round(self: _Recommender, waiting: list[Cand], shortlist: list[Cand], s
                w0: Any) -> bool:
     """What a round did before ``_settle_owned``: size the waiting build cheapest to own, prove again."""
     c = min(waiting, key=lambda c: self._buy_floor(c)[1])
-    sized[id(c)] = self.exact(c, w0)
+    sized[c] = self.exact(c, w0)
     return False
 
 
@@ -122,3 +122,44 @@ def test_settling_sizes_fewer_rounds_than_one_per_held_build() -> None:
     w0 = rec.workload0(scan)
     assert rec.rank(rec.price(found, w0), w0) is not None
     assert calls == 1
+
+
+def test_the_ranking_key_and_the_floor_order_are_their_rules_on_every_ranked_candidate() -> None:
+    """``key`` inlines ``tight``, ``off_site`` and ``effective`` under the cheapest objective, and
+    ``_beaten`` keeps ``_own_order`` at the owning floor per candidate: on every candidate the ranking of
+    every example, scenario and money edit saw, both are what the named rules give (with runs that end
+    without slack, desk boxes that need a circuit and non-CUDA stacks among them)."""
+    seen = {"tight": 0, "off_site": 0, "stack": 0, "floors": 0}
+    for name, req in _cases():
+        if req.deployment.objective != "cheapest":
+            continue
+        memo.clear()
+        rec = _Recommender(req, CAT, "cheapest")
+        try:
+            scan = _Scanner(req, CAT)
+            found = rec.enumerated(scan)
+            w0 = rec.workload0(scan)
+            priced = rec.price(found, w0)
+            r = rec.rank(priced, w0) if priced.ok else None
+        except GpuwizError:
+            continue
+        if r is None:
+            continue
+        d = rec.deadline_h
+        variants = [c.but(q=dataclasses.replace(c.q, wall_hours=w, wall_hours_p90=hi), mode=m)
+                    for c in r.shortlist[:3] for w, hi in ((0.9 * d, None), (0.8 * d, 1.1 * d), (0.8 * d, 0.9 * d))
+                    for m in ("rent", "buy")]  # in the slack band, past the deadline at P90, neither
+        for c in {*priced.ok, *r.priced, *r.shortlist, *variants}:
+            want = (float(rec.tight(c)), rec.off_site(c), rec.effective(c), c.q.wall_hours)
+            assert rec.key(c) == want, (name, c.gpu.id, c.count)
+            seen["tight"] += rec.tight(c)
+            seen["off_site"] += rec.off_site(c) > 0
+            seen["stack"] += rec._stack(c) > 1
+            if c in rec.floor_orders:  # kept by ``_beaten``: as computed now
+                seen["floors"] += 1
+                assert rec.floor_orders[c] == rec._floor_order(c), (name, c.gpu.id, c.count)
+        for c in r.priced:  # _not_best_buy against the pick's build to own, from a fresh table
+            best = rec._best_buy(list(r.shortlist))
+            fresh = _Recommender(req, CAT, "cheapest")
+            assert rec._not_best_buy(c, best) == fresh._not_best_buy(c, best), (name, c.gpu.id, c.count)
+    assert all(n > 0 for n in seen.values()), seen
