@@ -31,3 +31,13 @@ def test_a_footprint_made_fast_equals_the_constructed_one() -> None:
         fast = cost.Footprint.make(*args)
         assert set(vars(fast)) == names
         assert fast == cost.Footprint(*args) and hash(fast) == hash(cost.Footprint(*args))
+
+
+def test_a_month_point_made_fast_equals_the_constructed_one() -> None:
+    from gpuwiz.core.models import MonthPoint
+
+    for m, rent, buy in ((0, 0.0, 12_345.67), (37, 1_234.5, 0.0), (60, 99.99, 100.01)):
+        fast = MonthPoint.of(m, rent, buy)
+        want = MonthPoint(month=m, rent_usd=rent, buy_usd=buy)
+        assert vars(fast) == vars(want) and list(vars(fast)) == list(vars(want))
+        assert fast == want and hash(fast) == hash(want) and fast.model_dump_json() == want.model_dump_json()

@@ -163,3 +163,27 @@ def test_the_ranking_key_and_the_floor_order_are_their_rules_on_every_ranked_can
             fresh = _Recommender(req, CAT, "cheapest")
             assert rec._not_best_buy(c, best) == fresh._not_best_buy(c, best), (name, c.gpu.id, c.count)
     assert all(n > 0 for n in seen.values()), seen
+
+
+def test_a_buy_floor_kept_across_answers_is_the_one_computed_for_this_answer() -> None:
+    """``_buy_floor`` keeps (capex, horizon cost) per catalog on the shape and the money fields it reads:
+    after the answers of other horizons, electricity prices, sites and budgets, every floor is the one
+    a recommender without the memo computes for these requirements."""
+    for name in ("resnet50-imagenet", "small-team-lora-7b"):
+        req = load_config(EXAMPLES[0].parent / f"{name}.yaml")
+        dep = req.deployment
+        edits = [req] + [req.model_copy(update={"deployment": dep.model_copy(update=u)}) for u in (
+            {"horizon_years": 1.5}, {"electricity_usd_per_kwh": 0.41}, {"pue": 1.6}, {"site": "colo"},
+            {"budget_usd": (dep.budget_usd or 1e5) * 0.6}, {"staff_usd_per_year": 5000.0})] + [req]
+        memo.clear()
+        for r in edits:
+            rec = _Recommender(r, CAT, "cheapest")
+            scan = _Scanner(r, CAT)
+            priced = rec.price(rec.enumerated(scan), rec.workload0(scan))
+            got = {(c.gpu.id, c.gpn, c.nodes): rec._buy_floor(c) for c in priced.ok if c.capex is not None}
+            assert got, name
+            with memo.disabled():
+                fresh = _Recommender(r, CAT, "cheapest")
+                for c in priced.ok:
+                    if c.capex is not None:
+                        assert fresh._buy_floor(c) == got[c.gpu.id, c.gpn, c.nodes], (name, r.deployment, c.gpu.id)

@@ -547,8 +547,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
                 usd=cash(rent.usd_per_run, 2 if rent.usd_per_run < 100 else 0)),
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
-            monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0)
-                     for m in range(months + 1)],
+            monthly=[MonthPoint.of(m, round(rent_year / 12 * m, 2), 0.0) for m in range(months + 1)],
         )
     gpus = build.gpus_per_node * build.nodes
     buy_label = f"{build.nodes}x " if build.nodes > 1 else ""
@@ -561,8 +560,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     opex_year = parts.opex_per_year(busy)
 
     if rent is None:
-        series = [MonthPoint(month=m, rent_usd=0.0, buy_usd=round(parts.capex + opex_year / 12 * m, 2))
-                  for m in range(months + 1)]
+        series = [MonthPoint.of(m, 0.0, round(parts.capex + opex_year / 12 * m, 2)) for m in range(months + 1)]
         return CostAnalysis(cloud=cloud, onprem=tco, verdict="buy",
                             verdict_reason=_("no cloud offer in the catalog can run this workload; buying is the "
                                              "only option priced"),
@@ -656,8 +654,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
 
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus,
                         p_equiv, cash=cash)
-    series = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2),
-                         buy_usd=round(parts.capex + opex_year / 12 * m, 2)) for m in range(months + 1)]
+    series = [MonthPoint.of(m, round(rent_year / 12 * m, 2), round(parts.capex + opex_year / 12 * m, 2))
+              for m in range(months + 1)]
     return CostAnalysis(
         cloud=cloud, onprem=tco, verdict=verdict, verdict_reason=reason,
         breakeven_utilization=round(breakeven, 4) if breakeven is not None else None,

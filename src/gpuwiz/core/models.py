@@ -798,6 +798,15 @@ class MonthPoint(Result):
     rent_usd: float
     buy_usd: float
 
+    @staticmethod
+    def of(month: int, rent_usd: float, buy_usd: float) -> "MonthPoint":
+        """``MonthPoint(month=..., rent_usd=..., buy_usd=...)`` without the keyword checks of ``Result``'s
+        ``__init__`` (every field is given): a cost analysis makes one per month of the horizon
+        (tests/core/test_fast_construction)."""
+        new = object.__new__(MonthPoint)
+        new.__dict__.update(month=month, rent_usd=rent_usd, buy_usd=buy_usd)
+        return new
+
 
 class RentOffer(Result):
     """The cloud offer the verdict prices."""

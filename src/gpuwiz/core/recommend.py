@@ -578,6 +578,7 @@ class _Recommender:
         self.stem_key = costmod.stem_key(req)
         self.rough_stems = memo.table(cat, "rough_onprem_stems")
         self.floor_stems = memo.table(cat, "buy_floor_stems")  # _buy_floor's stems per shape and stem_key
+        self.floor_totals = memo.table(cat, "buy_floors")  # ... and its (capex, horizon cost) per money fields
         # price_rough's per-shape facts (_shape_facts) for one workload: (workload, $/h of its cloud
         # volume, {shape: facts}), kept per catalog on every field they read (_shape_table)
         self.shape_tables = memo.table(cat, "rough_shapes", maxsize=32)
@@ -1016,8 +1017,8 @@ class _Recommender:
         ACS settings and driver are not the renter's to change -- an NCCL hang cannot be fixed
         (pitfall consumer-no-p2p). The estimate already counts the slower all-reduce; the hang is
         the risk the price does not show."""
-        g = c.gpu
-        return c.rent_total is not None and c.count >= 2 and not g.p2p and g.nvlink_gbps <= 0
+        g = c.gpu  # (the GPU's part first: most cards have P2P, and the pricing asks for every candidate)
+        return not g.p2p and g.nvlink_gbps <= 0 and c.rent_total is not None and c.count >= 2
 
     def drop_risky_rent(self, cands: list[Cand]) -> list[Cand]:
         """When one GPU does the run with slack against the deadline, a ``risky_rent`` build is not
@@ -1438,20 +1439,29 @@ class _Recommender:
         key = (c.gpu.id, c.gpn, c.nodes)
         got = self.floors.get(key)
         if got is None:
-            # The floor's PartsStem per footprint kind (no $/kWh, no horizon), kept per catalog on the
-            # shape and ``stem_key``; PartsStem.total is OnPremParts.total to the bit (tests/core/test_price_tables).
-            skey = (*key, self.stem_key)
-            stems = self.floor_stems.get(skey) if self.floor_stems is not None else memo.MISS
-            if stems is memo.MISS:
-                prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
-                capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
-                stems = (capex, tuple(self.rates.stem(costmod.Footprint.make(c.nodes, c.gpn, 0.0, 0.0, rack), capex)
-                                      for rack in (False, True)))
-                if self.floor_stems is not None:
-                    self.floor_stems.put(skey, stems)
-            capex, kinds = stems
+            # Kept per catalog on the shape and every money field it reads (``stem_key``, $/kWh, residual
+            # factor, horizon): a price-only edit of the data or the schedule (or of the budget) finds it.
             kwh, rf = self.rates.kwh, self.rates.residual_factor
-            got = self.floors[key] = (capex, min(st.total(kwh, rf, self.y, 0.0) for st in kinds))
+            mkey = (*key, self.stem_key, kwh, rf, self.y)
+            got = self.floor_totals.get(mkey) if self.floor_totals is not None else memo.MISS
+            if got is memo.MISS:
+                # The floor's PartsStem per footprint kind (no $/kWh, no horizon), kept per catalog on the
+                # shape and ``stem_key``; PartsStem.total is OnPremParts.total to the bit
+                # (tests/core/test_price_tables).
+                skey = (*key, self.stem_key)
+                stems = self.floor_stems.get(skey) if self.floor_stems is not None else memo.MISS
+                if stems is memo.MISS:
+                    prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
+                    capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
+                    stems = (capex, tuple(self.rates.stem(costmod.Footprint.make(c.nodes, c.gpn, 0.0, 0.0, rack),
+                                                          capex) for rack in (False, True)))
+                    if self.floor_stems is not None:
+                        self.floor_stems.put(skey, stems)
+                capex, kinds = stems
+                got = (capex, min(st.total(kwh, rf, self.y, 0.0) for st in kinds))
+                if self.floor_totals is not None:
+                    self.floor_totals.put(mkey, got)
+            self.floors[key] = got
         return got
 
     def _may_hold(self, c: Cand) -> bool:
