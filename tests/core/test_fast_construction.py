@@ -41,3 +41,33 @@ def test_a_month_point_made_fast_equals_the_constructed_one() -> None:
         want = MonthPoint(month=m, rent_usd=rent, buy_usd=buy)
         assert vars(fast) == vars(want) and list(vars(fast)) == list(vars(want))
         assert fast == want and hash(fast) == hash(want) and fast.model_dump_json() == want.model_dump_json()
+
+
+def test_cloud_options_made_from_kept_fields_equal_constructed_ones_at_every_run_time() -> None:
+    """cost.cloud_options builds each option from the offer's fields kept per shape (``fields_of``) and
+    the run's costs (``from_fields``): every field is there, each option equals the one ``__init__``
+    builds, and after other run times the options are the ones a memo-less call makes."""
+    from gpuwiz.core import memo
+    from gpuwiz.core.models import CloudOption
+
+    cat = load_catalog()
+    req = Requirements.model_validate({"model": {"preset": "llama-3-8b"}, "data": {"tokens": 1e9},
+                                       "deployment": {"site": "any"}})
+    n = 0
+    for gpu, count, gpn in (("h100-sxm", 1, 1), ("h100-sxm", 16, 8), ("rtx-4090", 2, 2), ("a100-80gb-sxm", 4, 4)):
+        for wall in (3.0, 30.5, 7000.0, 3.0):
+            got = cost.cloud_options(req, cat, gpu, count, gpn, wall, storage_tb=2.5)
+            with memo.disabled():
+                want = cost.cloud_options(req, cat, gpu, count, gpn, wall, storage_tb=2.5)
+            assert got == want
+            for o in got:
+                n += 1
+                assert set(vars(o)) == set(CloudOption._names)
+                assert o == CloudOption(**vars(o)) and o.model_dump_json() == CloudOption(**vars(o)).model_dump_json()
+    assert n > 10
+    try:
+        CloudOption.fields_of(provider="x", price=1.0)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("fields_of took a field CloudOption does not have")
