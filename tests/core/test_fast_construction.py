@@ -33,14 +33,17 @@ def test_a_footprint_made_fast_equals_the_constructed_one() -> None:
         assert fast == cost.Footprint(*args) and hash(fast) == hash(cost.Footprint(*args))
 
 
-def test_a_month_point_made_fast_equals_the_constructed_one() -> None:
+def test_a_month_series_made_fast_equals_the_constructed_one() -> None:
     from gpuwiz.core.models import MonthPoint
 
-    for m, rent, buy in ((0, 0.0, 12_345.67), (37, 1_234.5, 0.0), (60, 99.99, 100.01)):
-        fast = MonthPoint.of(m, rent, buy)
-        want = MonthPoint(month=m, rent_usd=rent, buy_usd=buy)
-        assert vars(fast) == vars(want) and list(vars(fast)) == list(vars(want))
-        assert fast == want and hash(fast) == hash(want) and fast.model_dump_json() == want.model_dump_json()
+    for months, rent_year, capex, opex_year in ((12, 1_234.5, 0.0, 0.0), (37, 0.0, 12_345.67, 999.1),
+                                                (60, 99.99, 100.01, 3.3), (1, 1e6 / 7, 3e5 / 11, 1e4 / 13)):
+        got = MonthPoint.series(months, rent_year / 12, capex, opex_year / 12)
+        want = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=round(capex + opex_year / 12 * m, 2))
+                for m in range(months + 1)]
+        assert got == want and [hash(p) for p in got] == [hash(p) for p in want]
+        assert [vars(p) for p in got] == [vars(p) for p in want]
+        assert [p.model_dump_json() for p in got] == [p.model_dump_json() for p in want]
 
 
 def test_cloud_options_made_from_kept_fields_equal_constructed_ones_at_every_run_time() -> None:

@@ -548,7 +548,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
                 usd=cash(rent.usd_per_run, 2 if rent.usd_per_run < 100 else 0)),
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
-            monthly=[MonthPoint.of(m, round(rent_year / 12 * m, 2), 0.0) for m in range(months + 1)],
+            monthly=MonthPoint.series(months, rent_year / 12, 0.0, 0.0),
         )
     gpus = build.gpus_per_node * build.nodes
     buy_label = f"{build.nodes}x " if build.nodes > 1 else ""
@@ -561,7 +561,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     opex_year = parts.opex_per_year(busy)
 
     if rent is None:
-        series = [MonthPoint.of(m, 0.0, round(parts.capex + opex_year / 12 * m, 2)) for m in range(months + 1)]
+        series = MonthPoint.series(months, 0.0, parts.capex, opex_year / 12)
         return CostAnalysis(cloud=cloud, onprem=tco, verdict="buy",
                             verdict_reason=_("no cloud offer in the catalog can run this workload; buying is the "
                                              "only option priced"),
@@ -655,8 +655,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
 
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus,
                         p_equiv, cash=cash)
-    series = [MonthPoint.of(m, round(rent_year / 12 * m, 2), round(parts.capex + opex_year / 12 * m, 2))
-              for m in range(months + 1)]
+    series = MonthPoint.series(months, rent_year / 12, parts.capex, opex_year / 12)
     return CostAnalysis(
         cloud=cloud, onprem=tco, verdict=verdict, verdict_reason=reason,
         breakeven_utilization=round(breakeven, 4) if breakeven is not None else None,

@@ -817,13 +817,19 @@ class MonthPoint(Result):
     buy_usd: float
 
     @staticmethod
-    def of(month: int, rent_usd: float, buy_usd: float) -> "MonthPoint":
-        """``MonthPoint(month=..., rent_usd=..., buy_usd=...)`` without the keyword checks of ``Result``'s
-        ``__init__`` (every field is given): a cost analysis makes one per month of the horizon
-        (tests/core/test_fast_construction)."""
-        new = object.__new__(MonthPoint)
-        new.__dict__.update(month=month, rent_usd=rent_usd, buy_usd=buy_usd)
-        return new
+    def series(months: int, rent_per_month: float, buy_at_start: float, buy_per_month: float) -> list["MonthPoint"]:
+        """Month 0 to ``months``: the cumulative cost of renting (``round(rent_per_month * m, 2)``) and
+        of owning (``round(buy_at_start + buy_per_month * m, 2)``), each point made without the keyword
+        checks of ``Result``'s ``__init__`` (a cost analysis makes one per month of the horizon;
+        tests/core/test_fast_construction)."""
+        new = object.__new__
+        out: list[MonthPoint] = []
+        for m in range(months + 1):
+            p = new(MonthPoint)
+            p.__dict__.update(month=m, rent_usd=round(rent_per_month * m, 2),
+                              buy_usd=round(buy_at_start + buy_per_month * m, 2))
+            out.append(p)
+        return out
 
 
 class RentOffer(Result):

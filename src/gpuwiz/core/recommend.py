@@ -33,6 +33,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
@@ -1766,22 +1767,24 @@ class _Recommender:
         on it): no point is both slower and dearer per run than another. The pick carries the price
         the answer quotes."""
         pts: list[tuple[float, float, Cand, bool]] = []  # models only for the points on the front
+        point, isinf, isfinite, needs_circuit = self._point, math.isinf, math.isfinite, self.needs_circuit
         for c in priced:
             # Only exact prices: a rent price is exact once priced, a bought build once sized. On a desk,
             # only builds the site takes as they are (no dedicated circuit: ``off_site``), the pick aside.
-            if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
+            if isinf(c.score):
                 continue
             if c is win:
                 run = win_run if win_run is not None else self.per_run(c)
-                if math.isfinite(run):
+                if isfinite(run):
                     pts.append((round(c.q.wall_hours, 3), round(run, 2), c, win_rented))
                 continue
-            if self.off_site(c):
+            mode = c.mode
+            if not (c.exact or mode == "rent") or (mode == "buy" and needs_circuit(c)):  # (``off_site``)
                 continue
-            wall, rounded = self._point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
-            if math.isfinite(rounded):
-                pts.append((wall, rounded, c, c.mode == "rent"))
-        pts.sort(key=lambda p: (p[0], p[1]))
+            wall, rounded = point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
+            if isfinite(rounded):
+                pts.append((wall, rounded, c, mode == "rent"))
+        pts.sort(key=itemgetter(0, 1))
         front: list[tuple[ParetoPoint, bool]] = []  # (point, is the pick)
         for wall, run, c, rented in pts:
             if not front or run < front[-1][0].cost_per_run_usd:
