@@ -187,3 +187,46 @@ def test_a_buy_floor_kept_across_answers_is_the_one_computed_for_this_answer() -
                 for c in priced.ok:
                     if c.capex is not None:
                         assert fresh._buy_floor(c) == got[c.gpu.id, c.gpn, c.nodes], (name, r.deployment, c.gpu.id)
+
+
+def _scored_as_a_list(rec: _Recommender, wall: float, rent_total: float | None, buy_total: float | None,
+                      capex: float | None) -> tuple[float, str | None, str | None]:
+    """``_scored`` as it was written: the allowed ways in a list, the cheapest (``min``) of them."""
+    from gpuwiz.core import cost as costmod
+    from gpuwiz.core.recommend import DROP_BUDGET, DROP_CAPACITY, DROP_PRICE, HOURS_PER_MONTH
+
+    budget, mode = rec.d.budget_usd, rec.d.mode
+    opts: list[tuple[float, str]] = []
+    keeps_up = wall * rec.req.schedule.runs_per_month <= HOURS_PER_MONTH
+    if mode in ("rent", "either") and rent_total is not None and (budget is None or rent_total / rec.y <= budget):
+        opts.append((rent_total, "rent"))
+    if mode in ("buy", "either") and buy_total is not None and keeps_up and (budget is None or (capex or 0) <= budget):
+        opts.append((buy_total / costmod.BUY_MARGIN if mode == "either" else buy_total, "buy"))
+    if not opts:
+        can_rent = mode in ("rent", "either") and rent_total is not None
+        can_buy = mode in ("buy", "either") and buy_total is not None
+        why = DROP_BUDGET if can_rent or (can_buy and keeps_up) else DROP_CAPACITY if can_buy else DROP_PRICE
+        return float("inf"), None, why
+    score, how = min(opts)
+    return score, how, None
+
+
+def test_scoring_picks_the_way_a_list_of_the_allowed_ways_did() -> None:
+    """``_scored`` returns early when one way is allowed: on every mode, budget, capacity and tie it gives
+    what the list of allowed ways and its ``min`` gave."""
+    from gpuwiz.core import cost as costmod
+
+    base = load_config(EXAMPLES[0].parent / "small-team-lora-7b.yaml")
+    n = 0
+    for mode in ("rent", "buy", "either"):
+        for budget in (None, 50_000.0, 400_000.0):
+            dep = base.deployment.model_copy(update={"mode": mode, "budget_usd": budget})
+            rec = _Recommender(base.model_copy(update={"deployment": dep}), CAT, "cheapest")
+            for wall in (10.0, 1e5):  # keeps up with the month's runs, or not
+                for rent in (None, 30_000.0, 300_000.0, 100_000.0):
+                    for buy in (None, 20_000.0, 500_000.0, 100_000.0 * costmod.BUY_MARGIN, 100_000.0):
+                        for capex in (None, 10_000.0, 90_000.0):
+                            want = _scored_as_a_list(rec, wall, rent, buy, capex)
+                            assert rec._scored(wall, rent, buy, capex) == want, (mode, budget, wall, rent, buy, capex)
+                            n += want[1] == "buy"
+    assert n > 20

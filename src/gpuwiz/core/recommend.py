@@ -1086,29 +1086,31 @@ class _Recommender:
         """(score, mode, drop) of ``_score``: mode None when there is no score (the drop says why)."""
         budget = self.d.budget_usd
         mode = self.d.mode
-        opts: list[tuple[float, str]] = []
         # An owned build must fit the month's runs into the month; renting can run them in parallel.
         keeps_up = wall * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
-        if (mode in ("rent", "either") and rent_total is not None
-                and (budget is None or rent_total / self.y <= budget)):
-            opts.append((rent_total, "rent"))
-        if (mode in ("buy", "either") and buy_total is not None and keeps_up
+        # (one allowed way: that way; both: the cheaper, ``min`` of (cost, mode) as over a list of the two)
+        rent = (rent_total if mode != "buy" and rent_total is not None  # (mode rent or either)
+                and (budget is None or rent_total / self.y <= budget) else None)
+        if (mode != "rent" and buy_total is not None and keeps_up  # (mode buy or either)
                 and (budget is None or (capex or 0) <= budget)):
             # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
             # verdict's own rule), so the ranking and the verdict agree.
-            opts.append((buy_total / costmod.BUY_MARGIN if mode == "either" else buy_total, "buy"))
-        if not opts:
-            can_rent = mode in ("rent", "either") and rent_total is not None
-            can_buy = mode in ("buy", "either") and buy_total is not None
-            if can_rent or (can_buy and keeps_up):
-                why = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
-            elif can_buy:
-                why = DROP_CAPACITY
-            else:
-                why = DROP_PRICE
-            return math.inf, None, why
-        score, how = min(opts)
-        return score, how, None
+            buy = buy_total / costmod.BUY_MARGIN if mode == "either" else buy_total
+            if rent is None:
+                return buy, "buy", None
+            score, how = min((rent, "rent"), (buy, "buy"))
+            return score, how, None
+        if rent is not None:
+            return rent, "rent", None
+        can_rent = mode in ("rent", "either") and rent_total is not None
+        can_buy = mode in ("buy", "either") and buy_total is not None
+        if can_rent or (can_buy and keeps_up):
+            why = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
+        elif can_buy:
+            why = DROP_CAPACITY
+        else:
+            why = DROP_PRICE
+        return math.inf, None, why
 
     def exact(self, c: Cand, w: sysmod.Workload) -> Cand:
         """Replace the rough buy cost with the sized system's TCO (its real bill of materials). Over
