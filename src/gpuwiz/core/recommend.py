@@ -562,7 +562,6 @@ class _Recommender:
         if self.d.mode in ("buy", "either"):
             self.stop_h = min(self.stop_h, HOURS_PER_MONTH / req.schedule.runs_per_month)
         self.cap_cache: dict[tuple[str, int, int], float] = {}
-        self.floors: dict[tuple[str, int, int], tuple[float, float]] = {}  # _buy_floor per shape
         self.points: dict[Cand, tuple[float, float]] = {}  # _point per candidate (Cand: hashed by identity)
         self.keys: dict[Cand, tuple[float, ...]] = {}  # key per candidate
         self.floor_orders: dict[Cand, tuple[float, float, float] | None] = {}  # _floor_order per candidate
@@ -579,7 +578,16 @@ class _Recommender:
         self.stem_key = costmod.stem_key(req)
         self.rough_stems = memo.table(cat, "rough_onprem_stems")
         self.floor_stems = memo.table(cat, "buy_floor_stems")  # _buy_floor's stems per shape and stem_key
-        self.floor_totals = memo.table(cat, "buy_floors")  # ... and its (capex, horizon cost) per money fields
+        # _buy_floor per shape, kept per catalog on every money field it reads (``stem_key``, $/kWh, residual
+        # factor, horizon): an edit of the data, the schedule or the budget finds the last answer's floors
+        floors = memo.table(cat, "buy_floors", maxsize=16)
+        fkey = (self.stem_key, self.rates.kwh, self.rates.residual_factor, self.y)
+        kept = floors.get(fkey) if floors is not None else memo.MISS
+        if kept is memo.MISS:
+            kept = {}
+            if floors is not None:
+                floors.put(fkey, kept)
+        self.floors: dict[tuple[str, int, int], tuple[float, float]] = kept
         # price_rough's per-shape facts (_shape_facts) for one workload: (workload, $/h of its cloud
         # volume, {shape: facts}), kept per catalog on every field they read (_shape_table)
         self.shape_tables = memo.table(cat, "rough_shapes", maxsize=32)
@@ -1442,29 +1450,20 @@ class _Recommender:
         key = (c.gpu.id, c.gpn, c.nodes)
         got = self.floors.get(key)
         if got is None:
-            # Kept per catalog on the shape and every money field it reads (``stem_key``, $/kWh, residual
-            # factor, horizon): a price-only edit of the data or the schedule (or of the budget) finds it.
+            # The floor's PartsStem per footprint kind (no $/kWh, no horizon), kept per catalog on the
+            # shape and ``stem_key``; PartsStem.total is OnPremParts.total to the bit (tests/core/test_price_tables).
+            skey = (*key, self.stem_key)
+            stems = self.floor_stems.get(skey) if self.floor_stems is not None else memo.MISS
+            if stems is memo.MISS:
+                prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
+                capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
+                stems = (capex, tuple(self.rates.stem(costmod.Footprint.make(c.nodes, c.gpn, 0.0, 0.0, rack), capex)
+                                      for rack in (False, True)))
+                if self.floor_stems is not None:
+                    self.floor_stems.put(skey, stems)
+            capex, kinds = stems
             kwh, rf = self.rates.kwh, self.rates.residual_factor
-            mkey = (*key, self.stem_key, kwh, rf, self.y)
-            got = self.floor_totals.get(mkey) if self.floor_totals is not None else memo.MISS
-            if got is memo.MISS:
-                # The floor's PartsStem per footprint kind (no $/kWh, no horizon), kept per catalog on the
-                # shape and ``stem_key``; PartsStem.total is OnPremParts.total to the bit
-                # (tests/core/test_price_tables).
-                skey = (*key, self.stem_key)
-                stems = self.floor_stems.get(skey) if self.floor_stems is not None else memo.MISS
-                if stems is memo.MISS:
-                    prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
-                    capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
-                    stems = (capex, tuple(self.rates.stem(costmod.Footprint.make(c.nodes, c.gpn, 0.0, 0.0, rack),
-                                                          capex) for rack in (False, True)))
-                    if self.floor_stems is not None:
-                        self.floor_stems.put(skey, stems)
-                capex, kinds = stems
-                got = (capex, min(st.total(kwh, rf, self.y, 0.0) for st in kinds))
-                if self.floor_totals is not None:
-                    self.floor_totals.put(mkey, got)
-            self.floors[key] = got
+            got = self.floors[key] = (capex, min(st.total(kwh, rf, self.y, 0.0) for st in kinds))
         return got
 
     def _may_hold(self, c: Cand) -> bool:
