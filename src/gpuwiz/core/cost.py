@@ -131,7 +131,7 @@ def _cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int
     r1 = cat.fac("reserved_1y_discount")
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
     rows: list[tuple[CloudOption, bool, bool]] = []  # (option, split over Ethernet, paid-but-idle GPUs)
-    for inst, n, slow, note, is_split, idle, usd_h, spot_h, res_h, tradeoff in _offer_rows(
+    for _inst, n, slow, fixed, is_split, idle, usd_h, spot_h, res_h in _offer_rows(
             req, cat, gpu_id, gpus_total, gpus_per_node, split, host_ram_gib):
         # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
         hours = wall_hours * slow
@@ -143,16 +143,10 @@ def _cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int
         # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
         reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
         res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
-        rows.append((CloudOption(
-            provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu,
-            gpus_per_instance=inst.gpu_count, instances=n, region=inst.region,
-            usd_per_hour=round(rate, 4), cost_per_run_usd=round(per_run, 2),
+        rows.append((CloudOption.from_fields(  # the offer's own fields (``fixed``) and the run's costs
+            fixed, cost_per_run_usd=round(per_run, 2),
             cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
-            cost_per_run_reserved_usd=round(res_per_run, 2),
-            cost_per_year_usd=round(per_run * rpy, 2), source=inst.source, note=note,
-            country=inst.country, tier=inst.tier, currency=inst.currency,
-            price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
-            tradeoff=tradeoff,
+            cost_per_run_reserved_usd=round(res_per_run, 2), cost_per_year_usd=round(per_run * rpy, 2),
         ), is_split, idle > 0))
     rows.sort(key=lambda r: (r[0].cost_per_run_usd, r[0].provider))
     # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
@@ -164,15 +158,16 @@ def _cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int
     return [o for o, _split, _idle in rows]
 
 
-_OfferRow = tuple[CloudInstance, int, float, str, bool, int, float, float | None, float | None, str]
+_OfferRow = tuple[CloudInstance, int, float, dict[str, Any], bool, int, float, float | None, float | None]
 
 
 def _offer_rows(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int, gpus_per_node: int,
                 split: SplitJob | None, host_ram_gib: float) -> tuple[_OfferRow, ...]:
     """cloud_options' offers that hold the job, each with what does not depend on the run time:
-    (offer, instances, time factor, note, split over Ethernet, idle GPUs, $/h, spot $/h, reserved
-    $/h, data trade-off). Memoised (core.memo) on what it reads: the shape, the split, the host RAM
-    and the policy fields of ``req`` (market.policy_key: check_offer's and tradeoff's fields)."""
+    (offer, instances, time factor, the option's fields but its costs per run and year (for
+    ``CloudOption.from_fields``), split over Ethernet, idle GPUs, $/h, spot $/h, reserved $/h).
+    Memoised (core.memo) on what it reads: the shape, the split, the host RAM and the policy fields
+    of ``req`` (market.policy_key: check_offer's and tradeoff's fields)."""
     key = (gpu_id, gpus_total, gpus_per_node, split, host_ram_gib, market.policy_key(req))
     return memo.cached(cat, "cloud_offer_rows", key, lambda: tuple(
         _offer_rows_of(req, cat, gpu_id, gpus_total, gpus_per_node, split, host_ram_gib)), maxsize=1024)
@@ -205,7 +200,13 @@ def _offer_rows_of(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int
                     else _("smallest offer for {n} GPU: {idle} of {paid} paid but idle")).format(
                 n=gpus_total, idle=idle, paid=inst.gpu_count * n)
         _inst, usd_h, spot_h, res_h = usd_rates(cat, inst)
-        yield (inst, n, slow, note, is_split, idle, usd_h, spot_h, res_h, market.tradeoff(req, inst) or "")
+        fixed = CloudOption.fields_of(
+            provider=inst.provider, instance=inst.instance_type, gpu=inst.gpu, gpus_per_instance=inst.gpu_count,
+            instances=n, region=inst.region, usd_per_hour=round(usd_h * n, 4), source=inst.source, note=note,
+            country=inst.country, tier=inst.tier, currency=inst.currency,
+            price_per_hour_local=round(inst.price_per_hour * n, 4), observed=inst.observed,
+            tradeoff=market.tradeoff(req, inst) or "")
+        yield (inst, n, slow, fixed, is_split, idle, usd_h, spot_h, res_h)
 
 
 def offers_for(cat: Catalog, gpu_id: str) -> tuple[CloudInstance, ...]:
@@ -547,8 +548,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
                 usd=cash(rent.usd_per_run, 2 if rent.usd_per_run < 100 else 0)),
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
-            monthly=[MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2), buy_usd=0.0)
-                     for m in range(months + 1)],
+            monthly=MonthPoint.series(months, rent_year / 12, 0.0, 0.0),
         )
     gpus = build.gpus_per_node * build.nodes
     buy_label = f"{build.nodes}x " if build.nodes > 1 else ""
@@ -561,8 +561,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     opex_year = parts.opex_per_year(busy)
 
     if rent is None:
-        series = [MonthPoint(month=m, rent_usd=0.0, buy_usd=round(parts.capex + opex_year / 12 * m, 2))
-                  for m in range(months + 1)]
+        series = MonthPoint.series(months, 0.0, parts.capex, opex_year / 12)
         return CostAnalysis(cloud=cloud, onprem=tco, verdict="buy",
                             verdict_reason=_("no cloud offer in the catalog can run this workload; buying is the "
                                              "only option priced"),
@@ -656,8 +655,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
 
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus,
                         p_equiv, cash=cash)
-    series = [MonthPoint(month=m, rent_usd=round(rent_year / 12 * m, 2),
-                         buy_usd=round(parts.capex + opex_year / 12 * m, 2)) for m in range(months + 1)]
+    series = MonthPoint.series(months, rent_year / 12, parts.capex, opex_year / 12)
     return CostAnalysis(
         cloud=cloud, onprem=tco, verdict=verdict, verdict_reason=reason,
         breakeven_utilization=round(breakeven, 4) if breakeven is not None else None,

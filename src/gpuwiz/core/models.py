@@ -451,6 +451,24 @@ class Result:
                 d[name] = make()
         d.update(values)
 
+    @classmethod
+    def from_fields(cls: type[_R], fixed: dict[str, Any], /, **values: Any) -> _R:
+        """``cls(**fixed, **values)`` for a caller whose ``fixed`` (kept between calls; ``fields_of``)
+        and ``values`` give every field: without ``__init__``'s keyword checks and defaults (a hot path
+        builds dozens of these per answer; tests/core/test_fast_construction)."""
+        new = object.__new__(cls)
+        d = new.__dict__
+        d.update(fixed)
+        d.update(values)
+        return new
+
+    @classmethod
+    def fields_of(cls, **values: Any) -> dict[str, Any]:
+        """The class's defaults with ``values``: the part of a value ``from_fields`` is given to keep."""
+        if not values.keys() <= cls._fieldset or cls._factories:
+            raise TypeError(f"{cls.__name__}: unknown {sorted(values.keys() - cls._fieldset)} or field factories")
+        return {**cls._static, **values}
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name!r}")
 
@@ -805,6 +823,21 @@ class MonthPoint(Result):
     month: int
     rent_usd: float
     buy_usd: float
+
+    @staticmethod
+    def series(months: int, rent_per_month: float, buy_at_start: float, buy_per_month: float) -> list["MonthPoint"]:
+        """Month 0 to ``months``: the cumulative cost of renting (``round(rent_per_month * m, 2)``) and
+        of owning (``round(buy_at_start + buy_per_month * m, 2)``), each point made without the keyword
+        checks of ``Result``'s ``__init__`` (a cost analysis makes one per month of the horizon;
+        tests/core/test_fast_construction)."""
+        new = object.__new__
+        out: list[MonthPoint] = []
+        for m in range(months + 1):
+            p = new(MonthPoint)
+            p.__dict__.update(month=m, rent_usd=round(rent_per_month * m, 2),
+                              buy_usd=round(buy_at_start + buy_per_month * m, 2))
+            out.append(p)
+        return out
 
 
 class RentOffer(Result):

@@ -33,6 +33,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, TypedDict
 
 from gpuwiz.core import cost as costmod
@@ -62,6 +63,7 @@ from gpuwiz.i18n import N_, _
 _NUMERIC_ERRORS = (ArithmeticError, ValueError)
 
 NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the cheapest objective
+_NON_CUDA_STACK = 1.0 + NON_CUDA_HANDICAP  # ... as the factor on a cost (``_stack``)
 # Cheapest objective: among builds within this fraction of the lowest (effective) horizon cost, the
 # one with the fewest GPUs wins. The one place this tolerance is stated; see _Recommender.pick.
 SIMPLICITY_TOLERANCE = 0.05
@@ -563,14 +565,15 @@ class _Recommender:
         self.req, self.cat, self.obj = req, cat, objective
         self.d = req.deployment
         self.deadline_h = _deadline_hours(req)
+        self.slack_h = SLACK_FRAC * self.deadline_h  # a run that ends after it has no slack (``tight``)
         # Scale-out stops at this time per run: the deadline, or tighter when the build may be owned.
         self.stop_h = self.deadline_h
         if self.d.mode in ("buy", "either"):
             self.stop_h = min(self.stop_h, HOURS_PER_MONTH / req.schedule.runs_per_month)
         self.cap_cache: dict[tuple[str, int, int], float] = {}
-        self.floors: dict[tuple[str, int, int], tuple[float, float]] = {}  # _buy_floor per shape
-        self.points: dict[int, tuple[Cand, tuple[float, float]]] = {}  # _point per candidate (id, value)
-        self.keys: dict[int, tuple[Cand, tuple[float, ...]]] = {}  # key per candidate (id, value)
+        self.points: dict[Cand, tuple[float, float]] = {}  # _point per candidate (Cand: hashed by identity)
+        self.keys: dict[Cand, tuple[float, ...]] = {}  # key per candidate
+        self.floor_orders: dict[Cand, tuple[float, float, float] | None] = {}  # _floor_order per candidate
         self.ram_cap: dict[tuple[str, int], float] = {}
         self.restricted = market.purchase_restricted_country(cat, self.d.country)
         self.y = costmod.years(req)
@@ -584,6 +587,16 @@ class _Recommender:
         self.stem_key = costmod.stem_key(req)
         self.rough_stems = memo.table(cat, "rough_onprem_stems")
         self.floor_stems = memo.table(cat, "buy_floor_stems")  # _buy_floor's stems per shape and stem_key
+        # _buy_floor per shape, kept per catalog on every money field it reads (``stem_key``, $/kWh, residual
+        # factor, horizon): an edit of the data, the schedule or the budget finds the last answer's floors
+        floors = memo.table(cat, "buy_floors", maxsize=16)
+        fkey = (self.stem_key, self.rates.kwh, self.rates.residual_factor, self.y)
+        kept = floors.get(fkey) if floors is not None else memo.MISS
+        if kept is memo.MISS:
+            kept = {}
+            if floors is not None:
+                floors.put(fkey, kept)
+        self.floors: dict[tuple[str, int, int], tuple[float, float]] = kept
         # price_rough's per-shape facts (_shape_facts) for one workload: (workload, $/h of its cloud
         # volume, {shape: facts}), kept per catalog on every field they read (_shape_table)
         self.shape_tables = memo.table(cat, "rough_shapes", maxsize=32)
@@ -1036,8 +1049,8 @@ class _Recommender:
         ACS settings and driver are not the renter's to change -- an NCCL hang cannot be fixed
         (pitfall consumer-no-p2p). The estimate already counts the slower all-reduce; the hang is
         the risk the price does not show."""
-        g = c.gpu
-        return c.rent_total is not None and c.count >= 2 and not g.p2p and g.nvlink_gbps <= 0
+        g = c.gpu  # (the GPU's part first: most cards have P2P, and the pricing asks for every candidate)
+        return not g.p2p and g.nvlink_gbps <= 0 and c.rent_total is not None and c.count >= 2
 
     def drop_risky_rent(self, cands: list[Cand]) -> list[Cand]:
         """When one GPU does the run with slack against the deadline, a ``risky_rent`` build is not
@@ -1104,29 +1117,31 @@ class _Recommender:
         """(score, mode, drop) of ``_score``: mode None when there is no score (the drop says why)."""
         budget = self.d.budget_usd
         mode = self.d.mode
-        opts: list[tuple[float, str]] = []
         # An owned build must fit the month's runs into the month; renting can run them in parallel.
         keeps_up = wall * self.req.schedule.runs_per_month <= HOURS_PER_MONTH
-        if (mode in ("rent", "either") and rent_total is not None
-                and (budget is None or rent_total / self.y <= budget)):
-            opts.append((rent_total, "rent"))
-        if (mode in ("buy", "either") and buy_total is not None and keeps_up
+        # (one allowed way: that way; both: the cheaper, ``min`` of (cost, mode) as over a list of the two)
+        rent = (rent_total if mode != "buy" and rent_total is not None  # (mode rent or either)
+                and (budget is None or rent_total / self.y <= budget) else None)
+        if (mode != "rent" and buy_total is not None and keeps_up  # (mode buy or either)
                 and (budget is None or (capex or 0) <= budget)):
             # With the choice open, buying must be clearly cheaper to win (cost.BUY_MARGIN, the
             # verdict's own rule), so the ranking and the verdict agree.
-            opts.append((buy_total / costmod.BUY_MARGIN if mode == "either" else buy_total, "buy"))
-        if not opts:
-            can_rent = mode in ("rent", "either") and rent_total is not None
-            can_buy = mode in ("buy", "either") and buy_total is not None
-            if can_rent or (can_buy and keeps_up):
-                why = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
-            elif can_buy:
-                why = DROP_CAPACITY
-            else:
-                why = DROP_PRICE
-            return math.inf, None, why
-        score, how = min(opts)
-        return score, how, None
+            buy = buy_total / costmod.BUY_MARGIN if mode == "either" else buy_total
+            if rent is None:
+                return buy, "buy", None
+            score, how = min((rent, "rent"), (buy, "buy"))
+            return score, how, None
+        if rent is not None:
+            return rent, "rent", None
+        can_rent = mode in ("rent", "either") and rent_total is not None
+        can_buy = mode in ("buy", "either") and buy_total is not None
+        if can_rent or (can_buy and keeps_up):
+            why = DROP_BUDGET  # a price exists and the schedule works: the budget stops it
+        elif can_buy:
+            why = DROP_CAPACITY
+        else:
+            why = DROP_PRICE
+        return math.inf, None, why
 
     def exact(self, c: Cand, w: sysmod.Workload) -> Cand:
         """Replace the rough buy cost with the sized system's TCO (its real bill of materials). Over
@@ -1184,7 +1199,7 @@ class _Recommender:
         (P90) end of its cross-validated time range misses the deadline itself: a pick an expert signs
         finishes in time even when the estimate errs the way published runs did."""
         hi = c.q.wall_hours_p90
-        return c.q.wall_hours > SLACK_FRAC * self.deadline_h or (hi is not None and hi > self.deadline_h)
+        return c.q.wall_hours > self.slack_h or (hi is not None and hi > self.deadline_h)
 
     def effective(self, c: Cand) -> float:
         """The cost the cheapest objective compares: horizon cost (``score``), with the non-CUDA
@@ -1210,16 +1225,23 @@ class _Recommender:
     def key(self, c: Cand) -> tuple[float, ...]:
         """Order of the ranked list (alternatives); the winner is ``pick``. Kept per candidate for the
         answer (a candidate is frozen; the ranking and its proofs ask for the same keys many times)."""
-        hit = self.keys.get(id(c))
-        if hit is not None and hit[0] is c:  # (the entry holds the candidate: its id is not reused)
-            return hit[1]
-        if self.obj == "fastest":
-            k: tuple[float, ...] = (0.0, self.off_site(c), _sig(c.q.wall_hours), c.score)
-        elif self.obj == "perf-per-watt":
+        hit = self.keys.get(c)
+        if hit is not None:
+            return hit
+        if self.obj == "cheapest":
+            # (tight, off_site and effective inlined: the ranking and its proofs make a few hundred keys
+            # an answer; tests/core/test_rank_proofs checks them against the three rules)
+            q, b = c.q, c.build
+            wall, hi = q.wall_hours, q.wall_hours_p90
+            k: tuple[float, ...] = (
+                1.0 if wall > self.slack_h or (hi is not None and hi > self.deadline_h) else 0.0,
+                1.0 if c.mode == "buy" and b is not None and c.nodes == 1 and b.power_w > self.circuit_w else 0.0,
+                c.score * (1.0 if c.gpu.vendor == "nvidia" else _NON_CUDA_STACK), wall)
+        elif self.obj == "fastest":
+            k = (0.0, self.off_site(c), _sig(c.q.wall_hours), c.score)
+        else:  # perf-per-watt
             k = (float(self.tight(c)), self.off_site(c), _sig(c.energy_kwh), c.score)
-        else:
-            k = (float(self.tight(c)), self.off_site(c), self.effective(c), c.q.wall_hours)
-        self.keys[id(c)] = (c, k)
+        self.keys[c] = k
         return k
 
     def pick(self, ranked: list[Cand]) -> Cand:
@@ -1232,10 +1254,10 @@ class _Recommender:
         tolerance (tests/robustness)."""
         if self.obj != "cheapest" or not ranked:
             return ranked[0]
-        floor = self.effective(ranked[0])
-        tier = self.key(ranked[0])[:2]
-        near = [c for c in ranked
-                if self.key(c)[:2] == tier and self.effective(c) <= floor * (1 + SIMPLICITY_TOLERANCE)]
+        first = self.key(ranked[0])
+        tier, bound = first[:2], first[2] * (1 + SIMPLICITY_TOLERANCE)  # (a cheapest key's [2]: ``effective``)
+        key = self.key
+        near = [c for c in ranked if (k := key(c))[:2] == tier and k[2] <= bound]
         simple = min(near, key=lambda c: (c.count, c.nodes, self.effective(c), c.q.wall_hours))
         # Value of time: an equally simple build within the tolerance that is clearly faster wins
         # (1.7x faster for 1 % more is what an expert buys; the price gap is inside the estimate's error).
@@ -1334,7 +1356,7 @@ class _Recommender:
         for c in ok:
             per_type.setdefault(c.gpu.id, []).append(c)
         top = ok[:EXACT_TOP]
-        seen = {id(c) for c in top}
+        seen = set(top)  # (a Cand hashes by identity)
         # A type's further shapes only when their rough cost -- the ranked one, or owning it (the
         # build to own beside a rented pick) -- is near the best (they could win once sized); the
         # best shape of every type is sized (the alternatives list one per type), and its fastest
@@ -1348,37 +1370,37 @@ class _Recommender:
             if fastest.q.wall_hours >= quickest:
                 fastest = cs[0]  # no faster than the top few: it cannot extend the front's fast end
             for i, c in enumerate(cs):
-                if id(c) in seen:
+                if c in seen:
                     continue
                 if c is fastest or (i < SHAPES_PER_TYPE and (
                         i == 0 or c.score <= near or (c.buy_total is not None and c.buy_total <= near_buy))):
                     picked.append(c)
-                    seen.add(id(c))
+                    seen.add(c)
         # A rented candidate whose sizing provably leaves its score and mode alone (``_rent_stays``) is
         # sized only if it is the pick or could be the build to own (``_best_buy``): unsized, it ranks,
         # lists and sits on the Pareto front exactly as sized (all read its rent price alone).
         lazy = [c for c in picked if prune and self._rent_stays(c)]
-        lazy_ids = {id(c) for c in lazy}
+        lazy_set = set(lazy)
         # A build only to own (no rent offer) that, even at its owning floor, is neither the pick, nor an
         # alternative, nor the build to own, nor on the Pareto front (``_owned_irrelevant``), is not sized
         # and not shortlisted: sized, it would change nothing the answer shows.
         held = [c for c in picked if prune and not pinned and self._may_hold(c)]
-        held_ids = {id(c) for c in held}
-        sized = {id(c): self.exact(c, w0) for c in picked if id(c) not in lazy_ids and id(c) not in held_ids}
+        held_set = set(held)
+        sized = {c: self.exact(c, w0) for c in picked if c not in lazy_set and c not in held_set}
         settled = False  # every held build left unsized is proved irrelevant (``_settle_owned``)
         while True:
-            shortlist = [sized.get(id(c), c) for c in picked if id(c) not in held_ids or id(c) in sized]
+            shortlist = [sized.get(c, c) for c in picked if c not in held_set or c in sized]
             shortlist = [c for c in shortlist if pinned or not math.isinf(c.score)]
-            if not shortlist and not any(id(c) not in sized for c in held):
+            if not shortlist and not any(c not in sized for c in held):
                 return None
             shortlist.sort(key=self.key)
             win = self.pick(shortlist) if shortlist else None
             if settled:
                 break
-            waiting = [c for c in held if id(c) not in sized]
+            waiting = [c for c in held if c not in sized]
             shown: list[Cand] = []
             if waiting and win is not None:
-                final = [sized.get(id(c), c) for c in priced.ok if id(c) not in held_ids or id(c) in sized]
+                final = [sized.get(c, c) for c in priced.ok if c not in held_set or c in sized]
                 irrelevant = self._owned_irrelevant(win, shortlist, final)
                 waiting = [c for c in waiting if not irrelevant(c)]
                 shown = [c for c in waiting if not irrelevant(c, False)]  # ... whoever the build to own is
@@ -1390,23 +1412,24 @@ class _Recommender:
             # size those now; else, of the ones that could only be the build to own, the one cheapest to
             # own (it may be it, which proves the others); then the shortlist, the pick and the proofs again
             for c in shown or [min(waiting, key=lambda c: self._buy_floor(c)[1])]:
-                sized[id(c)] = self.exact(c, w0)
+                sized[c] = self.exact(c, w0)
         assert win is not None
         if lazy:
             # sizing keeps each lazy one's key (same score, mode, run time): the order and the pick stand
-            if id(win) in lazy_ids:
-                sized[id(win)] = self.exact(win, w0)
-                win = sized[id(win)]
-            best = self._best_buy([sized.get(id(c), c) for c in shortlist])
+            if win in lazy_set:
+                sized[win] = self.exact(win, w0)
+                win = sized[win]
+            best = self._best_buy([sized.get(c, c) for c in shortlist])
+            border = self._buy_order(best)
             for c in lazy:
-                if id(c) not in sized and not self._not_best_buy(c, best):
-                    sized[id(c)] = self.exact(c, w0)
-            shortlist = [sized.get(id(c), c) for c in shortlist]
-        every = tuple(sized.get(id(c), c) for c in priced.ok)
+                if c not in sized and not self._beaten(c, border):  # (``_not_best_buy``)
+                    sized[c] = self.exact(c, w0)
+            shortlist = [sized.get(c, c) for c in shortlist]
+        every = tuple(sized.get(c, c) for c in priced.ok)
         shortlist.remove(win)
         return Ranked(shortlist=(win, *shortlist), priced=every, search=priced)
 
-    def _settle_owned(self, waiting: list[Cand], shortlist: list[Cand], sized: dict[int, Cand],
+    def _settle_owned(self, waiting: list[Cand], shortlist: list[Cand], sized: dict[Cand, Cand],
                       w0: sysmod.Workload) -> bool:
         """``rank``'s rounds for held builds that could each only be the build to own (``_owned_irrelevant``
         proves all else of them), in one pass: size the one cheapest to own (as a round does), keep the
@@ -1425,10 +1448,11 @@ class _Recommender:
             assert b.buy_total is not None
             return (*self._own_order(b, b.buy_total), b.q.wall_hours)
 
-        pending = waiting
+        # by floor, once (stable: the first is ``min``'s choice of each round, as in the caller's rounds)
+        pending = sorted(waiting, key=lambda c: self._buy_floor(c)[1])
         while pending:
-            c = min(pending, key=lambda c: self._buy_floor(c)[1])
-            s = sized[id(c)] = self.exact(c, w0)
+            c = pending[0]
+            s = sized[c] = self.exact(c, w0)
             if not math.isinf(s.score):  # it joins the shortlist
                 if not self._outranks(self.key(s)[:3], first, band):
                     return False
@@ -1437,7 +1461,8 @@ class _Recommender:
                         best = s
                     elif order(s) == order(best):
                         return False
-            pending = [d for d in pending if d is not c and not self._not_best_buy(d, best)]
+            border = self._buy_order(best)
+            pending = [d for d in pending[1:] if not self._beaten(d, border)]
         return True
 
     def _buy_floor(self, c: Cand) -> tuple[float, float]:
@@ -1492,21 +1517,22 @@ class _Recommender:
                 first_at[gid] = i
             others.append(others[-1] + (new and gid != win.gpu.id))
         best = self._best_buy(shortlist)
-        pts = sorted(self._point(p) for p in final
-                     if p is not win and not math.isinf(p.score) and (p.exact or p.mode == "rent"))
+        border = self._buy_order(best)
+        point, isinf = self._point, math.isinf
+        pts = sorted([point(p) for p in final if p is not win and not isinf(p.score) and (p.exact or p.mode == "rent")])
         walls = [w for w, _run in pts]
         least: list[float] = []  # the lowest cost per run up to each point (by run time)
         for _w, run in pts:
             least.append(min(run, least[-1]) if least else run)
         years_runs = max(self.rpy * self.y, 1e-9)
 
-        shown: dict[int, tuple[Cand, bool]] = {}  # the tests but the build to own's, per candidate
+        shown: dict[Cand, bool] = {}  # the tests but the build to own's, per candidate
 
         def irrelevant(c: Cand, buy: bool = True) -> bool:
-            hit = shown.get(id(c))
-            if hit is None or hit[0] is not c:
-                hit = shown[id(c)] = (c, unseen(c))
-            return hit[1] and (not buy or self._not_best_buy(c, best))
+            hit = shown.get(c)
+            if hit is None:
+                hit = shown[c] = unseen(c)
+            return hit and (not buy or self._beaten(c, border))  # (``_not_best_buy``)
 
         def unseen(c: Cand) -> bool:
             floor = self._buy_floor(c)[1] * (1 - 1e-9)
@@ -1526,10 +1552,10 @@ class _Recommender:
 
     def _point(self, c: Cand) -> tuple[float, float]:
         """(run time, cost per run) of ``c`` as ``pareto`` rounds them, kept per candidate value."""
-        hit = self.points.get(id(c))
-        if hit is None or hit[0] is not c:
-            hit = self.points[id(c)] = (c, (round(c.q.wall_hours, 3), round(self.per_run(c), 2)))
-        return hit[1]
+        hit = self.points.get(c)
+        if hit is None:
+            hit = self.points[c] = (round(c.q.wall_hours, 3), round(self.per_run(c), 2))
+        return hit
 
     def _rent_stays(self, c: Cand) -> bool:
         """``exact(c)`` provably keeps ``c``'s score, mode and drop: it is ranked on its rent price and
@@ -1546,14 +1572,30 @@ class _Recommender:
         """``c`` once sized cannot be ``_best_buy``'s answer: it could not keep up with the month's runs
         or stay within the budget, or ``best`` (sized) comes first in that order even against its
         floor (``_buy_floor``)."""
+        return self._beaten(c, self._own_order(best, best.buy_total)
+                            if best is not None and best.buy_total is not None else None)
+
+    def _buy_order(self, best: Cand | None) -> tuple[float, float, float] | None:
+        """``_own_order`` of the build to own (``_best_buy``) at its price; None when there is none."""
+        return self._own_order(best, best.buy_total) if best is not None and best.buy_total is not None else None
+
+    def _beaten(self, c: Cand, best: tuple[float, float, float] | None) -> bool:
+        """``_not_best_buy`` with the build to own's ``_own_order`` (``best``; None: no build to own)."""
+        if c in self.floor_orders:
+            order = self.floor_orders[c]
+        else:
+            order = self.floor_orders[c] = self._floor_order(c)
+        return order is None or (best is not None and best < order)
+
+    def _floor_order(self, c: Cand) -> tuple[float, float, float] | None:
+        """``_own_order`` of ``c`` at its owning floor (``_buy_floor``), or None when, sized, it could not
+        keep up with the month's runs or stay within the budget (never the build to own)."""
         if c.q.wall_hours * self.req.schedule.runs_per_month > HOURS_PER_MONTH:
-            return True
+            return None
         capex, total = self._buy_floor(c)
         if self.d.budget_usd is not None and capex > self.d.budget_usd:
-            return True
-        if best is None or best.buy_total is None:
-            return False
-        return self._own_order(best, best.buy_total) < self._own_order(c, total * (1 - 1e-9))
+            return None
+        return self._own_order(c, total * (1 - 1e-9))
 
     def _sized(self, c: Cand, w: sysmod.Workload) -> Build:
         """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""
@@ -1749,22 +1791,24 @@ class _Recommender:
         on it): no point is both slower and dearer per run than another. The pick carries the price
         the answer quotes."""
         pts: list[tuple[float, float, Cand, bool]] = []  # models only for the points on the front
+        point, isinf, isfinite, needs_circuit = self._point, math.isinf, math.isfinite, self.needs_circuit
         for c in priced:
             # Only exact prices: a rent price is exact once priced, a bought build once sized. On a desk,
             # only builds the site takes as they are (no dedicated circuit: ``off_site``), the pick aside.
-            if math.isinf(c.score) or not (c.exact or c.mode == "rent" or c is win):
+            if isinf(c.score):
                 continue
             if c is win:
                 run = win_run if win_run is not None else self.per_run(c)
-                if math.isfinite(run):
+                if isfinite(run):
                     pts.append((round(c.q.wall_hours, 3), round(run, 2), c, win_rented))
                 continue
-            if self.off_site(c):
+            mode = c.mode
+            if not (c.exact or mode == "rent") or (mode == "buy" and needs_circuit(c)):  # (``off_site``)
                 continue
-            wall, rounded = self._point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
-            if math.isfinite(rounded):
-                pts.append((wall, rounded, c, c.mode == "rent"))
-        pts.sort(key=lambda p: (p[0], p[1]))
+            wall, rounded = point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
+            if isfinite(rounded):
+                pts.append((wall, rounded, c, mode == "rent"))
+        pts.sort(key=itemgetter(0, 1))
         front: list[tuple[ParetoPoint, bool]] = []  # (point, is the pick)
         for wall, run, c, rented in pts:
             if not front or run < front[-1][0].cost_per_run_usd:
@@ -1786,7 +1830,7 @@ class _Recommender:
 
     def _stack(self, c: Cand) -> float:
         """The non-CUDA software-stack handicap on a cost (``effective``)."""
-        return 1.0 if c.gpu.vendor == "nvidia" else 1.0 + NON_CUDA_HANDICAP
+        return 1.0 if c.gpu.vendor == "nvidia" else _NON_CUDA_STACK
 
     def _own_order(self, c: Cand, total: float) -> tuple[float, float, float]:
         """``_best_buy``'s order of ``c`` owned for ``total`` over the horizon (before its run time): one
