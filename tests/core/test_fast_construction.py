@@ -74,3 +74,33 @@ def test_cloud_options_made_from_kept_fields_equal_constructed_ones_at_every_run
         pass
     else:
         raise AssertionError("fields_of took a field CloudOption does not have")
+
+
+def test_plan_facts_from_the_fast_path_equal_the_full_estimates() -> None:
+    """The sizing inputs of a build the answer only sizes (the build to own, the rent reference) come from the fast
+    path's result (recommend._Scanner.plan_facts); they equal the full estimate's (system.PlanFacts.of) on every
+    shape the search priced, for every example: token and image models, LoRA, offload."""
+    from pathlib import Path
+
+    from gpuwiz.core import memo
+    from gpuwiz.core import recommend as rec_mod
+    from gpuwiz.core import system
+    from gpuwiz.core.config_io import load_config
+
+    cat = load_catalog()
+    examples = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+    seen = 0
+    for path in examples:
+        req = load_config(path)
+        memo.clear()
+        rec_mod.recommend(req, cat)  # the search fills the memo the scanner reads
+        scan = rec_mod._Scanner(req, cat)
+        assert scan.memo
+        for (gid, count, gpn), r in list(scan.memo.items())[::7]:
+            if not r.fits:
+                continue
+            gpu = cat.gpu(gid)
+            full = scan.mod.estimate_from(scan.ctx, gpu, count, gpn)
+            assert scan.plan_facts(gpu, count, gpn) == system.PlanFacts.of(full), (path.name, gid, count)
+            seen += 1
+    assert seen >= 20

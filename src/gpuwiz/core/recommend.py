@@ -192,7 +192,7 @@ class _Scanner:
         self._spread = getattr(est_mod, "_speed_spread", None)
         self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
         # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
-        # the plan key leaves out), and per shape the last one made (``plan_estimate``)
+        # the plan key leaves out), and per shape the last one made (``plan_facts``)
         self.fulls: dict[tuple[str, int, int, Any], Estimate] | None = (
             hit[1].setdefault("recommend.fulls", {}) if hit is not None else None)
         if self.fulls is not None and len(self.fulls) > FULLS_MAX:
@@ -333,12 +333,21 @@ class _Scanner:
             return got
         return self.mod.estimate(self.req, self.cat, gpu=gpu.id, count=count, gpus_per_node=gpn)
 
-    def plan_estimate(self, gpu: GPU, count: int, gpn: int) -> Estimate:
-        """A full estimate of this shape's plan, maybe made for another data size of the same plan
-        key: for what does not depend on the data size (the plan, memory, per-GPU throughput; what
-        ``system.workload_from`` reads besides the requirements), never for run times."""
+    def plan_facts(self, gpu: GPU, count: int, gpn: int) -> sysmod.PlanFacts:
+        """The sizing inputs (system.PlanFacts) of this shape's plan without building a full estimate: a full
+        estimate made for it before (maybe for another data size of the plan key: they do not depend on it), else
+        the fast path's result, which carries the same values (estimate_from copies them from it)."""
         got = self.plan_ests.get((gpu.id, count, gpn))
-        return got if got is not None else self.full(gpu, count, gpn)
+        if got is not None or not self.fast:
+            return sysmod.PlanFacts.of(got if got is not None else self.full(gpu, count, gpn))
+        r = self.memo.get((gpu.id, count, gpn)) if self.memo is not None else None
+        if r is None or r.detail is None or r.detail.st is None:  # (not asked yet, or asked untimed)
+            r = self.mod.quick(self.ctx, gpu, count, gpn)
+        d, model = r.detail, self.ctx.model
+        s = d.choice.shape
+        return sysmod.PlanFacts(model.family, model.params_total, self.ctx.p_trainable, r.tokens_per_s_per_gpu,
+                                r.samples_per_s_per_gpu, s.offload, r.host_ram_gib, s.framework(d.count), s.zero,
+                                s.tp, s.pp)
 
 
 # ---- candidates ----------------------------------------------------------------------------------
@@ -1608,8 +1617,8 @@ class _Recommender:
         return est, sysmod.workload_from(self.req, self.cat, est)
 
     def _plan_workload(self, scan: _Scanner, c: Cand) -> sysmod.Workload:
-        """``_workload``'s sizing inputs alone (they read the plan, not the run time: _Scanner.plan_estimate)."""
-        return sysmod.workload_from(self.req, self.cat, scan.plan_estimate(c.gpu, c.count, c.gpn))
+        """``_workload``'s sizing inputs alone (they read the plan, not the run time: _Scanner.plan_facts)."""
+        return sysmod.workload_from(self.req, self.cat, scan.plan_facts(c.gpu, c.count, c.gpn))
 
     def overhead(self, inst: CloudInstance | None, w: sysmod.Workload) -> tuple[float, float]:
         """(hours, $) a rented run pays besides training -- the $ are egress plus ``standing_usd`` (the

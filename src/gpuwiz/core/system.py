@@ -89,9 +89,35 @@ class Workload:
         return 0.0
 
 
-def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Workload:
+@dataclass(frozen=True, slots=True)
+class PlanFacts:
+    """What the sizing reads of an estimate (``workload_from``): the model's family and parameters, the speed
+    per GPU and the plan's offload and layout. ``of`` takes them from a full Estimate; the recommender also
+    makes them from the estimator's fast path (no full Estimate) for a build it only sizes."""
+
+    family: str
+    params_total: float
+    params_trainable: float
+    tokens_per_s_per_gpu: float | None
+    samples_per_s_per_gpu: float | None
+    offload: str
+    host_ram_gib: float
+    framework: str
+    zero_stage: int
+    tp: int
+    pp: int
+
+    @staticmethod
+    def of(est: Estimate) -> PlanFacts:
+        return PlanFacts(est.model.family, est.model.params_total, est.model.params_trainable,
+                         est.throughput.tokens_per_s_per_gpu, est.throughput.samples_per_s_per_gpu, est.plan.offload,
+                         est.memory.host_ram_gib, est.plan.framework, est.plan.zero_stage, est.plan.tp, est.plan.pp)
+
+
+def workload_from(req: Requirements, cat: Catalog, est: Estimate | PlanFacts | None) -> Workload:
     """Collect the sizing inputs; dataset size from data.dataset_gb, else tokens / samples."""
-    family = est.model.family if est else (req.model.family or "decoder")
+    f = PlanFacts.of(est) if isinstance(est, Estimate) else est
+    family = f.family if f else (req.model.family or "decoder")
     modality = MODALITY.get(family, "text")
     sample_kb = req.data.sample_kb
     preset = next((m for m in cat.models if m.id == req.model.preset), None) if req.model.preset else None
@@ -111,8 +137,8 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
         dataset_gb = req.data.samples * (sample_kb or 110.0) / 1e6
     else:
         dataset_gb = 100.0
-    params_total = est.model.params_total if est else (req.model.params_b or 1.0) * 1e9
-    trainable = est.model.params_trainable if est else params_total
+    params_total = f.params_total if f else (req.model.params_b or 1.0) * 1e9
+    trainable = f.params_trainable if f else params_total
     return Workload(
         modality=modality,
         params_total=params_total,
@@ -121,14 +147,14 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | None) -> Work
         optimizer=req.training.optimizer,
         dataset_gb=dataset_gb,
         sample_kb=sample_kb,
-        samples_per_s_per_gpu=est.throughput.samples_per_s_per_gpu if est else None,
-        tokens_per_s_per_gpu=est.throughput.tokens_per_s_per_gpu if est else None,
-        offload=est.plan.offload if est else "none",
-        host_ram_gib=est.memory.host_ram_gib if est else 0.0,
-        framework=est.plan.framework if est else "PyTorch DDP",
-        zero_stage=est.plan.zero_stage if est else 0,
-        tp=est.plan.tp if est else 1,
-        pp=est.plan.pp if est else 1,
+        samples_per_s_per_gpu=f.samples_per_s_per_gpu if f else None,
+        tokens_per_s_per_gpu=f.tokens_per_s_per_gpu if f else None,
+        offload=f.offload if f else "none",
+        host_ram_gib=f.host_ram_gib if f else 0.0,
+        framework=f.framework if f else "PyTorch DDP",
+        zero_stage=f.zero_stage if f else 0,
+        tp=f.tp if f else 1,
+        pp=f.pp if f else 1,
     )
 
 
