@@ -75,9 +75,6 @@ MAX_NODES = 4096
 # deadline, or 5 that fit a budget, are real builds; powers of two alone missed them).
 NODE_LADDER = tuple(sorted({*range(2, 9), *(int(round(8 * 1.25 ** k / 2) * 2) for k in range(1, 30))}))
 NODE_LADDER = tuple(n for n in NODE_LADDER if n <= MAX_NODES)
-# ... with a stated global batch, also the powers of two: a power-of-two batch (most are) splits evenly over
-# power-of-two replicas, and a count whose replicas cannot split it is dropped (DROP_BATCH_SPLIT)
-BATCH_LADDER = tuple(sorted({*NODE_LADDER, *(1 << k for k in range(1, 13) if 1 << k <= MAX_NODES)}))
 FINETUNE_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a fine-tune should come back within a week
 MIN_TURNAROUND_HOURS = 7 * 24.0  # no deadline: a pretraining run gets at least a week
 # A run should end by this fraction of its deadline (restarts, a slower pipeline); a build past it
@@ -812,7 +809,7 @@ class _Recommender:
         slack_h = self.stop_h * SLACK_FRAC
         i = 0
         batch = scan.global_batch()
-        ladder = BATCH_LADDER if batch is not None else NODE_LADDER
+        ladder = list(NODE_LADDER)
         while i < len(ladder):
             nodes = ladder[i]
             i += 1
@@ -825,7 +822,10 @@ class _Recommender:
                 t.drop(DROP_BATCH)
                 break
             if c is not None and c.q.fits and self.batch_cap is not None and c.q.batch > self.batch_cap:
-                t.drop(DROP_BATCH_SPLIT)  # as in _try (a count further up may split the batch again)
+                t.drop(DROP_BATCH_SPLIT)  # as in _try; the next power of two up is a rung then: a power-of-two batch
+                up = 1 << nodes.bit_length()  # (most are) splits evenly over power-of-two replicas
+                if up <= MAX_NODES and up not in ladder:
+                    bisect.insort(ladder, up, lo=i)
                 continue
             if c and c.q.fits and c.q.wall_hours <= self.search_h:
                 out.append(c)
