@@ -82,9 +82,8 @@ def test_plan_facts_from_the_fast_path_equal_the_full_estimates() -> None:
     shape the search priced, for every example: token and image models, LoRA, offload."""
     from pathlib import Path
 
-    from gpuwiz.core import memo
+    from gpuwiz.core import memo, system
     from gpuwiz.core import recommend as rec_mod
-    from gpuwiz.core import system
     from gpuwiz.core.config_io import load_config
 
     cat = load_catalog()
