@@ -202,6 +202,9 @@ class _Scanner:
         if self.enumerated is not None and len(self.enumerated) > ENUMERATED_MAX:
             self.enumerated.clear()
         # ... and the part of each plan's Quick that the data size does not change (``_stem``)
+        # ... and each plan's cross-validated speed P10 (``_p90``; None: no range), which the data size leaves alone
+        self.p10s: dict[tuple[object, ...], float | None] = (
+            hit[1].setdefault("recommend.p10s", {}) if hit is not None else {})
         self.stems: dict[tuple[str, int, int], tuple[bool, float, float, int, bool, int]] = (
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
         # (count, gpus per node, fit class) -> the most GPU memory found to fit no layout there (no_fit_proved)
@@ -250,7 +253,8 @@ class _Scanner:
         new = object.__new__(Quick)  # a frozen dataclass, built without its __init__ (one per shape tried)
         new.__dict__.update(fits=fits, wall_hours=float(wall or math.inf), gpu_hours=float(gpu_hours or math.inf),
                             per_gpu_gib=per_gpu, host_ram_gib=host, replicas=replicas,
-                            wall_hours_p90=self._p90(r, wall) if fits else None, plan_fits=plan_fits, batch=batch)
+                            wall_hours_p90=self._p90(r, wall, key) if fits else None, plan_fits=plan_fits,
+                            batch=batch)
         return new
 
     def _stem(self, r: Any) -> tuple[bool, float, float, int, bool, int]:
@@ -301,7 +305,7 @@ class _Scanner:
             key = (count, gpn, cls)
             self.no_fit[key] = max(self.no_fit.get(key, 0.0), gpu.memory_gib)
 
-    def _p90(self, r: Any, wall: float) -> float | None:
+    def _p90(self, r: Any, wall: float, key: tuple[str, int, int]) -> float | None:
         """``estimate.wall_hours_high`` of ``r`` at run time ``wall``, from the plan's cross-validated speed
         spread (the P90 wall time is wall / P10; ``estimate._speed_spread`` keeps the spread per group, in
         tables the contexts of one plan key share: core.memo)."""
@@ -309,8 +313,12 @@ class _Scanner:
             if wall != r.wall_hours:
                 r = self.mod.requote(self.ctx, r)
             return self.mod.wall_hours_high(self.ctx, r)
-        sp = self._spread(self.ctx, r)
-        return wall / sp.p10 if sp is not None else None
+        pkey = (key, self.ctx.stack_override)  # (the plan's; an edit of the data asks it again at a new run time)
+        p10 = self.p10s.get(pkey, memo.MISS)
+        if p10 is memo.MISS:
+            sp = self._spread(self.ctx, r)
+            p10 = self.p10s[pkey] = sp.p10 if sp is not None else None
+        return wall / p10 if p10 is not None else None
 
     def global_batch(self) -> int | None:
         """Samples per optimizer step as the config states them (training.global_batch), or None:
