@@ -393,3 +393,19 @@ def test_plan_fields_reach_the_generic_launchers(jobs):
 
 def test_plan_is_the_typed_estimate_plan(jobs):
     assert all(isinstance(j.plan, Plan) for j in jobs.values())
+
+
+def test_every_file_says_when_it_trains_another_batch_than_the_config_asks(jobs) -> None:
+    """The 70B example asks 1,024 sequences a step; 96 replicas train 1,056: every target's files say so in their
+    header, with the batch they use. A job whose replicas split its batch says nothing of the kind."""
+    job = jobs["enterprise-70b-pretrain"]
+    assert job.batch_asked == 1024 and job.global_batch == 1056
+    for target in TARGETS:
+        if refusal(target, job):
+            continue
+        text = "\n".join(_files(job, target).values())
+        assert "asks for a global batch of 1,024" in text and "train 1,056 a step" in text, target
+    split = dataclasses.replace(job, batch_asked=job.global_batch)
+    for target in TARGETS:
+        if not refusal(target, split):
+            assert "asks for a global batch" not in "\n".join(_files(split, target).values()), target

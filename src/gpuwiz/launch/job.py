@@ -57,6 +57,7 @@ class Job:
     instance: str
     spot_usd_per_run: float | None
     on_demand_usd_per_run: float | None
+    batch_asked: int | None = None  # training.global_batch as the config states it (None: the estimator's default)
 
     @property
     def nodes(self) -> int:
@@ -142,6 +143,7 @@ def job_from(req: Requirements, rec: Recommendation, catalog: Catalog, config_na
         instance=offer.instance if (renting and offer) else "",
         spot_usd_per_run=offer.cost_per_run_spot_usd if (renting and offer) else None,
         on_demand_usd_per_run=offer.cost_per_run_usd if (renting and offer) else None,
+        batch_asked=int(req.training.global_batch) if req.training.global_batch else None,
     )
 
 

@@ -194,6 +194,12 @@ def header(job: Job, prefix: str, what: str, fill_in: list[str], extra: list[str
         f"Estimate: {_hours(job.wall_hours)} per run ({job.gpu_hours:,.0f} GPU-hours); upper range "
         f"{_hours(job.upper_hours)} (+{TIME_P90_ERROR:.0%}, the estimator's p90 error).",
     ]
+    if job.batch_asked and job.batch_asked != job.global_batch:
+        replicas = max(1, p.dp // p.cp)
+        lines.append(f"The config asks for a global batch of {job.batch_asked:,}: {replicas} data-parallel replicas "
+                     f"cannot split it into whole micro-batches, so these files train {job.global_batch:,} a step "
+                     f"(the recommendation's batch-rounded warning). Set training.global_batch to "
+                     f"{job.global_batch}, or choose a GPU count whose replicas divide {job.batch_asked:,}.")
     if job.step_time_s:
         lines.append(f"Expected step time ~{job.step_time_s:.2f} s; compare with your first steps "
                      "(`gpuwiz calibrate LOG` turns a log into a calibration: section).")
