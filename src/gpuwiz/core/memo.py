@@ -120,16 +120,13 @@ def share_tables(ctx: Context, shared: Caches) -> None:
 def clear() -> None:
     """Forget every request-dependent result now: the plan keys' entries and the per-catalog tables
     (``table``; not the ``catalog_only`` ones). The entries are freed here, not by the next answer."""
-    global _generation
     with _lock:
         _plans.clear()
-        _generation += 1  # a table not reached below (made meanwhile) starts empty at its next use
         tables = list(_tables)
     for t in tables:
         if not t.catalog_only:
             with t.lock:
                 t.data.clear()
-                t.gen = _generation
 
 
 # ---- bounded per-catalog tables of pure functions' results ------------------------------------
@@ -140,7 +137,6 @@ def clear() -> None:
 # every argument the function reads.
 
 MISS: Any = object()  # what ``Lru.get`` returns for a key it does not hold
-_generation = 0
 _tables: weakref.WeakSet[Lru] = weakref.WeakSet()  # every table made (``clear`` empties them; a catalog's go with it)
 
 
@@ -149,13 +145,12 @@ class Lru:
     (a dict read or store is atomic); dropping the oldest does (the TUI may run the engine in a worker
     thread: two threads must not both read the same oldest key and delete it twice)."""
 
-    __slots__ = ("__weakref__", "catalog_only", "data", "gen", "lock", "maxsize")
+    __slots__ = ("__weakref__", "catalog_only", "data", "lock", "maxsize")
 
     def __init__(self, maxsize: int, catalog_only: bool = False) -> None:
         self.data: dict[Any, Any] = {}
         self.maxsize = maxsize
         self.catalog_only = catalog_only
-        self.gen = _generation
         self.lock = threading.Lock()
         _tables.add(self)
 
@@ -182,10 +177,6 @@ def table(cat: Catalog, name: str, maxsize: int = 4096, catalog_only: bool = Fal
     t = d.get(name_key)
     if t is None:
         t = d.setdefault(name_key, Lru(maxsize, catalog_only))
-    if not catalog_only and t.gen != _generation:
-        with t.lock:
-            t.data.clear()
-            t.gen = _generation
     return t  # type: ignore[no-any-return]
 
 
