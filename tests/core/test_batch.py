@@ -10,6 +10,7 @@ from gpuwiz.core import memo
 from gpuwiz.core.catalog import load_catalog
 from gpuwiz.core.estimate import _mb_cap_of, estimate, planned_batch, prepare
 from gpuwiz.core.models import BATCH_SLACK, Requirements
+from gpuwiz.core.parallel import pow2_at_most
 from gpuwiz.core.recommend import DROP_BATCH_SPLIT, recommend
 
 CAT = load_catalog()
@@ -30,10 +31,10 @@ def test_the_micro_batch_cap_keeps_a_stated_batch_within_the_slack(gb: int, dp: 
     free = _mb_cap_of(model, 2048, gb, None, dp)
     cap = _mb_cap_of(model, 2048, gb, None, dp, stated=True)
     assert 1 <= cap <= free
-    top = 1 << (cap.bit_length() - 1)  # the largest micro-batch the planner may pick under the cap
+    top = pow2_at_most(cap)  # the largest micro-batch the planner may pick under the cap
     if cap > 1 or planned_batch(gb, 1, dp) <= (1 + BATCH_SLACK) * gb:
         assert planned_batch(gb, top, dp) <= (1 + BATCH_SLACK) * gb
-    if planned_batch(gb, 1 << (free.bit_length() - 1), dp) <= (1 + BATCH_SLACK) * gb:
+    if planned_batch(gb, pow2_at_most(free), dp) <= (1 + BATCH_SLACK) * gb:
         assert cap == free  # a batch the replicas split well loses nothing
 
 

@@ -90,6 +90,7 @@ from gpuwiz.core.parallel import (
     choose_indexed,
     ckpt_options,
     memory_table,
+    pow2_at_most,
     shape_problem,
     vp_for,
 )
@@ -735,8 +736,8 @@ def _mb_cap_of(model: ResolvedModel, seq: int, global_batch: int, pinned_pp: int
     cap = max(1, min(cap, per_replica))
     if stated:
         most = (1 + BATCH_SLACK) * global_batch
-        while cap > 1 and planned_batch(global_batch, 1 << (cap.bit_length() - 1), dp) > most:
-            cap = (1 << (cap.bit_length() - 1)) // 2
+        while cap > 1 and planned_batch(global_batch, pow2_at_most(cap), dp) > most:
+            cap = pow2_at_most(cap) // 2
     return cap
 
 

@@ -644,6 +644,16 @@ class Plan(Result):
     ep: int = 1
     vp: int = 1
 
+    @property
+    def replicas(self) -> int:
+        """Data-parallel replicas: a context-parallel group shares each micro-batch (``dp`` counts all of it)."""
+        return max(1, self.dp // max(1, self.cp))
+
+    @property
+    def global_batch(self) -> int:
+        """The batch a step trains: whole micro-batches, accumulated, on every replica."""
+        return self.micro_batch * self.grad_accum * self.replicas
+
 
 class Range(Result):
     """A P10-P90 range around a point estimate (from the cross-validated residuals, core.ranges)."""

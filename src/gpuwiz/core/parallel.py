@@ -296,7 +296,7 @@ def _mb_room(budget_bytes: float, fixed: float, per: float) -> int:
     return (1 << 30) if room >= 0 else 0
 
 
-def _pow2_at_most(n: int) -> int:
+def pow2_at_most(n: int) -> int:
     """The largest power of two <= ``n``, and 1 when ``n`` < 1: the micro-batch the planner picks within a limit."""
     return 1 << (int(n).bit_length() - 1) if n >= 1 else 1
 
@@ -320,7 +320,7 @@ def choose_from_table(
                     return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
                 need = fixed + per * want
             elif mbmax >= 1:
-                mb = _pow2_at_most(min(mbmax, mb_cap_fn(dp)))
+                mb = pow2_at_most(min(mbmax, mb_cap_fn(dp)))
                 return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
             else:
                 need = fixed + per
@@ -394,11 +394,11 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
                     # it holds the micro-batch cap: the answer is the same for every budget that holds it
                     got = ix.capped.get((j, cap))
                     if got is None:
-                        mb = _pow2_at_most(cap)
+                        mb = pow2_at_most(cap)
                         got = ix.capped[(j, cap)] = Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
                     return got
                 if room >= 1:
-                    mb = _pow2_at_most(min(room, cap_raw))
+                    mb = pow2_at_most(min(room, cap_raw))
                     return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
     if k > 1:  # the first one did not answer: the others in table order
         w = want or 1
@@ -412,7 +412,7 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
                 continue
             if want is not None:
                 return Choice(s, dp, want, ck, True, fixed + per * want, i + 1)
-            mb = _pow2_at_most(min(mbmax, mb_cap_fn(dp)))
+            mb = pow2_at_most(min(mbmax, mb_cap_fn(dp)))
             return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
     hit = ix.leanest.get(host_budget_per_gpu)
     if hit is None:

@@ -209,8 +209,7 @@ def _batch_rounded(c: Context) -> str | None:
     if not c.est or not c.est.feasible or not gb:
         return None
     p = c.est.plan
-    replicas = max(1, p.dp // max(1, p.cp))
-    planned = p.micro_batch * p.grad_accum * replicas
+    replicas, planned = p.replicas, p.global_batch
     if planned == gb:
         return None
     lower = p.micro_batch * (gb // (p.micro_batch * replicas)) * replicas

@@ -237,10 +237,9 @@ class _Scanner:
                 return got
             return self._quote(r, key, wall, gpu_hours)
         e = self.full(gpu, count, gpn)
-        replicas = max(1, e.plan.dp // max(1, e.plan.cp))
         return Quick(fits=e.feasible, wall_hours=e.time.wall_hours, gpu_hours=e.time.gpu_hours,
                      per_gpu_gib=e.memory.per_gpu_gib, host_ram_gib=e.memory.host_ram_gib,
-                     replicas=replicas, batch=e.plan.micro_batch * e.plan.grad_accum * replicas)
+                     replicas=e.plan.replicas, batch=e.plan.global_batch)
 
     def _quote(self, r: Any, key: tuple[str, int, int], wall: float, gpu_hours: float) -> Quick:
         """The recommender's view of one fast-path result (an ``estimate.QuickResult``; ``key`` its
@@ -829,7 +828,7 @@ class _Recommender:
                 # bigger batch than asked (a different run); more nodes only add replicas.
                 t.drop(DROP_BATCH)
                 break
-            if c is not None and c.q.fits and self.batch_cap is not None and c.q.batch > self.batch_cap:
+            if c is not None and c.q.fits and self.other_batch(c.q):
                 t.drop(DROP_BATCH_SPLIT)  # as in _try; the next power of two up is a rung then: a power-of-two batch
                 up = 1 << nodes.bit_length()  # (most are) splits evenly over power-of-two replicas
                 if up <= MAX_NODES and up not in ladder:
@@ -905,11 +904,8 @@ class _Recommender:
             if count_drops:
                 t.drop(DROP_FIT)
             return None
-        if count_drops and self.batch_cap is not None and q.batch > self.batch_cap:
-            # a stated global batch the replicas cannot split: even at a micro-batch of one, a step would train a
-            # batch over BATCH_SLACK larger than asked (estimate._mb_cap_of) -- another run, not this one
-            if count_drops:
-                t.drop(DROP_BATCH_SPLIT)
+        if count_drops and self.other_batch(q):
+            t.drop(DROP_BATCH_SPLIT)
             return None
         if q.wall_hours > self.search_h:
             t.fastest_miss = min(t.fastest_miss, q.wall_hours)
@@ -917,6 +913,11 @@ class _Recommender:
                 t.drop(DROP_DEADLINE)
                 return None
         return Cand.of(gpu, gpn, nodes, q)
+
+    def other_batch(self, q: Quick) -> bool:
+        """A stated global batch the plan's replicas cannot split: even at a micro-batch of one, a step would
+        train a batch over BATCH_SLACK larger than asked (estimate._mb_cap_of) -- another run, not this one."""
+        return self.batch_cap is not None and q.batch > self.batch_cap
 
     def max_host_ram_gb(self, gpu: GPU, gpn: int) -> float:
         """Most host RAM any chassis + CPU for these GPUs can hold (offload must fit in it)."""

@@ -73,8 +73,7 @@ class Job:
 
     @property
     def global_batch(self) -> int:
-        p = self.plan
-        return p.micro_batch * p.grad_accum * max(1, p.dp // p.cp)  # a CP group shares each micro-batch
+        return self.plan.global_batch
 
     @property
     def upper_hours(self) -> float:

@@ -41,11 +41,6 @@ class Row:
     read: Callable[[object], Value] | None = None  # target value -> plan value (default: as is)
 
 
-def _replicas(p: Plan) -> int:
-    """Data-parallel replicas: a context-parallel group shares each micro-batch (Plan.dp counts all of it)."""
-    return max(1, p.dp // p.cp)
-
-
 def _offload_opt(p: Plan) -> str:
     return "cpu" if p.offload in ("optimizer", "optimizer+params") else "none"
 
@@ -70,7 +65,7 @@ ENV_FIELDS: tuple[Row, ...] = (
     Row("GPUWIZ_MICRO_BATCH", lambda p: p.micro_batch, "micro_batch"),
     Row("GPUWIZ_GRAD_ACCUM", lambda p: p.grad_accum, "grad_accum"),
     Row("GPUWIZ_ACTIVATION_CHECKPOINTING", lambda p: p.activation_checkpointing, "activation_checkpointing"),
-    Row("GPUWIZ_GLOBAL_BATCH", lambda p: p.micro_batch * p.grad_accum * _replicas(p), None),
+    Row("GPUWIZ_GLOBAL_BATCH", lambda p: p.global_batch, None),
 )
 
 # DeepSpeed ds_config.json (key names checked against DeepSpeed 0.19.8's config classes in the tests).
@@ -121,7 +116,7 @@ MEGATRON_FIELDS: tuple[Row, ...] = (
     Row("--virtual-pipeline-model-parallel-size",
         lambda p: p.vp if p.vp > 1 else 0, "vp", lambda v: int(str(v)) if v else 1),
     Row("--micro-batch-size", lambda p: p.micro_batch, "micro_batch"),
-    Row("--global-batch-size", lambda p: p.micro_batch * p.grad_accum * _replicas(p), None),
+    Row("--global-batch-size", lambda p: p.global_batch, None),
     Row("--sequence-parallel", lambda p: p.tp > 1, None),
     Row("--use-distributed-optimizer", lambda p: p.zero_stage == 1, "zero_stage", lambda v: 1 if v else 0),
     Row("--use-megatron-fsdp", lambda p: p.zero_stage >= 2, None),
@@ -195,8 +190,7 @@ def header(job: Job, prefix: str, what: str, fill_in: list[str], extra: list[str
         f"{_hours(job.upper_hours)} (+{TIME_P90_ERROR:.0%}, the estimator's p90 error).",
     ]
     if job.batch_asked and job.batch_asked != job.global_batch:
-        replicas = max(1, p.dp // p.cp)
-        lines.append(f"The config asks for a global batch of {job.batch_asked:,}: {replicas} data-parallel replicas "
+        lines.append(f"The config asks for a global batch of {job.batch_asked:,}: {p.replicas} data-parallel replicas "
                      f"cannot split it into whole micro-batches, so these files train {job.global_batch:,} a step "
                      f"(the recommendation's batch-rounded warning). Set training.global_batch to "
                      f"{job.global_batch}, or choose a GPU count whose replicas divide {job.batch_asked:,}.")
