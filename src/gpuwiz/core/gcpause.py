@@ -70,11 +70,11 @@ def paused() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and _was_enabled:
-                settle()
+                _settle()
                 gc.enable()
 
 
-def settle() -> None:
+def _settle() -> None:
     """With the collector off: what a young collection would be due for (more new container objects than
     its threshold) goes to the oldest generation unvisited, or, where the process froze objects of its own,
     is collected (see the module's docstring). Nothing when none is due."""
