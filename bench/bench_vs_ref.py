@@ -4,9 +4,12 @@ Issues 11 and 12 ask that ``recommend()`` and ``gpuwiz recommend`` be no slower 
 began (the end of round 1 is commit e0031dc, the default ``--ref``). The script checks that commit
 out into a temporary worktree and, for every example config the two trees share, measures
 
-- in-process ``recommend()``: CPU time (``time.process_time``), median of ``--repeat`` runs after one
-  warm-up, in a fresh interpreter per tree, the two trees alternated (the memo of this tree is
-  cleared before every run: "cold", as a config just opened);
+- in-process ``recommend()``: CPU time (``time.process_time``) after one warm-up, the memo of this
+  tree cleared before every run ("cold", as a config just opened). ``--rounds`` rounds, each a fresh
+  interpreter per tree (which tree goes first alternates) running ``--repeat`` answers: the ratio is
+  the median of the rounds' ratios (this tree's median / the earlier one's, both from the same
+  round), printed with the lowest and highest round, so a minute of a slower machine moves one
+  round, not the figure;
 - in-process ``recommend()`` again, as instructions counted by valgrind (callgrind; deterministic,
   so load-independent): (a run of N cold answers - a run of none) / N, both after the same warm-up;
 - ``gpuwiz recommend CONFIG --format json`` as a process: instructions counted by valgrind
@@ -93,7 +96,8 @@ def _instructions(tree: Path, config: Path, cache: str) -> int | None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ref", default="e0031dc", help="the earlier commit (default: the end of round 1)")
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=7, help="answers per interpreter (default 7)")
+    ap.add_argument("--rounds", type=int, default=8, help="paired rounds per example (default 8)")
     ap.add_argument("--no-instructions", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpuwiz-ref-") as tmp:
@@ -106,18 +110,25 @@ def main() -> None:
             count = not args.no_instructions and shutil.which("valgrind") is not None
             print(f"this tree vs {args.ref}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs, "
                   f"load average {os.getloadavg()[0]:.1f}")
-            print(f"{'example':32s} {'recommend() CPU ms, median':>28s} {'ratio':>6s}"
+            print(f"{'example':32s} {'recommend() CPU ms, median':>28s} {'ratio (rounds)':>18s}"
                   + (f" {'recommend() instructions (M)':>30s} {'ratio':>6s}"
                      f" {'process instructions (M)':>26s} {'ratio':>6s}" if count else ""))
             for name in names:
                 with tempfile.TemporaryDirectory() as c_old, tempfile.TemporaryDirectory() as c_new:
                     old: list[float] = []
                     new: list[float] = []
-                    for _ in range(2):  # alternated, so drift in the machine's load hits both
-                        old += _in_process(ref, ref / "examples" / name, args.repeat, c_old)
-                        new += _in_process(HERE, HERE / "examples" / name, args.repeat, c_new)
+                    ratios: list[float] = []
+                    for r in range(max(1, args.rounds)):  # paired rounds: drift in the machine's speed hits both
+                        pair: dict[str, list[float]] = {}
+                        for which in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                            tree, cache = (ref, c_old) if which == "old" else (HERE, c_new)
+                            pair[which] = _in_process(tree, tree / "examples" / name, args.repeat, cache)
+                        old += pair["old"]
+                        new += pair["new"]
+                        ratios.append(statistics.median(pair["new"]) / statistics.median(pair["old"]))
                     mo, mn = statistics.median(old), statistics.median(new)
-                    line = f"{name:32s} {mo:12.1f} -> {mn:8.1f} ms {mn / mo:6.2f}"
+                    line = (f"{name:32s} {mo:12.1f} -> {mn:8.1f} ms {statistics.median(ratios):6.2f} "
+                            f"({min(ratios):.2f}-{max(ratios):.2f})")
                     if count:
                         po = _in_process_instructions(ref, ref / "examples" / name, c_old)
                         pn = _in_process_instructions(HERE, HERE / "examples" / name, c_new)
