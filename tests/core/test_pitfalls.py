@@ -167,6 +167,10 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
         lambda: ctx(make_req(training={"global_batch": 64}), gpu="h100-sxm", gpn=4, nodes=3),
         lambda: ctx(make_req(training={"global_batch": 64}), gpu="h100-sxm", gpn=8),
     ),
+    "batch-grown": (  # no batch stated: 1,024 replicas take 1,024 sequences a step (a fine-tune uses <= 512); 8 do not
+        lambda: ctx(gpu="h100-sxm", gpn=8, nodes=128),
+        lambda: ctx(gpu="h100-sxm", gpn=8),
+    ),
     "vram-headroom": (
         lambda: ctx(est_update=tight_memory(0.08)),
         lambda: ctx(est_update=tight_memory(0.28)),

@@ -116,6 +116,16 @@ BYTES_PER_TOKEN = 4.0  # ~4 bytes of English text per BPE token (OpenAI tokenize
 DEFAULT_GB_PRETRAIN_TOKENS = 4 * 2**20  # Llama 1/2 pre-training global batch: 4M tokens
 DEFAULT_GB_FINETUNE = 64  # sequences
 DEFAULT_GB_NONTOKEN = 256  # images (ResNet-50 standard batch, Goyal et al. 2017)
+# A defaulted global batch (training.global_batch unset) grows with the cluster -- whole micro-batches on every
+# replica, as teams scale the batch (and the learning rate) with the GPUs -- up to the most a run of its kind uses:
+# a bigger batch is another run (too few optimizer steps, a learning rate no recipe has). Past it the micro-batch
+# shrinks, and a shape whose replicas alone overshoot it is dropped (recommend.DROP_BATCH_GROWN).
+GROWN_BATCH_MAX_PRETRAIN_TOKENS = 16 * 2**20  # Llama 3 405B's largest pre-training batch: 16M tokens (Meta 2024,
+#   "The Llama 3 Herd of Models" §3.4.1: 4M, then 8M, then 16M tokens)
+GROWN_BATCH_MAX_FINETUNE = 8 * DEFAULT_GB_FINETUNE  # 512 sequences. Judgement: published fine-tuning recipes use
+#   64-512 (Tülu 3's SFT: 128 sequences of 4,096 tokens, Lambert et al. 2024)
+GROWN_BATCH_MAX_NONTOKEN = 8192  # images: Goyal et al. 2017 kept ResNet-50's ImageNet accuracy up to a batch of 8k
+#   with the linear learning-rate rule and warm-up, and lost it beyond
 DEFAULT_GOODPUT = 0.9  # Llama 3: >90 % effective training time at 16k GPUs (§3.8)
 
 
@@ -232,18 +242,20 @@ class Context:
     _clean_fits: dict[tuple[object, ...], _Fit] = field(default_factory=dict)
     _work_num: int = -1  # _work_key's answer, looked up once
     any_layout: bool = field(init=False)  # pinned.any_layout, read on every quick()
+    batch_most: float = field(init=False)  # the most samples a step may train (batch_most)
 
     def __post_init__(self) -> None:
         caps: dict[int, int] = {}  # _mb_cap_of per data-parallel degree (it reads fields fixed at construction)
         # (the values, not the context: a closure over the context would make it a reference cycle, freed
         # only by the cycle collector)
         model, seq, global_batch, pp = self.model, self.seq, self.global_batch, self.pinned.pp
-        stated = not self.global_batch_defaulted
+        most = self.batch_most = batch_most(model, self.req.training.method, seq, global_batch,
+                                            not self.global_batch_defaulted)
 
         def cap(dp: int) -> int:
             hit = caps.get(dp)
             if hit is None:
-                hit = caps[dp] = _mb_cap_of(model, seq, global_batch, pp, dp, stated)
+                hit = caps[dp] = _mb_cap_of(model, seq, global_batch, pp, dp, most)
             return hit
 
         self._mb_cap_fn = cap
@@ -716,11 +728,27 @@ def planned_batch(global_batch: int, mb: int, replicas: int) -> int:
     return -(-global_batch // unit) * unit
 
 
+def batch_most(model: ResolvedModel, method: str, seq: int, global_batch: int, stated: bool) -> float:
+    """The most samples a step may train: a stated global batch (a hyperparameter of the run) within
+    ``BATCH_SLACK``; a defaulted one grown with the replicas up to the most a run of its kind uses (pre-training:
+    ``GROWN_BATCH_MAX_PRETRAIN_TOKENS`` in sequences of ``seq``; fine-tuning: ``GROWN_BATCH_MAX_FINETUNE``
+    sequences; image / audio models: ``GROWN_BATCH_MAX_NONTOKEN`` samples), never below the default."""
+    if stated:
+        return (1 + BATCH_SLACK) * global_batch
+    if not model.is_token_model:
+        grown = GROWN_BATCH_MAX_NONTOKEN
+    elif method == "pretrain":
+        grown = GROWN_BATCH_MAX_PRETRAIN_TOKENS // max(1, seq)
+    else:
+        grown = GROWN_BATCH_MAX_FINETUNE
+    return float(max(global_batch, grown))
+
+
 def _mb_cap_of(model: ResolvedModel, seq: int, global_batch: int, pinned_pp: int | None, dp: int,
-               stated: bool = False) -> int:
-    """The largest micro-batch worth planning at ``dp`` data-parallel replicas (``Context._mb_cap_fn``). With a
-    stated global batch (a hyperparameter of the run), also the largest power of two whose whole micro-batches
-    per replica keep the batch a step trains with within ``BATCH_SLACK`` of it (``planned_batch``: it only
+               most: float | None = None) -> int:
+    """The largest micro-batch worth planning at ``dp`` data-parallel replicas (``Context._mb_cap_fn``). With
+    ``most`` (``batch_most``: the most samples a step may train), also the largest power of two whose whole
+    micro-batches per replica keep the batch a step trains with within it (``planned_batch``: it only
     shrinks as the micro-batch halves, so every smaller power of two keeps it too); 1 when none does (the search
     then drops the shape: a different run)."""
     if model.is_token_model:
@@ -734,8 +762,7 @@ def _mb_cap_of(model: ResolvedModel, seq: int, global_batch: int, pinned_pp: int
         # (Narayanan et al. 2021 §2.2: m ≫ p); keep m ≥ PP_MICROBATCHES_PER_STAGE × pp (bubble ≤ 25 %)
         cap = min(cap, max(1, per_replica // (PP_MICROBATCHES_PER_STAGE * pp)))
     cap = max(1, min(cap, per_replica))
-    if stated:
-        most = (1 + BATCH_SLACK) * global_batch
+    if most is not None:
         while cap > 1 and planned_batch(global_batch, pow2_at_most(cap), dp) > most:
             cap = pow2_at_most(cap) // 2
     return cap
@@ -1295,6 +1322,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
         gpus=d.count, gpus_per_node=d.gpn, nodes=d.nodes, dp=ch.dp, tp=s.tp, pp=s.pp, zero_stage=s.zero,
         offload=s.offload, micro_batch=ch.mb, grad_accum=d.ga, activation_checkpointing=ch.ckpt,
         framework=s.framework(d.count), stack=_stack_name(ctx, g, s), cp=s.cp, ep=s.ep, vp=s.vp,
+        batch_limit=int(ctx.batch_most), batch_defaulted=ctx.global_batch_defaulted,
     )
     thr = Throughput(
         tokens_per_s_per_gpu=q.tokens_per_s_per_gpu, samples_per_s_per_gpu=q.samples_per_s_per_gpu, mfu=q.mfu,
@@ -1490,16 +1518,28 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
               _("chosen to fit") if ch.ckpt != "none" else _("not needed"))
     out.append(_("activation checkpointing: {ckpt} ({why})").format(ckpt=ch.ckpt, why=ck_why))
     cap = ctx._mb_cap_fn(ch.dp)
+    capped = cap < _mb_cap_of(model, ctx.seq, ctx.global_batch, ctx.pinned.pp, ch.dp)
     mb_why = (_("as configured") if ctx.pinned.micro_batch else
+              _("largest power of two ≤ {cap} that fits").format(cap=cap) if not capped else
               _("largest power of two ≤ {cap} that fits and keeps the global batch of {gb:,} within {slack:.0%}")
-              .format(cap=cap, gb=ctx.global_batch, slack=BATCH_SLACK)
-              if cap < _mb_cap_of(model, ctx.seq, ctx.global_batch, ctx.pinned.pp, ch.dp) else
-              _("largest power of two ≤ {cap} that fits").format(cap=cap))
+              .format(cap=cap, gb=ctx.global_batch, slack=BATCH_SLACK) if not ctx.global_batch_defaulted else
+              _("largest power of two ≤ {cap} that fits and keeps the batch a step trains within {most:,.0f}")
+              .format(cap=cap, most=ctx.batch_most))
     out.append(_("micro-batch {mb} ({why}), gradient accumulation {ga}").format(mb=ch.mb, why=mb_why, ga=d.ga))
     if ctx.global_batch_defaulted:
-        out.append((_("global batch {n} sequences (default; set training.global_batch)") if model.is_token_model
-                    else _("global batch {n} samples (default; set training.global_batch)")).format(
-            n=ctx.global_batch))
+        reps = max(1, ch.dp // s.cp)
+        trained = ch.mb * d.ga * reps
+        if trained == ctx.global_batch:
+            out.append((_("global batch {n} sequences (default; set training.global_batch)") if model.is_token_model
+                        else _("global batch {n} samples (default; set training.global_batch)")).format(
+                n=ctx.global_batch))
+        else:
+            out.append((_("global batch {n:,} sequences: the default {d:,} grown to whole micro-batches on {r:,} "
+                          "replicas (at most {most:,.0f} for a run like this; set training.global_batch)")
+                        if model.is_token_model else
+                        _("global batch {n:,} samples: the default {d:,} grown to whole micro-batches on {r:,} "
+                          "replicas (at most {most:,.0f} for a run like this; set training.global_batch)")).format(
+                n=trained, d=ctx.global_batch, r=reps, most=ctx.batch_most))
     if s.offload != "none":
         out.append(_("CPU offload ({offload}): {gib:.0f} GiB pinned host RAM per node (DeepSpeed buffer factor 1.5); "
                      "slow").format(offload=s.offload, gib=q.host_ram_gib))

@@ -643,6 +643,10 @@ class Plan(Result):
     cp: int = 1
     ep: int = 1
     vp: int = 1
+    # the most samples a step may train (estimate.batch_most: a stated training.global_batch within BATCH_SLACK, or
+    # the default grown with the replicas up to what a run like this uses), and whether the batch was defaulted
+    batch_limit: int = 0
+    batch_defaulted: bool = True
 
     @property
     def replicas(self) -> int:

@@ -12,6 +12,7 @@ TITLES: dict[str, str] = {
     "underprovisioned": N_("too slow for the schedule"),
     "deadline-tight": N_("tight deadline"),
     "batch-rounded": N_("global batch rounded"),
+    "batch-grown": N_("default batch grown too far"),
     "overprovisioned": N_("more GPUs than needed"),
     "short-horizon": N_("too short to pay back"),
     "reserved-vs-buy": N_("reserved capacity vs buying"),

@@ -222,6 +222,23 @@ def _batch_rounded(c: Context) -> str | None:
         planned=planned, mb=p.micro_batch, ga=p.grad_accum, dp=replicas, gb=gb, alt=alt)
 
 
+@rule("batch-grown", "medium",
+      "Goyal et al. 2017 (ResNet-50 accuracy lost past a batch of 8k); Meta 2024, The Llama 3 Herd of Models "
+      "§3.4.1 (16M-token batches at 405B scale); estimate.GROWN_BATCH_MAX_*")
+def _batch_grown(c: Context) -> str | None:
+    """No batch stated, and the plan's replicas take more samples a step than a run like this uses: the default
+    grows with the replicas (whole micro-batches on each), and past the limit it is another run."""
+    if not c.est or not c.est.feasible or c.req.training.global_batch:
+        return None
+    p = c.est.plan
+    if not p.batch_defaulted or not p.batch_limit or p.global_batch <= p.batch_limit:
+        return None
+    return _("No global batch is set, and {dp:,} data-parallel replicas train {planned:,} samples a step "
+             "({mb} x {ga} accumulation x {dp}): more than the {most:,} a run like this uses -- fewer optimizer steps "
+             "and a learning rate no recipe was tuned for. Set training.global_batch, or use fewer GPUs.").format(
+        dp=p.replicas, planned=p.global_batch, mb=p.micro_batch, ga=p.grad_accum, most=p.batch_limit)
+
+
 @rule("overprovisioned", "high",
       "tco_and_pitfalls §C3 (break-even); Uptime Institute 'Sweat dedicated GPU clusters' (2024)")
 def _over(c: Context) -> tuple[Severity, str] | None:  # P04

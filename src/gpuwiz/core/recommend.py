@@ -43,7 +43,6 @@ from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import GPU, Catalog, CloudInstance
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import (
-    BATCH_SLACK,
     Alternative,
     BindingConstraint,
     Build,
@@ -112,6 +111,8 @@ DROP_ERROR = N_("estimator error")
 DROP_NO_P2P = N_("rented multi-GPU without peer-to-peer while one GPU suffices")
 DROP_BATCH = N_("more data-parallel replicas than the global batch has samples")
 DROP_BATCH_SPLIT = N_("replicas that cannot split the global batch (a step would train over 10 % more)")
+DROP_BATCH_GROWN = N_("replicas that would grow the default global batch past what a run like this uses (set "
+                      "training.global_batch)")
 
 
 # ---- estimator adapter ---------------------------------------------------------------------------
@@ -626,9 +627,9 @@ class _Recommender:
         # fastest: the search never depends on the deadline (the fastest build within budget)
         self.search_h = math.inf if objective == "fastest" else self.deadline_h
         # a step may train at most this batch (a stated one, rounded up to whole micro-batches per replica by up
-        # to estimate.BATCH_SLACK); None: no batch stated (the estimator's default is a heuristic it may round)
-        gb = req.training.global_batch
-        self.batch_cap: float | None = int(gb) * (1 + BATCH_SLACK) if gb else None
+        # to estimate.BATCH_SLACK; a defaulted one grown with the replicas up to estimate.batch_most's limit):
+        # set by ``run`` from the estimator's context (None: the estimator has none)
+        self.batch_cap: float | None = None
         # a box for the desk draws at most what one office circuit of the country carries (needs_circuit)
         self.circuit_w = sysmod.office_circuit(cat, self.d.country).continuous_w if self.d.site == "desk" else math.inf
 
@@ -828,6 +829,10 @@ class _Recommender:
                 # bigger batch than asked (a different run); more nodes only add replicas.
                 t.drop(DROP_BATCH)
                 break
+            if c is not None and c.q.fits and batch is None and self.other_batch(c.q):
+                # A defaulted batch grown past what such a run uses: more nodes only add replicas.
+                t.drop(DROP_BATCH_GROWN)
+                break
             if c is not None and c.q.fits and self.other_batch(c.q):
                 t.drop(DROP_BATCH_SPLIT)  # as in _try; the next power of two up is a rung then: a power-of-two batch
                 up = 1 << nodes.bit_length()  # (most are) splits evenly over power-of-two replicas
@@ -905,7 +910,7 @@ class _Recommender:
                 t.drop(DROP_FIT)
             return None
         if count_drops and self.other_batch(q):
-            t.drop(DROP_BATCH_SPLIT)
+            t.drop(DROP_BATCH_SPLIT if self.req.training.global_batch else DROP_BATCH_GROWN)
             return None
         if q.wall_hours > self.search_h:
             t.fastest_miss = min(t.fastest_miss, q.wall_hours)
@@ -915,8 +920,9 @@ class _Recommender:
         return Cand.of(gpu, gpn, nodes, q)
 
     def other_batch(self, q: Quick) -> bool:
-        """A stated global batch the plan's replicas cannot split: even at a micro-batch of one, a step would
-        train a batch over BATCH_SLACK larger than asked (estimate._mb_cap_of) -- another run, not this one."""
+        """A step of the plan would train more than ``batch_cap`` even at a micro-batch of one
+        (estimate._mb_cap_of): a stated global batch its replicas cannot split within BATCH_SLACK, or a
+        defaulted one grown past what a run like this uses -- another run, not this one."""
         return self.batch_cap is not None and q.batch > self.batch_cap
 
     def max_host_ram_gb(self, gpu: GPU, gpn: int) -> float:
@@ -1307,6 +1313,8 @@ class _Recommender:
         """enumerate (+ size by the fast path) -> price -> rank (exact sizing of the shortlist) ->
         explain; suggest when nothing fits. Each stage takes and returns typed, frozen values."""
         scan = _Scanner(self.req, self.cat)
+        if scan.ctx is not None:
+            self.batch_cap = scan.ctx.batch_most
         if scan.ctx is not None and not scan.ctx.total_units:  # e.g. only data.tokens for an image model
             what = (_("data.tokens, data.samples or data.dataset_gb") if scan.ctx.model.is_token_model
                     else _("data.samples, or data.dataset_gb with data.sample_kb "
