@@ -87,7 +87,8 @@ def test_the_most_a_step_may_train() -> None:
     assert batch_most(llm, "pretrain", 4096, 1024, False) == GROWN_BATCH_MAX_PRETRAIN_TOKENS // 4096 == 4096
     assert batch_most(llm, "lora", 4096, DEFAULT_GB_FINETUNE, False) == GROWN_BATCH_MAX_FINETUNE == 512
     assert batch_most(cnn, "full", 224, 256, False) == GROWN_BATCH_MAX_NONTOKEN
-    assert batch_most(llm, "full", 4096, 100_000, False) == 100_000  # (a default above the limit is kept)
+    assert batch_most(llm, "full", 4096, 64, False) == 4096  # full training: continued pre-training's batches
+    assert batch_most(llm, "lora", 4096, 100_000, False) == 100_000  # (a default above the limit is kept)
 
 
 def test_a_defaulted_batch_grows_only_to_its_limit() -> None:
@@ -122,7 +123,7 @@ def test_fastest_never_grows_a_defaulted_batch_past_what_the_run_uses() -> None:
 
 def test_an_asked_count_past_the_limit_is_said() -> None:
     r = req(training={"method": "lora"}, model={"preset": "llama-3-8b"})
-    e = estimate(r, CAT, "h100-sxm", 1024, 8)
+    e = estimate(r, CAT, "h100-sxm", 1024, 8)  # (a LoRA fine-tune: at most 512 sequences a step)
     assert e.plan.global_batch > e.plan.batch_limit == GROWN_BATCH_MAX_FINETUNE
     from gpuwiz.core import pitfalls as pit
 

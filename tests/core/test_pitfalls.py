@@ -129,13 +129,15 @@ def offload(host_gib: float) -> Callable[[Estimate], Estimate]:
     return upd
 
 
-def rent_offer(c: pit.Context, provider: str, overhead_hours: float = 0.5, tier: str | None = None) -> pit.Context:
+def rent_offer(c: pit.Context, provider: str, overhead_hours: float = 0.5, tier: str | None = None,
+               instances: int = 1) -> pit.Context:
     from gpuwiz.core.models import RentOffer
 
     assert c.cost is not None
     tier = tier or ("marketplace-community" if provider == "Vast.ai" else "hyperscaler")
-    offer = RentOffer(provider=provider, instance="x", region="us", country="US", tier=tier, instances=1,
-                      gpus_per_instance=1, usd_per_hour=2.0, overhead_hours=overhead_hours, egress_usd=1.0)
+    offer = RentOffer(provider=provider, instance="x", region="us", country="US", tier=tier, instances=instances,
+                      gpus_per_instance=1, usd_per_hour=2.0 * instances, overhead_hours=overhead_hours,
+                      egress_usd=1.0)
     return pit.Context(req=c.req, cat=c.cat, gpu=c.gpu, build=c.build, est=c.est,
                        cost=c.cost.model_copy(update={"rent_offer": offer}))
 
@@ -296,6 +298,10 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
     "data-staging": (
         lambda: rent_offer(ctx(gpu="h100-sxm", verdict="rent"), "AWS", overhead_hours=3.0),
         lambda: rent_offer(ctx(gpu="h100-sxm", verdict="rent"), "AWS", overhead_hours=0.5),
+    ),
+    "rent-cluster-capacity": (  # 8 rented instances at once are booked ahead; 7 are not
+        lambda: rent_offer(ctx(gpu="h100-sxm", verdict="rent"), "AWS", instances=8),
+        lambda: rent_offer(ctx(gpu="h100-sxm", verdict="rent"), "AWS", instances=7),
     ),
     "hgx-lead-time": (
         lambda: ctx(gpu="h100-sxm", gpn=8, verdict="buy"),
@@ -497,3 +503,13 @@ def test_batch_rounded_says_the_batch_planned_and_only_for_a_stated_batch() -> N
     (hit,) = fired(c, "batch-rounded")
     assert f"global batch of {planned:,}" in hit.message and "not the 64 asked" in hit.message
     assert fired(ctx(gpu="h100-sxm", gpn=4, nodes=3), "batch-rounded") == []  # the estimator chose the batch
+
+
+def test_a_short_run_on_a_big_rented_cluster_names_the_day_a_reservation_bills() -> None:
+    c = rent_offer(ctx(gpu="h100-sxm", verdict="rent", est_update=slow(2.0)), "AWS", instances=16)
+    (hit,) = fired(c, "rent-cluster-capacity")
+    assert "16 x AWS x" in hit.message and "whole days" in hit.message
+    assert "$768" in hit.message  # a day of 16 instances at $2/h each
+    long = rent_offer(ctx(gpu="h100-sxm", verdict="rent", est_update=slow(40.0)), "AWS", instances=16)
+    (hit,) = fired(long, "rent-cluster-capacity")
+    assert "a day of these instances" not in hit.message  # a run of days: the reservation's days are used

@@ -122,8 +122,10 @@ DEFAULT_GB_NONTOKEN = 256  # images (ResNet-50 standard batch, Goyal et al. 2017
 # shrinks, and a shape whose replicas alone overshoot it is dropped (recommend.DROP_BATCH_GROWN).
 GROWN_BATCH_MAX_PRETRAIN_TOKENS = 16 * 2**20  # Llama 3 405B's largest pre-training batch: 16M tokens (Meta 2024,
 #   "The Llama 3 Herd of Models" §3.4.1: 4M, then 8M, then 16M tokens)
-GROWN_BATCH_MAX_FINETUNE = 8 * DEFAULT_GB_FINETUNE  # 512 sequences. Judgement: published fine-tuning recipes use
-#   64-512 (Tülu 3's SFT: 128 sequences of 4,096 tokens, Lambert et al. 2024)
+GROWN_BATCH_MAX_FINETUNE = 8 * DEFAULT_GB_FINETUNE  # 512 sequences, for LoRA / QLoRA (adapters fine-tune on
+#   instruction-sized data). Judgement: published fine-tuning recipes use 64-512 (Tülu 3's SFT: 128 sequences of
+#   4,096 tokens, Lambert et al. 2024). Full training takes the pre-training limit: on a trillion tokens it is
+#   continued pre-training, with pre-training's batches.
 GROWN_BATCH_MAX_NONTOKEN = 8192  # images: Goyal et al. 2017 kept ResNet-50's ImageNet accuracy up to a batch of 8k
 #   with the linear learning-rate rule and warm-up, and lost it beyond
 DEFAULT_GOODPUT = 0.9  # Llama 3: >90 % effective training time at 16k GPUs (§3.8)
@@ -730,14 +732,15 @@ def planned_batch(global_batch: int, mb: int, replicas: int) -> int:
 
 def batch_most(model: ResolvedModel, method: str, seq: int, global_batch: int, stated: bool) -> float:
     """The most samples a step may train: a stated global batch (a hyperparameter of the run) within
-    ``BATCH_SLACK``; a defaulted one grown with the replicas up to the most a run of its kind uses (pre-training:
-    ``GROWN_BATCH_MAX_PRETRAIN_TOKENS`` in sequences of ``seq``; fine-tuning: ``GROWN_BATCH_MAX_FINETUNE``
-    sequences; image / audio models: ``GROWN_BATCH_MAX_NONTOKEN`` samples), never below the default."""
+    ``BATCH_SLACK``; a defaulted one grown with the replicas up to the most a run of its kind uses (pre-training and
+    full training: ``GROWN_BATCH_MAX_PRETRAIN_TOKENS`` in sequences of ``seq``; LoRA / QLoRA:
+    ``GROWN_BATCH_MAX_FINETUNE`` sequences; image / audio models: ``GROWN_BATCH_MAX_NONTOKEN`` samples), never below
+    the default."""
     if stated:
         return (1 + BATCH_SLACK) * global_batch
     if not model.is_token_model:
         grown = GROWN_BATCH_MAX_NONTOKEN
-    elif method == "pretrain":
+    elif method in ("pretrain", "full"):
         grown = GROWN_BATCH_MAX_PRETRAIN_TOKENS // max(1, seq)
     else:
         grown = GROWN_BATCH_MAX_FINETUNE

@@ -13,6 +13,7 @@ TITLES: dict[str, str] = {
     "deadline-tight": N_("tight deadline"),
     "batch-rounded": N_("global batch rounded"),
     "batch-grown": N_("default batch grown too far"),
+    "rent-cluster-capacity": N_("a rented cluster must be booked"),
     "overprovisioned": N_("more GPUs than needed"),
     "short-horizon": N_("too short to pay back"),
     "reserved-vs-buy": N_("reserved capacity vs buying"),

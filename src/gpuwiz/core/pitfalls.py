@@ -819,6 +819,32 @@ def _marketplace(c: Context) -> tuple[Severity, str] | None:
     return sev, head.format(provider=o.provider, instance=o.instance, n=n) + tail
 
 
+# Rented clusters of this many instances or more are seldom free on demand at once (judgement: single 8-GPU nodes
+# usually are; tens of interconnected ones are booked ahead).
+CLUSTER_RESERVE_INSTANCES = 8
+
+
+@rule("rent-cluster-capacity", "medium",
+      "AWS EC2 User Guide, Capacity Blocks for ML (up to 64 instances a block, whole days, up to 8 weeks ahead; "
+      "retrieved 2026-12)")
+def _cluster_capacity(c: Context) -> str | None:
+    if not c.renting or not c.cost or not c.cost.rent_offer or not c.est:
+        return None
+    o = c.cost.rent_offer
+    if o.instances < CLUSTER_RESERVE_INSTANCES:
+        return None
+    msg = _("{n} x {provider} {instance} at once: on-demand capacity for that many interconnected nodes is seldom "
+            "free; clusters this size are booked ahead (AWS Capacity Blocks: up to 64 instances a block, whole days, "
+            "up to 8 weeks ahead). Ask the provider for the capacity before you plan on this price.").format(
+        n=o.instances, provider=o.provider, instance=o.instance)
+    h = c.est.time.wall_hours + o.overhead_hours
+    if h < 24:
+        msg += " " + _("A reservation bills whole days: a day of these instances is ~{day}, against ~{run} for the "
+                       "{h:,.1f} h a run takes on demand.").format(
+            day=c.cash(o.usd_per_hour * 24), run=c.cash(o.usd_per_hour * h), h=h)
+    return msg
+
+
 @rule("data-staging", "medium",
       "AWS / GCP egress price lists ($0.08-0.12/GB); ml-engineering storage (staging to local NVMe)")
 def _staging(c: Context) -> str | None:
