@@ -38,7 +38,8 @@ def main() -> int:
     failed = 0
     for target in TARGETS:
         t0 = time.perf_counter()
-        res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+        # (-n 0: one process -- pyproject's addopts pass -n to xdist, so xdist must stay loaded)
+        res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
                               "--hypothesis-show-statistics", f"tests/robustness/test_fuzz.py::{target}"],
                              cwd=ROOT, env=env, capture_output=True, text=True)
         dt = time.perf_counter() - t0
@@ -47,7 +48,7 @@ def main() -> int:
         print(f"{target:<32} {dt:8.1f} s  {'ok' if res.returncode == 0 else 'FAILED'}  " + "; ".join(stats))
         if res.returncode != 0:
             failed += 1
-            print(res.stdout[-4000:])
+            print(res.stdout[-4000:] + res.stderr[-2000:])
     with tempfile.TemporaryDirectory() as tmp:
         keys = Path(tmp) / "keys.yaml"
         keys.write_text("version: 1\nmodel:\n  preset: llama-2-7b\n" + "".join(f"k{i}: 1\n" for i in range(99_000)))
