@@ -839,8 +839,8 @@ def _cluster_capacity(c: Context) -> str | None:
         n=o.instances, provider=o.provider, instance=o.instance)
     h = c.est.time.wall_hours + o.overhead_hours
     if h < 24:
-        msg += " " + _("A reservation bills whole days: a day of these instances is ~{day}, against ~{run} for the "
-                       "{h:,.1f} h a run takes on demand.").format(
+        msg += _(" A reservation bills whole days: a day of these instances is ~{day}, against ~{run} for the "
+                 "{h:,.1f} h a run takes on demand.").format(
             day=c.cash(o.usd_per_hour * 24), run=c.cash(o.usd_per_hour * h), h=h)
     return msg
 
