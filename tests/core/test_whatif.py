@@ -134,6 +134,9 @@ def test_formatting_round_trips_through_units() -> None:
     assert whatif.fmt_usd(1234.0) == "$1,234"
     assert whatif.fmt_usd(2_500_000) == "$2.50M"
     assert whatif.fmt_hours(0.5) == "30 min"
+    assert whatif.fmt_hours(0.005) == "<1 min" and whatif.fmt_hours(1 / 60) == "1 min"  # seconds are not "0 min"
+    assert whatif.fmt_gpu_hours(0.27) == "0.3" and whatif.fmt_gpu_hours(9.94) == "9.9"
+    assert whatif.fmt_gpu_hours(12.4) == "12" and whatif.fmt_gpu_hours(4273.2) == "4,273"
     assert whatif.fmt_hours(72) == "3.0 d"
 
 

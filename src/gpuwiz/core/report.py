@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, ParetoPoint, Recommendation, Requirements
 from gpuwiz.core.ranges import fmt_range
-from gpuwiz.core.whatif import fmt_hours, fmt_span, fmt_usd
+from gpuwiz.core.whatif import fmt_gpu_hours, fmt_hours, fmt_span, fmt_usd
 from gpuwiz.i18n import N_, _, cells, ljust
 
 Format = Literal["text", "md", "json"]
@@ -182,8 +182,8 @@ def _estimate_lines(est: Estimate, md: bool) -> list[str]:
             w=b.weights, g=b.gradients, o=b.optimizer, a=b.activations, x=b.overhead)),
         (_("Throughput"), _("{rate}, MFU {mfu:.2f} ({got:.0f} of {peak:.0f} TFLOPS)").format(
             rate=rate, mfu=th.mfu, got=th.achieved_tflops, peak=th.peak_tflops)),
-        (_("Time / run"), _("{wall} wall, {gpuh:,.0f} GPU-hours, {pflop:,.0f} PFLOP").format(
-            wall=fmt_hours(t.wall_hours), gpuh=t.gpu_hours, pflop=t.total_pflop)),
+        (_("Time / run"), _("{wall} wall, {gpuh} GPU-hours, {pflop:,.0f} PFLOP").format(
+            wall=fmt_hours(t.wall_hours), gpuh=fmt_gpu_hours(t.gpu_hours), pflop=t.total_pflop)),
     ]
     if m.host_ram_gib:
         rows.append((_("Host RAM"), _("{n:.0f} GiB per node for CPU offload").format(n=m.host_ram_gib)))
@@ -361,12 +361,13 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
                + (cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""))
     out += [summary, ""]
     tr, cr, mr = est.time.wall_hours_range, rec.cost_per_run_usd_range, est.memory.per_gpu_gib_range
-    out += [_("Time per run {wall}{wall_range} ({gpuh:,.0f} GPU-hours), cost per run {cost}{cost_range}, "
+    out += [_("Time per run {wall}{wall_range} ({gpuh} GPU-hours), cost per run {cost}{cost_range}, "
               "memory {mem:.1f}{mem_range} of {cap:.0f} GiB per GPU. Objective: {objective}; "
               "{n} builds considered. Ranges: the cross-validated errors of published runs "
               "like this one (docs/VALIDATION.md).").format(
         wall=fmt_hours(est.time.wall_hours), wall_range=fmt_span(tr, fmt_hours, "P10-P90 "),
-        gpuh=est.time.gpu_hours, cost=_money(rec.cost_per_run_usd, rec), cost_range=fmt_span(cr, fmt_usd),
+        gpuh=fmt_gpu_hours(est.time.gpu_hours), cost=_money(rec.cost_per_run_usd, rec),
+        cost_range=fmt_span(cr, fmt_usd),
         mem=est.memory.per_gpu_gib, mem_range=fmt_span(mr, lambda v: f"{v:.1f}"), cap=est.memory.capacity_gib,
         objective=rec.objective, n=rec.candidates_considered), ""]
     if rec.binding_constraint:

@@ -78,6 +78,8 @@ def money_fmt(cur: CurrencyInfo | None) -> Callable[[float | None], str]:
 def fmt_hours(h: float | None) -> str:
     if h is None or not math.isfinite(h):
         return "—"
+    if h * 60 < 0.5:
+        return "<1 min"  # (not "0 min": a run that takes seconds still takes time)
     if h < 1:
         return f"{h * 60:.0f} min"
     if h < 48:
@@ -86,6 +88,11 @@ def fmt_hours(h: float | None) -> str:
     if d < 365:
         return f"{d:.1f} d"
     return f"{d / 365:.1f} y"
+
+
+def fmt_gpu_hours(h: float) -> str:
+    """GPU-hours as the answers show them: whole hours from 10, one decimal below (a short run is not "0")."""
+    return f"{h:,.0f}" if h >= 10 else f"{h:,.1f}"
 
 
 def fmt_gib(g: float | None) -> str:

@@ -11,7 +11,16 @@ from rich.text import Text
 
 from gpuwiz.core.models import Build, CurrencyInfo, Recommendation
 from gpuwiz.core.report import pareto_against_pick, pick_point
-from gpuwiz.core.whatif import Delta, currency_symbol, fmt_gib, fmt_hours, fmt_span, money_fmt, pitfalls_by_severity
+from gpuwiz.core.whatif import (
+    Delta,
+    currency_symbol,
+    fmt_gib,
+    fmt_gpu_hours,
+    fmt_hours,
+    fmt_span,
+    money_fmt,
+    pitfalls_by_severity,
+)
 from gpuwiz.i18n import _
 from gpuwiz.tui.plain import add_row, plain
 from gpuwiz.tui.widgets.bars import breakdown_bar, breakdown_legend, memory_bar
@@ -243,8 +252,8 @@ def memory_view(rec: Recommendation, width: int) -> RenderableType:
     if t.samples_per_s_per_gpu:
         add_row(perf, _("Throughput"), _("{n:,.1f} samples/s per GPU").format(n=t.samples_per_s_per_gpu))
     add_row(perf, "MFU", _("{pct:.0f}% of {peak:,.0f} TFLOPS peak").format(pct=t.mfu * 100, peak=t.peak_tflops))
-    add_row(perf, _("Time per run"), _("{wall} wall, {gpuh:,.0f} GPU-hours").format(
-        wall=fmt_hours(e.time.wall_hours), gpuh=e.time.gpu_hours))
+    add_row(perf, _("Time per run"), _("{wall} wall, {gpuh} GPU-hours").format(
+        wall=fmt_hours(e.time.wall_hours), gpuh=fmt_gpu_hours(e.time.gpu_hours)))
     p = e.plan
     add_row(perf, _("Plan"), _("micro-batch {mb} × accum {acc}, checkpointing {ckpt}").format(
         mb=p.micro_batch, acc=p.grad_accum, ckpt=p.activation_checkpointing))
