@@ -261,6 +261,23 @@ def test_stack_is_reported_and_alternatives_compare_the_same_plan(cat):
     assert f"{best.name} would take" in text
 
 
+def test_stacks_that_take_the_same_time_are_named_once(cat):
+    """A stack whose time rounds to the same per cent is not listed as "16.4 h instead of 16.4 h (-0%)": those are
+    named together on one line; the others keep their own; the JSON keeps every one."""
+    from gpuwiz.core.report import render_estimate
+
+    e = estimate(req(model={"preset": "mistral-7b", "seq_len": 4096}, training={"method": "lora", "global_batch": 64},
+                     data={"tokens": 3e8}), cat, "h100-sxm", 1)
+    same = [a for a in e.stack_alternatives if a.feasible and abs(a.change) < 0.005]
+    other = [a for a in e.stack_alternatives if a not in same]
+    assert same and other  # (the example has both kinds)
+    text = render_estimate(e, "text")
+    assert "(+0%)" not in text and "(-0%)" not in text
+    assert "; ".join(a.name for a in same) + ": about the same time" in text
+    for a in other:
+        assert f"{a.name} would take" in text
+
+
 def test_the_stack_runs_the_offload_the_plan_names(cat):
     """Optimizer-only CPU offload is DeepSpeed's ZeRO-Offload (PyTorch FSDP's CPUOffload moves the parameters too):
     a plan that names it is timed on a stack that runs it, never on plain PyTorch, and PyTorch is no alternative."""

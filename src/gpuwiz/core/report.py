@@ -218,10 +218,17 @@ def _range_rows(est: Estimate) -> list[tuple[str, str]]:
         parts.append(fmt_range(m.per_gpu_gib, m.per_gpu_gib_range.low, m.per_gpu_gib_range.high, "GiB/GPU")
                      + (_(" -- P90 above the card") if m.p90_exceeds_capacity else ""))
     rows = [("P10-P90", "; ".join(parts))] if parts else []
+    # a stack whose time rounds to the same per cent is named once, with the others like it (not "16.4 h instead
+    # of 16.4 h (-0%)" per stack)
+    same = [a.name for a in est.stack_alternatives if a.feasible and abs(a.change) < 0.005]
     for a in est.stack_alternatives:
+        if a.feasible and abs(a.change) < 0.005:
+            continue
         rows.append(("  " + _("stack"), _("{name} would take {wall} instead of {base} ({pct:+.0f}%)").format(
             name=a.name, wall=fmt_hours(a.wall_hours), base=fmt_hours(t.wall_hours), pct=a.change * 100)
             + ("" if a.feasible else _(", does not fit"))))
+    if same:
+        rows.append(("  " + _("stack"), _("{names}: about the same time (within 0.5%)").format(names="; ".join(same))))
     return rows
 
 
