@@ -268,6 +268,19 @@ def test_model_parallel_plan_goes_to_megatron_only(jobs):
     assert (back["tp"], back["pp"], back["dp"], back["zero_stage"]) == (8, 4, dp, 1)
 
 
+def test_an_adapter_plan_with_model_parallelism_is_not_bounced_between_targets(jobs):
+    """A LoRA plan with expert parallelism (the fastest Mixtral LoRA's): Megatron-LM's script does no LoRA and the
+    data-parallel targets no EP, so each refusal names NeMo's PEFT recipes and the pin that gives a plan they run,
+    and none sends the user to another of them."""
+    job = _with(dataclasses.replace(jobs["small-team-lora-7b"], method="lora"), ep=8, dp=8)
+    for target in ("megatron", "accelerate", "deepspeed"):
+        why = refusal(target, job) or ""
+        assert "NeMo's PEFT" in why and "ep=8" in why and "tp 1, pp 1, ep 1" in why, why
+        assert "use --target megatron" not in why and "(use --target accelerate" not in why
+    plain = _with(jobs["small-team-lora-7b"], tp=1, pp=1, ep=1, cp=1)
+    assert refusal("accelerate", plain) is None  # ... and the pinned plan is written
+
+
 def test_megatron_refuses_parameter_offload(jobs):
     job = _with(jobs["enterprise-70b-pretrain"], zero_stage=3, offload="optimizer+params")
     assert "offload" in (refusal("megatron", job) or "")

@@ -230,6 +230,17 @@ def refusal(target: str, job: Job) -> str | None:
     p = job.plan
     if target not in TARGETS:
         return f"launch: unknown target {target!r} ({', '.join(TARGETS)})"
+    model_parallel = p.tp > 1 or p.pp > 1 or p.cp > 1 or p.ep > 1
+    dims = f"tp={p.tp}, pp={p.pp}, cp={p.cp}, ep={p.ep}"
+    # An adapter fine-tune laid out with model parallelism runs on NeMo's PEFT recipes (Megatron-Core), which
+    # gpuwiz does not write; neither the Megatron-LM script nor the data-parallel targets can run it, so neither
+    # refusal sends the user to the other.
+    adapters_mp = (job.method in ("lora", "qlora") and model_parallel
+                   and target in ("megatron", "accelerate", "deepspeed"))
+    if adapters_mp:
+        return (f"launch --target {target}: the plan is {job.method.upper()} fine-tuning with model parallelism "
+                f"({dims}), which runs on NeMo's PEFT recipes (Megatron-Core) and gpuwiz does not write those; "
+                "or set training.parallel to tp 1, pp 1, ep 1 (an FSDP / ZeRO plan) for --target accelerate")
     if target == "megatron":
         if not job.is_token_model:
             return (f"launch --target megatron: Megatron-LM trains transformer language models; "
@@ -240,9 +251,9 @@ def refusal(target: str, job: Job) -> str | None:
         if p.offload == "optimizer+params":
             return ("launch --target megatron: the plan offloads parameters to the CPU, which Megatron-LM does not "
                     "do (use --target deepspeed)")
-    if target in ("accelerate", "deepspeed") and (p.tp > 1 or p.pp > 1 or p.cp > 1 or p.ep > 1):
+    if target in ("accelerate", "deepspeed") and model_parallel:
         return (f"launch --target {target}: the plan uses tensor/pipeline/context/expert parallelism "
-                f"(tp={p.tp}, pp={p.pp}, cp={p.cp}, ep={p.ep}); use --target megatron")
+                f"({dims}); use --target megatron")
     if target == "deepspeed" and job.vendor == "intel":
         return "launch --target deepspeed: Gaudi needs Habana's DeepSpeed fork; use --target torchrun"
     return None
