@@ -224,8 +224,15 @@ def inner(config: str, out: str, engine_process: bool) -> None:
 def child(out: str, argv: list[str]) -> int:
     import atexit
 
+    from gpuwiz._pyc import install_codegen
+
+    # what engine_child.main does only when it is the process itself (argv None), as the wizard's child:
+    install_codegen("engine")  # the code dataclasses & co. generate, compiled, from the cache folder
+    from gpuwiz.core import gcpause
     from gpuwiz.tui import engine as engine_mod
     from gpuwiz.tui import engine_child
+
+    gcpause.keep_frozen()  # an answer's objects join the frozen ones (no young collection per answer)
 
     orig_read, orig_write, orig_run = engine_mod.read_request, engine_mod.write_frame, engine_mod.Engine.run
 
