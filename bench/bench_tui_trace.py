@@ -50,7 +50,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench_tui_tmux import capture, epochs_line, key_for, panel, pct, pythonpath, tmux, to_epochs, wait_for
+from bench_tui_tmux import (
+    capture,
+    epochs_line,
+    epochs_value,
+    key_for,
+    panel,
+    pct,
+    pythonpath,
+    tmux,
+    to_epochs,
+    wait_for,
+)
 
 HOPS = ("input", "key", "edited", "sent", "c_read", "c_run", "c_sent", "r_read", "r_posted", "done", "shown",
         "released", "tick", "rendered", "frame", "written")
@@ -213,8 +224,15 @@ def inner(config: str, out: str, engine_process: bool) -> None:
 def child(out: str, argv: list[str]) -> int:
     import atexit
 
+    from gpuwiz._pyc import install_codegen
+
+    # what engine_child.main does only when it is the process itself (argv None), as the wizard's child:
+    install_codegen("engine")  # the code dataclasses & co. generate, compiled, from the cache folder
+    from gpuwiz.core import gcpause
     from gpuwiz.tui import engine as engine_mod
     from gpuwiz.tui import engine_child
+
+    gcpause.keep_frozen()  # an answer's objects join the frozen ones (no young collection per answer)
 
     orig_read, orig_write, orig_run = engine_mod.read_request, engine_mod.write_frame, engine_mod.Engine.run
 
@@ -256,6 +274,7 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
     sends: list[float] = []
     chars: list[float] = []
     screens: list[float] = []
+    values: list[str] = []  # the Epochs value after each key (a value not seen before: a new answer)
     try:
         wait_for(session, lambda ls: any("What-if" in ln for ln in ls), 60)
         to_epochs(session)
@@ -276,6 +295,7 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
                     t_panel = t
                 if t - t0 > 10:
                     raise SystemExit(f"key {key!r}: the screen did not change in 10 s")
+            values.append(epochs_value(epochs_line(now)))
             sends.append(t0)
             chars.append(t_char)
             screens.append(t_panel)
@@ -295,16 +315,28 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         shutil.rmtree(state, ignore_errors=True)
-    report(config.name, size, engine, sends, chars, screens, ui, kid)
+    seen: set[str] = set()
+    new: list[int] = []
+    for i, v in enumerate(values):
+        if v not in seen:
+            new.append(i)
+        seen.add(v)
+    report(config.name, size, engine, sends, chars, screens, ui, kid, range(len(sends)), "all keys")
+    print()
+    report(config.name, size, engine, sends, chars, screens, ui, kid, new, "the keys that made a new value")
 
 
 def report(name: str, size: str, engine: str, sends: list[float], chars: list[float], screens: list[float],
-           ui: dict[str, Any], kid: dict[str, Any]) -> None:
+           ui: dict[str, Any], kid: dict[str, Any], keys: Any, which: str) -> None:
     stamps = sorted([*[(*s, "ui") for s in ui["stamps"]], *[(*s, "child") for s in kid["stamps"]]],
                     key=lambda s: s[1])
     per_hop: dict[str, list[float]] = {h: [] for h in (*HOPS, "char", "screen")}
     cpu_of: dict[str, list[float]] = {h: [] for h in HOPS}  # per key: the CPU a thread spent on the step to hop h
+    minus_engine: list[float] = []
+    early: set[int] = set()
     for i, t0 in enumerate(sends):
+        if i not in keys:
+            continue
         t_end = sends[i + 1] if i + 1 < len(sends) else t0 + 1.0
         mine = [s for s in stamps if t0 <= s[1] < t_end]
         first: dict[str, float] = {}
@@ -313,6 +345,8 @@ def report(name: str, size: str, engine: str, sends: list[float], chars: list[fl
         for lab, t, cpu, main_thread, who in mine:
             if lab == "done":
                 done_at = t if done_at is None else done_at
+            if lab == "frame" and done_at is None:
+                early.add(i)  # a frame before the answer: the typed character's own (the hold ran out)
             # hops after the answer: the first one after "done"
             after = ("shown", "released", "tick", "rendered", "frame", "written")
             if lab in after and (done_at is None or t < done_at):
@@ -333,7 +367,10 @@ def report(name: str, size: str, engine: str, sends: list[float], chars: list[fl
                 per_hop[h].append((first[h] - t0) * 1e3)
         per_hop["char"].append((chars[i] - t0) * 1e3)
         per_hop["screen"].append((screens[i] - t0) * 1e3)
-    print(f"{name} at {size}, engine in a {engine}, {len(sends)} keys (ms after send-keys, p50 / p95):")
+        if "c_read" in first and "c_run" in first:  # the panel on screen minus the child's engine time
+            minus_engine.append((screens[i] - t0 - (first["c_run"] - first["c_read"])) * 1e3)
+    print(f"{name} at {size}, engine in a {engine}, {which} ({len(keys)} of {len(sends)}; ms after send-keys, "
+          "p50 / p95):")
     prev = None
     for h in (*HOPS, "screen"):
         xs = per_hop[h]
@@ -348,6 +385,10 @@ def report(name: str, size: str, engine: str, sends: list[float], chars: list[fl
         print(f"  {h:9s} {statistics.median(xs):6.1f} / {pct(xs, .95):6.1f}{step}{cpu_note}")
         prev = h
     print(f"  typed character on screen: {statistics.median(per_hop['char']):.1f} / {pct(per_hop['char'], .95):.1f}")
+    print(f"  keys whose typed character had a frame of its own before the answer: {len(early)} of {len(keys)}")
+    if minus_engine:
+        print(f"  live panel on screen minus the child's engine time (c_read -> c_run): "
+              f"{statistics.median(minus_engine):.1f} / {pct(minus_engine, .95):.1f}")
     print(f"  CPU over the whole session: UI thread {ui['cpu_main']:.2f} s, process {ui['cpu_process']:.2f} s, "
           f"writer thread {ui.get('writer', 0):.2f} s, engine child {kid['cpu']:.2f} s")
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.cells import cell_len
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual._ansi_theme import DEFAULT_TERMINAL_THEME
 from textual._styles_cache import StylesCache
@@ -44,6 +46,26 @@ def _with_span(line: Text, span: str, width: int) -> list[Text]:
         return [line]
     indent = " " * LABEL_CELLS if LABEL_CELLS + cell_len(span.strip()) <= width else ""
     return [line, Text(indent + span.strip(), style="dim")]
+
+
+_NEWLINE = Text("\n")
+
+
+def one_line_strip(part: Text, console: Console, base: Style) -> Strip:
+    """The line Textual draws for a one-line ``Text`` of a Group in a widget whose base style is
+    ``base`` (``Visual.to_strips`` of a ``RichVisual``), without Rich's wrapping pipeline: a part
+    with no line break, no tab and no justification, no wider than the widget, wraps to itself, so
+    its segments are those of Rich's ``Text.render`` of its one line (joined as Rich joins a
+    wrapped text's lines: the part's own style becomes its first span) with the base style added
+    under each, as Textual's ``_Styled`` adds it. A new answer's time, cost and range lines came
+    through the whole pipeline (a Group's render, the wrap, the join, the split into lines: ~0.7
+    of the panel's ~1.3 ms for a new answer, headless). tests/tui/test_live_panel_lines.py checks
+    it against Textual's own render."""
+    segments: list[Segment] = list(_NEWLINE.join([part]).render(console))
+    if base:
+        apply = base.__add__
+        segments = [Segment(text, apply(style)) for text, style, _control in segments]
+    return Strip(segments)
 
 
 class RowCache(StylesCache):
@@ -189,11 +211,17 @@ class LivePanel(Widget):
         keys = [(part.plain, tuple(part.spans), str(part.style), part.end) if isinstance(part, Text) else None
                 for part in parts]
         found: list[list[Strip] | None] = [cache.get(pk) if pk is not None else None for pk in keys]
-        # the new parts that are one line each (no line break, not wider than the panel) are rendered
-        # together, as one Group: one render's overhead instead of one per part (~0.3 ms of ~1 ms)
+        # the new parts that are one line each (no line break, not wider than the panel)
         single = [i for i, part in enumerate(parts) if found[i] is None and isinstance(part, Text)
                   and part.end == "\n" and "\n" not in part.plain and cell_len(part.plain) <= width]
-        if len(single) > 1:
+        if single and self._plain_lines_ok():  # drawn straight from their spans (see one_line_strip)
+            console, base = self.app.console, style.rich_style
+            for i in single:
+                part = parts[i]
+                if part.justify is None and "\t" not in part.plain:  # type: ignore[union-attr]
+                    found[i] = [one_line_strip(part, console, base)]  # type: ignore[arg-type]
+            single = [i for i in single if found[i] is None]
+        if len(single) > 1:  # rendered together, as one Group: one render's overhead, not one per part
             together = Visual.to_strips(self, RichVisual(self, Group(*(parts[i] for i in single))), width, None, style)
             if len(together) == len(single):  # one line each, as expected (else each part on its own)
                 for i, strip in zip(single, together, strict=True):
@@ -209,6 +237,12 @@ class LivePanel(Widget):
         while len(cache) > self.MAX_PARTS:  # the parts of the last twenty or so answers (a value typed
             del cache[next(iter(cache))]  # again, a backspace to one before, finds its lines)
         return lines
+
+    def _plain_lines_ok(self) -> bool:
+        """Whether Textual draws a one-line part as its spans' segments on the base style and nothing
+        else: no content alignment, no justification asked by the console, no link styling."""
+        return (tuple(self.styles.content_align) == ("left", "top") and self.app.console_options.justify is None
+                and not self.auto_links)
 
     @property
     def text(self) -> str:
