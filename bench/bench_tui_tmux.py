@@ -93,6 +93,31 @@ def key_for(i: int) -> str:
     return "BSpace" if i % 2 else "23456789"[(i // 2) % 8]
 
 
+def fresh_base(k: int) -> str:
+    """``--fresh``: the Epochs value round k of the keys types after (1.0, 1.1, ... 1.9, 2.0, ...)."""
+    return f"{1 + k // 10}.{k % 10}"
+
+
+def fresh_start(session: str, k: int) -> None:
+    """``--fresh``: before round k, clear the Epochs field and type ``fresh_base(k)`` (not measured)."""
+    for _ in range(8):
+        tmux("send-keys", "-t", session, "BSpace")
+    for key in fresh_base(k):
+        tmux("send-keys", "-t", session, key)
+    wait_for(session, lambda ls: epochs_value(epochs_line(ls)) == fresh_base(k))
+    time.sleep(0.5)  # (its answers settle; not measured)
+
+
+def fresh_key_for(i: int) -> str:
+    """The i-th key of a ``--fresh`` run: a digit and backspace in turn, 2..9, after the round's base
+    (``fresh_start`` sets a new one every 16 keys): 1.02, 1.0, 1.03, ... 1.09, then 1.12, ... Every digit makes an
+    Epochs value no earlier key made (a new answer, about a per cent from the base), every backspace the base,
+    which the engine answered before. The plain run repeats 2..9, so after its first eight only memoised values
+    come."""
+    j = i % 16
+    return "BSpace" if j % 2 else "23456789"[j // 2]
+
+
 def epochs_line(lines: list[str]) -> str:
     return next((ln for ln in lines if "Epochs" in ln), "")
 
@@ -199,7 +224,7 @@ def engine_per_key(config: Path, values: list[str]) -> list[float]:
     return out
 
 
-def bench(config: Path, keys: int, size: str, engine: str) -> None:
+def bench(config: Path, keys: int, size: str, engine: str, fresh: bool = False) -> None:
     cols, rows = size.split("x")
     session = f"gpuwiz-bench-{os.getpid()}"
     state = tempfile.mkdtemp(prefix="gpuwiz-bench-state-")
@@ -231,9 +256,11 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
         values: list[str] = []  # the Epochs value after each key
         window = 0.0
         for i in range(keys):
+            if fresh and i % 16 == 0:
+                fresh_start(session, i // 16)
             before = capture(session)
             line0, panel0 = epochs_line(before), panel(before)
-            key = key_for(i)
+            key = fresh_key_for(i) if fresh else key_for(i)
             c0 = meter.sample()
             t0 = time.perf_counter()
             tmux("send-keys", "-t", session, key)
@@ -260,7 +287,7 @@ def bench(config: Path, keys: int, size: str, engine: str) -> None:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         shutil.rmtree(state, ignore_errors=True)
     eng = engine_per_key(config, values)
-    seen: set[str] = set()
+    seen: set[str] = {fresh_base(k) for k in range(keys // 16 + 1)} if fresh else set()  # (answered unmeasured)
     new: list[int] = []  # keys that made a value the engine had not answered before
     for i, v in enumerate(values):
         if v not in seen:
@@ -327,6 +354,8 @@ def main() -> None:
     ap.add_argument("--config", nargs="*", default=["small-team-lora-7b.yaml", "enterprise-70b-pretrain.yaml"])
     ap.add_argument("--engine", choices=("process", "thread", "both"), default="process",
                     help="where the wizard runs the engine (process: the command line's default)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="type Epochs values 1.02, 1.03, ... 1.12, ...: every digit a new value (fresh_key_for)")
     ap.add_argument("--floor", action="store_true",
                     help="also time the same keys in `cat` and in a minimal Textual app (what tmux and Textual take)")
     args = ap.parse_args()
@@ -342,7 +371,7 @@ def main() -> None:
         floor(args.keys, args.size)
     for name in args.config:
         for engine in (("process", "thread") if args.engine == "both" else (args.engine,)):
-            bench(folder / name, args.keys, args.size, engine)
+            bench(folder / name, args.keys, args.size, engine, args.fresh)
     try:
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     except OSError:

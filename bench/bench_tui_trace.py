@@ -54,6 +54,9 @@ from bench_tui_tmux import (
     capture,
     epochs_line,
     epochs_value,
+    fresh_base,
+    fresh_key_for,
+    fresh_start,
     key_for,
     panel,
     pct,
@@ -262,7 +265,7 @@ def child(out: str, argv: list[str]) -> int:
 
 
 # ---- outside: drive tmux ----------------------------------------------------------------------------
-def drive(config: Path, keys: int, size: str, engine: str) -> None:
+def drive(config: Path, keys: int, size: str, engine: str, fresh: bool = False) -> None:
     cols, rows = size.split("x")
     session = f"gpuwiz-trace-{os.getpid()}"
     state = tempfile.mkdtemp(prefix="gpuwiz-trace-")
@@ -280,9 +283,11 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
         to_epochs(session)
         time.sleep(4.0 if engine == "process" else 1.0)  # the child starts after the first answer and loads
         for i in range(keys):
+            if fresh and i % 16 == 0:
+                fresh_start(session, i // 16)
             before = capture(session)
             line0, panel0 = epochs_line(before), panel(before)
-            key = key_for(i)
+            key = fresh_key_for(i) if fresh else key_for(i)
             t0 = time.perf_counter()
             tmux("send-keys", "-t", session, key)
             t_char = t_panel = None
@@ -294,7 +299,7 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
                 if t_panel is None and panel(now) != panel0:
                     t_panel = t
                 if t - t0 > 10:
-                    raise SystemExit(f"key {key!r}: the screen did not change in 10 s")
+                    raise SystemExit(f"key {key!r}: the screen did not change in 10 s:\n" + "\n".join(now))
             values.append(epochs_value(epochs_line(now)))
             sends.append(t0)
             chars.append(t_char)
@@ -315,7 +320,7 @@ def drive(config: Path, keys: int, size: str, engine: str) -> None:
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         shutil.rmtree(state, ignore_errors=True)
-    seen: set[str] = set()
+    seen: set[str] = {fresh_base(k) for k in range(keys // 16 + 1)} if fresh else set()  # (answered unmeasured)
     new: list[int] = []
     for i, v in enumerate(values):
         if v not in seen:
@@ -399,6 +404,8 @@ def main() -> None:
     ap.add_argument("--size", default="100x30")
     ap.add_argument("--config", default="small-team-lora-7b.yaml")
     ap.add_argument("--engine", choices=("process", "thread"), default="process")
+    ap.add_argument("--fresh", action="store_true",
+                    help="type Epochs values 1.02, 1.03, ... 1.12, ...: every digit a new value (fresh_key_for)")
     ap.add_argument("--inner", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -412,7 +419,7 @@ def main() -> None:
         raise SystemExit("tmux is not installed")
     folder = Path(str(resources.files("gpuwiz").joinpath("examples")))
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    drive(folder / args.config, args.keys, args.size, args.engine)
+    drive(folder / args.config, args.keys, args.size, args.engine, args.fresh)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
