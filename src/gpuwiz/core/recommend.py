@@ -388,7 +388,6 @@ class Cand:
     exact: bool = False
     drop: str | None = None  # why it has no score (DROP_*), when it has none
     build: sysmod.Sizing | None = None  # the sized system's numbers (exact stage)
-    tier: str | None = None  # the priced offer's market tier
     idle: int = 0  # GPUs paid for but unused (smallest offer >= count)
     overhead: float = 0.0  # per-run rent overhead in $ (provisioning, staging, egress)
     # per-run hours a rented run spends before it trains (provisioning, image pull, dataset staging): the time to a
@@ -428,6 +427,12 @@ class Cand:
     @property
     def count(self) -> int:
         return self.gpn * self.nodes
+
+    @property
+    def tier(self) -> str | None:
+        """The priced offer's market tier (None: not rented). A property, not a field: a Cand's attributes stay
+        at 21, which a dict of 32 slots holds (a 22nd doubles it to 64: ~370 bytes more for every Cand)."""
+        return self.rent_inst.tier if self.rent_inst is not None else None
 
     @property
     def energy_kwh(self) -> float:
@@ -979,7 +984,7 @@ class _Recommender:
             rent_year = min(rent_run * self.rpy, reserved_year)
             new = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress, rent_hours=over_h, rent_inst=inst, rent_n=n,
-                rent_gpu_hour=gpu_hour, tier=inst.tier,
+                rent_gpu_hour=gpu_hour,
                 idle=inst.gpu_count * n - c.gpn * c.nodes,  # GPUs paid for but unused (smallest offer >= count)
                 spot_run=(spot_h * n * wall * (1 + self.spot_over) if spot_h else None),
                 reserved_year=reserved_year)
