@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from textual._compositor import Compositor
 from textual.geometry import Region
-from textual.visual import Visual, visualize
-from wizhelp import settle
+from wizhelp import assert_draws_as_textual, focus_epochs, settle
 
 from gpuwiz.tui.app import GpuwizApp
 from gpuwiz.tui.compositor import SpanCompositor
@@ -56,9 +55,7 @@ async def test_a_partial_frame_writes_what_textual_writes(make_app: MakeApp, con
     app = make_app(config_file)
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
-        app.goto("data")
-        await pilot.pause()
-        app.screen.query_one("#f-data-epochs").focus()
+        await focus_epochs(pilot, app)
         await pilot.press("end", "7")
         await settle(pilot, app)
         compositor = app.screen._compositor
@@ -80,9 +77,7 @@ async def test_a_partial_frame_writes_what_textual_writes(make_app: MakeApp, con
 async def _at_epochs(pilot: Any, app: Any) -> None:
     """The config's answer in, on the Data step, with the Epochs field focused (where the edits type)."""
     await settle(pilot, app)
-    app.goto("data")
-    await pilot.pause()
-    app.screen.query_one("#f-data-epochs").focus()
+    await focus_epochs(pilot, app)
 
 
 async def test_the_live_panel_shows_what_textual_draws_for_its_answer_after_every_edit(
@@ -100,10 +95,7 @@ async def test_the_live_panel_shows_what_textual_draws_for_its_answer_after_ever
             await settle(pilot, app)
             await pilot.pause()
             seen.add(panel.text)
-            width = panel.content_size.width
-            textual = Visual.to_strips(panel, visualize(panel, panel.render()), width, None, panel.visual_style)
-            ours = [panel.render_line(y) for y in range(len(textual))]
-            assert ours == textual
+            assert_draws_as_textual(panel, keys)
             # and what the screen shows of it (its lines repainted one by one) is a fresh render's
             shown = panel.render_lines(Region(0, 0, *panel.size))
             panel._lines = None

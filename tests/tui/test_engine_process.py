@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wizhelp import child_on_data_field, settle, until
+from wizhelp import child_on_data_field, focus_epochs, settle, until
 
 from gpuwiz.core.config_io import load_config
 from gpuwiz.tui import drafts
@@ -24,9 +24,7 @@ MakeApp = Callable[..., GpuwizApp]
 
 
 async def type_epochs(pilot: Any, app: GpuwizApp, text: str) -> None:
-    app.goto("data")
-    await pilot.pause()
-    app.screen.query_one("#f-data-epochs").focus()
+    await focus_epochs(pilot, app)
     await pilot.pause()
     await pilot.press("ctrl+u", *list(text))
 
@@ -219,9 +217,7 @@ async def test_typing_writes_the_draft_at_most_once_a_second_and_keeps_up(
     app = make_app(config_file)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        app.goto("data")
-        await pilot.pause()
-        app.screen.query_one("#f-data-epochs").focus()
+        await focus_epochs(pilot, app)
         await pilot.pause()
         writes.clear()
         t0 = time.monotonic()

@@ -15,7 +15,7 @@ from rich.segment import ControlType
 from textual import events
 from textual._compositor import ChopsUpdate
 from textual.geometry import Region
-from wizhelp import child_on_data_field, settle, until
+from wizhelp import child_on_data_field, focus_epochs, settle, until
 
 from gpuwiz.tui import frames
 from gpuwiz.tui.app import GpuwizApp
@@ -115,9 +115,7 @@ async def test_a_burst_of_keys_leaves_the_last_answer_on_the_terminal(
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await until(pilot, lambda: app._engine_proc is not None and app._engine_proc.ready, "the child is ready")
-        app.goto("data")
-        await pilot.pause()
-        app.screen.query_one("#f-data-epochs").focus()
+        await focus_epochs(pilot, app)
         await pilot.press("ctrl+u")
         await settle(pilot, app)
         mirror = Mirror(app)

@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from rich.console import Group
 from rich.text import Text
 from textual.visual import RichVisual, Visual
-from wizhelp import settle
+from wizhelp import assert_draws_as_textual, focus_epochs, settle
 
 from gpuwiz.tui.app import GpuwizApp
 from gpuwiz.tui.widgets.live_panel import LivePanel, one_line_strip
@@ -60,9 +60,7 @@ async def test_the_panel_draws_what_textual_draws_while_its_answers_change(
     app = make_app(config_file)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        app.goto("data")
-        await pilot.pause()
-        app.screen.query_one("#f-data-epochs").focus()
+        await focus_epochs(pilot, app)
         panel = app.screen.query_one(LivePanel)
         seen: set[str] = set()
         for keys in (("end", "4"), ("5",), ("backspace",), ("ctrl+u", "x"), ("ctrl+u", "9")):
@@ -70,7 +68,5 @@ async def test_the_panel_draws_what_textual_draws_while_its_answers_change(
             await settle(pilot, app)
             await pilot.pause()
             seen.add(panel.text)
-            width = panel.content_size.width
-            textual = Visual.to_strips(panel, RichVisual(panel, panel.render()), width, None, panel.visual_style)
-            assert [panel.render_line(y) for y in range(len(textual))] == textual, keys
+            assert_draws_as_textual(panel, keys)
         assert len(seen) >= 4

@@ -39,3 +39,20 @@ async def child_on_data_field(pilot: Any, app: GpuwizApp, field_id: str) -> Any:
     field.focus()
     await pilot.press("end")
     return field
+
+
+def assert_draws_as_textual(panel: Any, label: object = None) -> None:
+    """The live panel's lines (its own drawing: cached parts, one-line strips) equal what Textual draws for its
+    renderable at its width."""
+    from textual.visual import Visual, visualize
+
+    textual = Visual.to_strips(panel, visualize(panel, panel.render()), panel.content_size.width, None,
+                               panel.visual_style)
+    assert [panel.render_line(y) for y in range(len(textual))] == textual, label
+
+
+async def focus_epochs(pilot: Any, app: GpuwizApp) -> None:
+    """The Data step with its Epochs field focused (the field the key tests type into)."""
+    app.goto("data")
+    await pilot.pause()
+    app.screen.query_one("#f-data-epochs").focus()
