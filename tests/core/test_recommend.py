@@ -743,6 +743,12 @@ def test_a_rented_run_meets_its_deadline_with_its_staging_time() -> None:
                         CAT)  # 43 minutes: no rented run can stage 20 TB in time, and the deadline binding says so
     assert hurried.binding_constraint is not None and hurried.binding_constraint.kind == "deadline"
     assert "h of provisioning and data staging" in hurried.binding_constraint.message
+    fastest = recommend(req.model_copy(update={
+        "schedule": req.schedule.model_copy(update={"deadline_days": 0.03}),
+        "deployment": req.deployment.model_copy(update={"objective": "fastest"})}), CAT)
+    assert fastest.binding_constraint is not None and fastest.estimate is not None
+    assert fastest.estimate.time.wall_hours < 0.03 * 24  # trains in time, but not with its staging
+    assert "h of provisioning and data staging" in fastest.binding_constraint.message
     loose = recommend(req.model_copy(update={"schedule": req.schedule.model_copy(update={"deadline_days": 5})}), CAT)
     assert loose.cost is not None and loose.cost.rent_offer is not None
     assert loose.cost.rent_offer.overhead_hours > 5  # (with time to spare, the cheaper slow-staging offer is fine)

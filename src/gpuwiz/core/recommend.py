@@ -1811,10 +1811,12 @@ class _Recommender:
                 slack=SLACK_FRAC, days=self.deadline_h / 24, run=to_result / 24,
                 share=to_result / self.deadline_h) + (_(" (incl. {h:,.1f} h of provisioning and data staging)").format(
                     h=win.rent_hours) if to_result > win.q.wall_hours else ""))
-        elif self.obj == "fastest" and win.q.wall_hours > self.deadline_h:
+        elif self.obj == "fastest" and self.to_result(win) > self.deadline_h:
             binding = BindingConstraint(kind="deadline", message=_(
                 "even the fastest build within budget takes {run:,.1f} days, past the {days:,.1f}-day "
-                "deadline").format(run=win.q.wall_hours / 24, days=self.deadline_h / 24))
+                "deadline").format(run=self.to_result(win) / 24, days=self.deadline_h / 24)
+                + (_(" (incl. {h:,.1f} h of provisioning and data staging)").format(h=win.rent_hours)
+                   if self.to_result(win) > win.q.wall_hours else ""))
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
             found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est,
