@@ -513,3 +513,18 @@ def test_a_short_run_on_a_big_rented_cluster_names_the_day_a_reservation_bills()
     long = rent_offer(ctx(gpu="h100-sxm", verdict="rent", est_update=slow(40.0)), "AWS", instances=16)
     (hit,) = fired(long, "rent-cluster-capacity")
     assert "a day of these instances" not in hit.message  # a run of days: the reservation's days are used
+
+
+def test_the_deadline_rules_count_a_rented_runs_staging() -> None:
+    """10 h of training after 9 h of provisioning and staging is 95 % of a 20 h deadline when rented: the deadline
+    is tight, and the warning says the staging is in it; the same run with 0.5 h of it is not tight. 9 h more of
+    staging misses the deadline."""
+    tight_req = make_req(schedule={"deadline_days": 20 / 24})
+    slow_staging = rent_offer(ctx(req=tight_req, verdict="rent", est_update=slow(10.0)), "AWS", overhead_hours=9.0)
+    (hit,) = fired(slow_staging, "deadline-tight")
+    assert "19 h of a 20 h deadline" in hit.message and "9.0 h of provisioning and data staging" in hit.message
+    quick = rent_offer(ctx(req=tight_req, verdict="rent", est_update=slow(10.0)), "AWS", overhead_hours=0.5)
+    assert fired(quick, "deadline-tight") == [] and fired(quick, "underprovisioned") == []
+    late = rent_offer(ctx(req=tight_req, verdict="rent", est_update=slow(10.0)), "AWS", overhead_hours=11.0)
+    (miss,) = fired(late, "underprovisioned")
+    assert "past the" in miss.message and "11.0 h of provisioning" in miss.message

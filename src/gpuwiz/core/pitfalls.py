@@ -171,15 +171,29 @@ def _legacy(c: Context) -> str | None:  # P03
     return _("{gpu}: {what}; modern training on it is impractical.").format(gpu=g.name, what=what)
 
 
+def _staging_hours(c: Context) -> float:
+    """Hours a rented run spends before it trains (provisioning, image pull, dataset staging): part of its time to a
+    result, which the deadline rules weigh (0 for an owned build: its data is on its own disks)."""
+    return c.cost.rent_offer.overhead_hours if c.renting and c.cost and c.cost.rent_offer else 0.0
+
+
+def _staging_said(extra: float) -> str:
+    return _(" The time counts {h:,.1f} h of provisioning and data staging a rented run takes first.").format(
+        h=extra) if extra > 0 else ""
+
+
 @rule("underprovisioned", "high", "tco_and_pitfalls §B18; the estimate's wall-clock time vs schedule")
 def _under(c: Context) -> str | None:  # seeds: under-provisioning
     if not c.est or not c.est.feasible:
         return None
-    h = c.est.time.wall_hours
+    extra = _staging_hours(c)
+    h = c.est.time.wall_hours + extra
     dl = c.req.schedule.deadline_days
     if dl and h > dl * 24:
         return _("One run takes {h:,.0f} h ({days:,.1f} days) on {n} x {gpu}, past the {dl:g}-day deadline; add "
-                 "GPUs or relax the deadline.").format(h=h, days=h / 24, n=c.est.plan.gpus, gpu=c.est.gpu_name, dl=dl)
+                 "GPUs or relax the deadline.").format(h=h, days=h / 24, n=c.est.plan.gpus, gpu=c.est.gpu_name,
+                                                       dl=dl) + _staging_said(extra)
+    h = c.est.time.wall_hours
     monthly = h * c.req.schedule.runs_per_month
     if monthly > HOURS_PER_MONTH:
         return _("{runs:g} runs/month x {h:,.0f} h = {monthly:,.0f} h, more than the {month:.0f} h in a month: "
@@ -192,11 +206,13 @@ def _under(c: Context) -> str | None:  # seeds: under-provisioning
 def _deadline_tight(c: Context) -> str | None:
     if not c.est or not c.est.feasible or not c.req.schedule.deadline_days:
         return None
-    h, dl = c.est.time.wall_hours, c.req.schedule.deadline_days * 24
+    extra = _staging_hours(c)
+    h, dl = c.est.time.wall_hours + extra, c.req.schedule.deadline_days * 24
     if h <= 0.8 * dl or h > dl:
         return None
     return _("A run takes {h:,.0f} h of a {dl:,.0f} h deadline ({share:.0%}): no slack for failures, restarts or "
-             "a slower-than-estimated pipeline; plan ~20 % margin.").format(h=h, dl=dl, share=h / dl)
+             "a slower-than-estimated pipeline; plan ~20 % margin.").format(h=h, dl=dl, share=h / dl) + _staging_said(
+        extra)
 
 
 @rule("batch-rounded", "medium",
