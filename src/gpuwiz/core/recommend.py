@@ -55,6 +55,7 @@ from gpuwiz.core.models import (
     Requirements,
 )
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
+from gpuwiz.core.whatif import fmt_hours
 from gpuwiz.i18n import N_, _
 
 # What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
@@ -1802,19 +1803,19 @@ class _Recommender:
         binding = None
         assumptions = [n for n in [turnaround_note(self.req)] if n]
         if self.obj != "fastest" and self.tight(win):
-            tight = (_("nothing ends by {slack:.0%} of the {days:,.1f}-day deadline: this run takes {run:,.1f} days "
-                       "({share:.0%}), no slack for restarts") if self.req.schedule.deadline_days else
-                     _("nothing ends by {slack:.0%} of the {days:,.1f}-day assumed turnaround: this run takes "
-                       "{run:,.1f} days ({share:.0%}), no slack for restarts"))
+            tight = (_("nothing ends by {slack:.0%} of the {deadline} deadline: this run takes {run} ({share:.0%}), "
+                       "no slack for restarts") if self.req.schedule.deadline_days else
+                     _("nothing ends by {slack:.0%} of the {deadline} assumed turnaround: this run takes {run} "
+                       "({share:.0%}), no slack for restarts"))
             to_result = self.to_result(win)
             binding = BindingConstraint(kind="deadline", message=tight.format(
-                slack=SLACK_FRAC, days=self.deadline_h / 24, run=to_result / 24,
+                slack=SLACK_FRAC, deadline=fmt_hours(self.deadline_h), run=fmt_hours(to_result),
                 share=to_result / self.deadline_h) + (_(" (incl. {h:,.1f} h of provisioning and data staging)").format(
                     h=win.rent_hours) if to_result > win.q.wall_hours else ""))
         elif self.obj == "fastest" and self.to_result(win) > self.deadline_h:
             binding = BindingConstraint(kind="deadline", message=_(
-                "even the fastest build within budget takes {run:,.1f} days, past the {days:,.1f}-day "
-                "deadline").format(run=self.to_result(win) / 24, days=self.deadline_h / 24)
+                "even the fastest build within budget takes {run}, past the {deadline} deadline").format(
+                run=fmt_hours(self.to_result(win)), deadline=fmt_hours(self.deadline_h))
                 + (_(" (incl. {h:,.1f} h of provisioning and data staging)").format(h=win.rent_hours)
                    if self.to_result(win) > win.q.wall_hours else ""))
         return Recommendation(
@@ -2016,12 +2017,12 @@ class _Recommender:
             return BindingConstraint(kind="budget", message=_("budget {usd}").format(usd=cash(self.d.budget_usd))
                                      + cheapest)
         if d.get(DROP_DEADLINE) or d.get(DROP_CAPACITY):
-            within = (_("no build that fits finishes a run within the {days:,.1f}-day deadline")
+            within = (_("no build that fits finishes a run within the {deadline} deadline")
                       if self.req.schedule.deadline_days else
-                      _("no build that fits finishes a run within the {days:,.1f}-day assumed turnaround"))
+                      _("no build that fits finishes a run within the {deadline} assumed turnaround"))
             return BindingConstraint(kind="deadline", message=(
-                within.format(days=self.deadline_h / 24)
-                + (_(" (fastest: {days:,.1f} days)").format(days=priced.fastest_miss / 24)
+                within.format(deadline=fmt_hours(self.deadline_h))
+                + (_(" (fastest: {run})").format(run=fmt_hours(priced.fastest_miss))
                    if math.isfinite(priced.fastest_miss) else "")))
         if d.get(DROP_SITE):
             return BindingConstraint(kind="site", message=_("no build that fits suits the {site} site").format(
