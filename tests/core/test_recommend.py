@@ -743,6 +743,7 @@ def test_a_rented_run_meets_its_deadline_with_its_staging_time() -> None:
                         CAT)  # 43 minutes: no rented run can stage 20 TB in time, and the deadline binding says so
     assert hurried.binding_constraint is not None and hurried.binding_constraint.kind == "deadline"
     assert "h of provisioning and data staging" in hurried.binding_constraint.message
+    assert "of the 43 min deadline" in hurried.binding_constraint.message  # (not "the 0.0-day deadline")
     fastest = recommend(req.model_copy(update={
         "schedule": req.schedule.model_copy(update={"deadline_days": 0.03}),
         "deployment": req.deployment.model_copy(update={"objective": "fastest"})}), CAT)
