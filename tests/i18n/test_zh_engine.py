@@ -85,3 +85,25 @@ def test_a_value_outside_the_list_names_the_allowed_ones_in_chinese(zh: None) ->
     text = str(err.value)
     assert "cfg.yaml:4" in text and "deployment.site" in text
     assert "'colo' 或 'cloud'" in text and "'any'、'desk'" in text and " or " not in text
+
+
+def test_a_binding_constraint_is_one_sentence_as_each_language_writes_it(catalog) -> None:  # type: ignore[no-untyped-def]
+    """A pick that ends too late names its binding constraint in one sentence: in Chinese with no space after the
+    full-width colon and a full-width stop (it was '主要约束（deadline）： ……。.' style English joins)."""
+    text = ("version: 1\nmodel: {preset: vit-b-16}\ntraining: {method: pretrain, global_batch: 4096}\n"
+            "data: {samples: 100M, epochs: 3, dataset_gb: 20000, sample_kb: 200}\n"
+            "schedule: {runs_per_month: 1, deadline_days: 0.03}\ndeployment: {mode: rent}\n")
+    cases = (("en", "**Binding constraint (deadline):** ", "."), ("zh-CN", "**主要约束（deadline）：**", "。"))
+    for lang, head, end in cases:
+        i18n.set_language(lang)
+        try:
+            req = loads_config(text, catalog=catalog)
+            rec = recommend(req, catalog)
+            md = render_recommendation(rec, req, "md")
+        finally:
+            i18n.set_language("en")
+        assert rec.binding_constraint is not None
+        (line,) = [ln for ln in md.splitlines() if ln.startswith("**" + head.strip("*")[:4])]
+        assert line.startswith(head) and line.endswith(end) and not line.endswith(end + ".")
+        if lang == "zh-CN":
+            assert not line.startswith(head + " ") and HAN.search(line[len(head):])

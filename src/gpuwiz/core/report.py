@@ -378,8 +378,10 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         mem=est.memory.per_gpu_gib, mem_range=fmt_span(mr, lambda v: f"{v:.1f}"), cap=est.memory.capacity_gib,
         objective=rec.objective, n=rec.candidates_considered), ""]
     if rec.binding_constraint:
-        out += [f"{'**' if md else ''}" + _("Binding constraint ({kind}):").format(kind=rec.binding_constraint.kind)
-                + f"{'**' if md else ''} {rec.binding_constraint.message}.", ""]
+        bold = "**" if md else ""
+        head = bold + _("Binding constraint ({kind}):").format(kind=rec.binding_constraint.kind) + bold
+        # (one sentence, joined as the language joins them: no space and a full-width stop in Chinese)
+        out += [_("{head} {message}.").format(head=head, message=rec.binding_constraint.message), ""]
     if rec.assumptions:
         out += [_("Assumed: {what}.").format(what=a) for a in rec.assumptions] + [""]
     out += _pareto_lines(rec, md, h2)
