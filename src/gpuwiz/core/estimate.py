@@ -1330,7 +1330,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     thr = Throughput(
         tokens_per_s_per_gpu=q.tokens_per_s_per_gpu, samples_per_s_per_gpu=q.samples_per_s_per_gpu, mfu=q.mfu,
         peak_tflops=d.peak_tflops, achieved_tflops=q.mfu * d.peak_tflops,
-        step_time_s=(ch.mb * d.ga * max(1, ch.dp // s.cp) * ctx.cc.units_per_sample)
+        step_time_s=(plan.global_batch * ctx.cc.units_per_sample)
         / (d.units_per_s_per_gpu * d.count) if d.units_per_s_per_gpu > 0 else None,
         range=rg.throughput,
     )
@@ -1342,7 +1342,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
     return Estimate(
         gpu=g.id, gpu_name=g.name, model=info, memory=memory, plan=plan, throughput=thr, time=time,
         feasible=q.fits and not d.problems, problems=[p.text() for p in d.problems],
-        assumptions=_assumptions(ctx, q) + _stack_notes(ctx, g, s) + rg.notes, range_basis=rg.basis,
+        assumptions=_assumptions(ctx, q, plan) + _stack_notes(ctx, g, s) + rg.notes, range_basis=rg.basis,
         cost_multipliers=rg.cost, stack_alternatives=_stack_alternatives(ctx, q),
     )
 
@@ -1487,7 +1487,7 @@ def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
 
 
 
-def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
+def _assumptions(ctx: Context, q: QuickResult, plan: Plan) -> list[str]:
     d = q.detail
     g, ch, s, st, model, tr = d.gpu, d.choice, d.choice.shape, d.st, ctx.model, ctx.req.training
     assert st is not None  # (estimate_from times every plan: quick's time_misfit is on)
@@ -1530,8 +1530,7 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
               .format(cap=cap, most=ctx.batch_most))
     out.append(_("micro-batch {mb} ({why}), gradient accumulation {ga}").format(mb=ch.mb, why=mb_why, ga=d.ga))
     if ctx.global_batch_defaulted:
-        reps = max(1, ch.dp // s.cp)
-        trained = ch.mb * d.ga * reps
+        trained = plan.global_batch
         if trained == ctx.global_batch:
             out.append((_("global batch {n} sequences (default; set training.global_batch)") if model.is_token_model
                         else _("global batch {n} samples (default; set training.global_batch)")).format(
@@ -1542,7 +1541,7 @@ def _assumptions(ctx: Context, q: QuickResult) -> list[str]:
                         if model.is_token_model else
                         _("global batch {n:,} samples: the default {d:,} grown to whole micro-batches on {r:,} "
                           "replicas (at most {most:,.0f} for a run like this; set training.global_batch)")).format(
-                n=trained, d=ctx.global_batch, r=reps, most=ctx.batch_most))
+                n=trained, d=ctx.global_batch, r=plan.replicas, most=ctx.batch_most))
     if s.offload != "none":
         out.append(_("CPU offload ({offload}): {gib:.0f} GiB pinned host RAM per node (DeepSpeed buffer factor 1.5); "
                      "slow").format(offload=s.offload, gib=q.host_ram_gib))

@@ -186,15 +186,14 @@ def _staging_said(extra: float) -> str:
 def _under(c: Context) -> str | None:  # seeds: under-provisioning
     if not c.est or not c.est.feasible:
         return None
-    extra = _staging_hours(c)
-    h = c.est.time.wall_hours + extra
-    dl = c.req.schedule.deadline_days
-    if dl and h > dl * 24:
-        return _("One run takes {h:,.0f} h ({days:,.1f} days) on {n} x {gpu}, past the {dl:g}-day deadline; add "
-                 "GPUs or relax the deadline.").format(h=h, days=h / 24, n=c.est.plan.gpus, gpu=c.est.gpu_name,
-                                                       dl=dl) + _staging_said(extra)
     h = c.est.time.wall_hours
-    monthly = h * c.req.schedule.runs_per_month
+    extra = _staging_hours(c)
+    dl = c.req.schedule.deadline_days
+    if dl and h + extra > dl * 24:
+        return _("One run takes {h:,.0f} h ({days:,.1f} days) on {n} x {gpu}, past the {dl:g}-day deadline; add "
+                 "GPUs or relax the deadline.").format(h=h + extra, days=(h + extra) / 24, n=c.est.plan.gpus,
+                                                       gpu=c.est.gpu_name, dl=dl) + _staging_said(extra)
+    monthly = h * c.req.schedule.runs_per_month  # (training hours: what a month of the build holds)
     if monthly > HOURS_PER_MONTH:
         return _("{runs:g} runs/month x {h:,.0f} h = {monthly:,.0f} h, more than the {month:.0f} h in a month: "
                  "this build cannot keep up; add GPUs or rent bursts.").format(
@@ -244,7 +243,7 @@ def _batch_rounded(c: Context) -> str | None:
 def _batch_grown(c: Context) -> str | None:
     """No batch stated, and the plan's replicas take more samples a step than a run like this uses: the default
     grows with the replicas (whole micro-batches on each), and past the limit it is another run."""
-    if not c.est or not c.est.feasible or c.req.training.global_batch:
+    if not c.est or not c.est.feasible:
         return None
     p = c.est.plan
     if not p.batch_defaulted or not p.batch_limit or p.global_batch <= p.batch_limit:
@@ -853,7 +852,7 @@ def _cluster_capacity(c: Context) -> str | None:
             "free; clusters this size are booked ahead (AWS Capacity Blocks: up to 64 instances a block, whole days, "
             "up to 8 weeks ahead). Ask the provider for the capacity before you plan on this price.").format(
         n=o.instances, provider=o.provider, instance=o.instance)
-    h = c.est.time.wall_hours + o.overhead_hours
+    h = c.est.time.wall_hours + _staging_hours(c)
     if h < 24:
         msg += _(" A reservation bills whole days: a day of these instances is ~{day}, against ~{run} for the "
                  "{h:,.1f} h a run takes on demand.").format(

@@ -1234,14 +1234,25 @@ class _Recommender:
         provisioning and data staging (``rent_hours``) later: a 10.7 h run that first stages 20 TB for
         9.4 h does not make a 14.4 h deadline. ``owned``: ``c`` as the build to own (its data on its own disks),
         whatever its cheaper way."""
-        extra = c.rent_hours if c.mode == "rent" and not owned else 0.0
+        extra = 0.0 if owned else self.waits(c)
         hi = c.q.wall_hours_p90
         return c.q.wall_hours + extra > self.slack_h or (hi is not None and hi + extra > self.deadline_h)
 
+    @staticmethod
+    def waits(c: Cand) -> float:
+        """Hours a run of ``c`` spends before it trains: a rented one's provisioning and data staging
+        (``rent_hours``), none for a build ranked owned."""
+        return c.rent_hours if c.mode == "rent" else 0.0
+
     def to_result(self, c: Cand) -> float:
-        """Hours from the start of a run to its result: the run's, plus a rented one's provisioning and data
-        staging (``rent_hours``)."""
-        return c.q.wall_hours + (c.rent_hours if c.mode == "rent" else 0.0)
+        """Hours from the start of a run to its result (the run's and ``waits``)."""
+        return c.q.wall_hours + self.waits(c)
+
+    @staticmethod
+    def _waits_said(c: Cand) -> str:
+        """What a deadline binding adds when it counted ``waits`` ("" when there were none)."""
+        h = _Recommender.waits(c)
+        return _(" (incl. {h:,.1f} h of provisioning and data staging)").format(h=h) if h > 0 else ""
 
     def effective(self, c: Cand) -> float:
         """The cost the cheapest objective compares: horizon cost (``score``), with the non-CUDA
@@ -1275,7 +1286,7 @@ class _Recommender:
             # an answer; tests/core/test_rank_proofs checks them against the three rules)
             q, b = c.q, c.build
             wall, hi = q.wall_hours, q.wall_hours_p90
-            extra = c.rent_hours if c.mode == "rent" else 0.0
+            extra = c.rent_hours if c.mode == "rent" else 0.0  # (``waits``)
             k: tuple[float, ...] = (
                 1.0 if wall + extra > self.slack_h or (hi is not None and hi + extra > self.deadline_h) else 0.0,
                 1.0 if c.mode == "buy" and b is not None and c.nodes == 1 and b.power_w > self.circuit_w else 0.0,
@@ -1810,14 +1821,11 @@ class _Recommender:
             to_result = self.to_result(win)
             binding = BindingConstraint(kind="deadline", message=tight.format(
                 slack=SLACK_FRAC, deadline=fmt_hours(self.deadline_h), run=fmt_hours(to_result),
-                share=to_result / self.deadline_h) + (_(" (incl. {h:,.1f} h of provisioning and data staging)").format(
-                    h=win.rent_hours) if to_result > win.q.wall_hours else ""))
-        elif self.obj == "fastest" and self.to_result(win) > self.deadline_h:
+                share=to_result / self.deadline_h) + self._waits_said(win))
+        elif self.obj == "fastest" and (to_result := self.to_result(win)) > self.deadline_h:
             binding = BindingConstraint(kind="deadline", message=_(
                 "even the fastest build within budget takes {run}, past the {deadline} deadline").format(
-                run=fmt_hours(self.to_result(win)), deadline=fmt_hours(self.deadline_h))
-                + (_(" (incl. {h:,.1f} h of provisioning and data staging)").format(h=win.rent_hours)
-                   if self.to_result(win) > win.q.wall_hours else ""))
+                run=fmt_hours(to_result), deadline=fmt_hours(self.deadline_h)) + self._waits_said(win))
         return Recommendation(
             objective=self.obj,  # type: ignore[arg-type]
             found=True, build=build, buy_build=buy_build if analysis.onprem is not None else None, estimate=est,

@@ -220,9 +220,10 @@ def _range_rows(est: Estimate) -> list[tuple[str, str]]:
     rows = [("P10-P90", "; ".join(parts))] if parts else []
     # a stack whose time rounds to the same per cent is named once, with the others like it (not "16.4 h instead
     # of 16.4 h (-0%)" per stack)
-    same = [a.name for a in est.stack_alternatives if a.feasible and abs(a.change) < 0.005]
+    same: list[str] = []
     for a in est.stack_alternatives:
         if a.feasible and abs(a.change) < 0.005:
+            same.append(a.name)
             continue
         rows.append(("  " + _("stack"), _("{name} would take {wall} instead of {base} ({pct:+.0f}%)").format(
             name=a.name, wall=fmt_hours(a.wall_hours), base=fmt_hours(t.wall_hours), pct=a.change * 100)
