@@ -38,9 +38,13 @@ def _leftovers(folder: Path, keep: set[str]) -> list[str]:
 # ---- a real kill in the middle of a write -------------------------------------------------------
 
 KILLED_WRITER = textwrap.dedent("""
-    import os, sys, time
+    import os, signal, sys, time
     import gpuwiz.core.yamlio as yamlio
     from gpuwiz.core.config_io import loads_config, save_config
+
+    # a hang-up ends the writer as it ends a program in a dropped session, also where this suite was started with
+    # hang-ups ignored (nohup), which every child inherits
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
     real_fdopen = os.fdopen
 
