@@ -1,11 +1,15 @@
 """Key → screen latency of the wizard in a real terminal (tmux), as a user sees it.
 
     .venv/bin/python bench/bench_tui_tmux.py [--keys 30] [--size 100x30] [--config NAME ...]
-                                             [--engine process|thread|both] [--floor]
+                                             [--engine process|thread|both] [--floor] [--fresh]
+                                             [--no-color] [--client control|fork]
 
 Starts ``python -m gpuwiz EXAMPLE.yaml`` in a detached tmux session, goes to the Data step (the
 Epochs field), then for each of K keys (alternately a digit and backspace) sends the key with
-``tmux send-keys`` and polls ``tmux capture-pane`` until
+``tmux send-keys`` and runs ``tmux capture-pane`` each time the pane writes (a control-mode client,
+``tmux -C``, is told so by tmux; ``--client fork`` instead starts a tmux process for every key and
+every capture and polls in a busy loop, as round 1 did: on a 2-CPU machine that poller takes about a
+CPU from the wizard and adds a client's start-up to every key) until
 
   * the typed character shows in the Epochs line (key → typed character), and
   * the live panel (the right-hand box) has changed (key → live panel).
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -54,12 +59,139 @@ def pythonpath() -> str:
     return f" PYTHONPATH={shlex.quote(path)}" if path else ""
 
 
+# ---- talking to tmux ----------------------------------------------------------------------------
+# How the bench sends keys and reads the screen. "control" (the default): one tmux control-mode client
+# per session (``tmux -C attach``) takes every send-keys and capture-pane over a pipe, and the bench
+# sleeps until tmux says the pane wrote something (a ``%output`` notification), then captures. "fork"
+# (round 1's way, kept to compare): a new ``tmux`` client process for every key and every capture, the
+# captures in a busy loop. On a 2-CPU machine the fork poller keeps about one CPU busy (a fork and
+# exec per poll) while the wizard and its engine need both, and its key's time starts before a
+# client process has even connected: a user's terminal has one attached client, not one per key.
+CLIENT = "control"
+_controls: dict[str, Control] = {}
+
+
+class Control:
+    """A tmux control-mode client attached to one session: commands go down its stdin; each answer is
+    a ``%begin`` ... ``%end`` block; notifications (``%output`` when the pane wrote) come between."""
+
+    def __init__(self, session: str) -> None:
+        self.proc = subprocess.Popen(["tmux", "-C", "attach-session", "-t", session], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.fd = self.proc.stdin, self.proc.stdout.fileno()
+        self.buf = b""
+        self.outputs = 0  # %output notifications not yet waited for
+        self.command("display-message", "-p", "ready")  # attached (the attach's own block comes first)
+
+    def _line(self, timeout: float | None) -> bytes | None:
+        while b"\n" not in self.buf:
+            if not select.select([self.fd], [], [], timeout)[0]:
+                return None
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                raise SystemExit("the tmux control client ended")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def _note(self, line: bytes) -> None:
+        if line.startswith(b"%output "):
+            self.outputs += 1
+
+    def command(self, *args: str) -> str:
+        self.stdin.write(" ".join(_quoted(a) for a in args).encode() + b"\n")
+        while True:  # notifications until this command's block
+            line = self._line(None)
+            assert line is not None
+            if line.startswith(b"%begin "):
+                break
+            self._note(line)
+        out: list[bytes] = []
+        while True:
+            line = self._line(None)
+            assert line is not None
+            if line.startswith((b"%end ", b"%error ")):
+                if line.startswith(b"%error "):
+                    raise SystemExit(f"tmux {' '.join(args)}: {b' '.join(out).decode(errors='replace')}")
+                return "".join(ln.decode(errors="replace") + "\n" for ln in out)
+            out.append(line)
+
+    def wait_output(self, timeout: float) -> None:
+        """Until the pane writes something (or ``timeout`` seconds: a change is never missed for longer)."""
+        end = time.perf_counter() + timeout
+        while not self.outputs:
+            left = end - time.perf_counter()
+            if left <= 0:
+                return
+            line = self._line(left)
+            if line is None:
+                return
+            self._note(line)
+        self.outputs = 0
+
+    def close(self) -> None:
+        self.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _quoted(arg: str) -> str:
+    """One argument of a control-mode command line (tmux's own parser: '#' starts a comment unquoted)."""
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+def _target(args: tuple[str, ...]) -> str | None:
+    return args[args.index("-t") + 1] if "-t" in args[:-1] else None
+
+
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+    control = _controls.get(_target(args) or "")
+    if control is not None and args[0] != "kill-session":
+        return control.command(*args)
+    if args[0] == "kill-session" and (target := _target(args)) in _controls:
+        _controls.pop(target).close()
+    out = subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+    if args[0] == "new-session" and CLIENT == "control":
+        session = args[args.index("-s") + 1]
+        _controls[session] = Control(session)
+    return out
+
+
+def add_client_arg(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--client", choices=("control", "fork"), default="control",
+                    help="how keys are sent and the screen read: one tmux control-mode client woken by the pane's "
+                         "output (control), or a tmux process per key and per capture in a busy loop (fork, round 1's)")
+
+
+def use_client(kind: str) -> None:
+    global CLIENT
+    CLIENT = kind
+    how = ("one control-mode client, woken by the pane" if kind == "control"
+           else "a tmux process per key and per capture, polled in a busy loop")
+    print(f"tmux client: {kind} ({how})")
+
+
+def kill(session: str) -> None:
+    """End a session (and its control client); quietly when it has ended already."""
+    try:
+        tmux("kill-session", "-t", session)
+    except subprocess.CalledProcessError:
+        pass
 
 
 def capture(session: str) -> list[str]:
     return tmux("capture-pane", "-p", "-t", session).splitlines()
+
+
+def next_change(session: str) -> None:
+    """Between two captures: with a control client, sleep until the pane writes (at most 20 ms);
+    with the fork client, nothing (the next capture at once, as round 1 polled)."""
+    control = _controls.get(session)
+    if control is not None:
+        control.wait_output(0.02)
 
 
 def wait_for(session: str, pred, timeout: float = 30.0) -> tuple[float, list[str]]:  # type: ignore[no-untyped-def]
@@ -70,6 +202,7 @@ def wait_for(session: str, pred, timeout: float = 30.0) -> tuple[float, list[str
             return time.perf_counter() - t0, lines
         if time.perf_counter() - t0 > timeout:
             raise SystemExit("timed out waiting for the screen:\n" + "\n".join(lines))
+        next_change(session)
 
 
 def to_epochs(session: str) -> None:
@@ -224,13 +357,15 @@ def engine_per_key(config: Path, values: list[str]) -> list[float]:
     return out
 
 
-def bench(config: Path, keys: int, size: str, engine: str, fresh: bool = False) -> None:
+def bench(config: Path, keys: int, size: str, engine: str, fresh: bool = False, no_color: bool = False) -> None:
     cols, rows = size.split("x")
     session = f"gpuwiz-bench-{os.getpid()}"
     state = tempfile.mkdtemp(prefix="gpuwiz-bench-state-")
     copy = shutil.copy(config, state)  # a copy: nothing the wizard does reaches the example
     # exec: the pane's process is the wizard itself (its pid is what the CPU meter reads)
-    cmd = f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine}{pythonpath()} {sys.executable} -m gpuwiz {copy}"
+    colour = " NO_COLOR=1" if no_color else ""
+    cmd = (f"exec env GPUWIZ_STATE_DIR={state} GPUWIZ_ENGINE={engine}{colour}{pythonpath()} {sys.executable} "
+           f"-m gpuwiz {copy}")
     t_open = time.perf_counter()
     tmux("new-session", "-d", "-s", session, "-x", cols, "-y", rows, cmd)
     try:
@@ -274,6 +409,8 @@ def bench(config: Path, keys: int, size: str, engine: str, fresh: bool = False) 
                     t_panel = dt
                 if dt > 10:
                     raise SystemExit(f"key {key!r}: screen did not change in 10 s")
+                if t_char is None or t_panel is None:
+                    next_change(session)
             values.append(epochs_value(epochs_line(now)))
             typed.append(t_char * 1e3)
             shown.append(t_panel * 1e3)
@@ -284,7 +421,7 @@ def bench(config: Path, keys: int, size: str, engine: str, fresh: bool = False) 
                 cpu_keys[j] += c1[j] - c0[j]
         sw1 = switches(pid, pid)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        kill(session)
         shutil.rmtree(state, ignore_errors=True)
     eng = engine_per_key(config, values)
     seen: set[str] = {fresh_base(k) for k in range(keys // 16 + 1)} if fresh else set()  # (answered unmeasured)
@@ -297,7 +434,8 @@ def bench(config: Path, keys: int, size: str, engine: str, fresh: bool = False) 
     excess_new = [excess[i] for i in new]
     per_key = [c / keys / 1e6 for c in cpu_keys]
     idle_per_key = [r * window / keys / 1e6 for r in idle_rate]
-    print(f"{config.name} at {size}, engine in a {engine}, {keys} keys ({len(new)} made a new value):\n"
+    print(f"{config.name} at {size}{colour and ', NO_COLOR'}, engine in a {engine}, {keys} keys "
+          f"({len(new)} made a new value):\n"
           f"  wall: key → typed char p50 {pct(typed, .5):.0f} ms, p95 {pct(typed, .95):.0f} ms (target ≤ 35)\n"
           f"  key → live panel, all keys: p50 {pct(shown, .5):.0f} ms, p95 {pct(shown, .95):.0f} ms; "
           f"engine for the same keys p50 {pct(eng, .5):.1f}, p95 {pct(eng, .95):.1f} ms\n"
@@ -343,7 +481,7 @@ def floor(keys: int, size: str) -> None:
                 lat.append((time.perf_counter() - t0) * 1e3)
                 time.sleep(0.1)  # between keys, as a user types: not a wait for a condition (no test)
         finally:
-            tmux("kill-session", "-t", session)
+            kill(session)
         print(f"floor, {label} at {size}: key -> screen p50 {pct(lat, 0.5):.0f} ms, p95 {pct(lat, 0.95):.0f} ms")
 
 
@@ -356,9 +494,12 @@ def main() -> None:
                     help="where the wizard runs the engine (process: the command line's default)")
     ap.add_argument("--fresh", action="store_true",
                     help="type Epochs values 1.02, 1.03, ... 1.12, ...: every digit a new value (fresh_key_for)")
+    ap.add_argument("--no-color", action="store_true", help="run the wizard with NO_COLOR=1")
     ap.add_argument("--floor", action="store_true",
                     help="also time the same keys in `cat` and in a minimal Textual app (what tmux and Textual take)")
+    add_client_arg(ap)
     args = ap.parse_args()
+    use_client(args.client)
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is not installed")
     folder = Path(str(resources.files("gpuwiz").joinpath("examples")))
@@ -371,7 +512,7 @@ def main() -> None:
         floor(args.keys, args.size)
     for name in args.config:
         for engine in (("process", "thread") if args.engine == "both" else (args.engine,)):
-            bench(folder / name, args.keys, args.size, engine, args.fresh)
+            bench(folder / name, args.keys, args.size, engine, args.fresh, args.no_color)
     try:
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     except OSError:

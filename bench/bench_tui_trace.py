@@ -42,7 +42,6 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_tui_tmux import (
+    add_client_arg,
     capture,
     epochs_line,
     epochs_value,
@@ -58,11 +58,14 @@ from bench_tui_tmux import (
     fresh_key_for,
     fresh_start,
     key_for,
+    kill,
+    next_change,
     panel,
     pct,
     pythonpath,
     tmux,
     to_epochs,
+    use_client,
     wait_for,
 )
 
@@ -300,6 +303,8 @@ def drive(config: Path, keys: int, size: str, engine: str, fresh: bool = False) 
                     t_panel = t
                 if t - t0 > 10:
                     raise SystemExit(f"key {key!r}: the screen did not change in 10 s:\n" + "\n".join(now))
+                if t_char is None or t_panel is None:
+                    next_change(session)
             values.append(epochs_value(epochs_line(now)))
             sends.append(t0)
             chars.append(t_char)
@@ -318,7 +323,7 @@ def drive(config: Path, keys: int, size: str, engine: str, fresh: bool = False) 
             with open(out + ".child") as fh:
                 kid = json.load(fh)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        kill(session)
         shutil.rmtree(state, ignore_errors=True)
     seen: set[str] = {fresh_base(k) for k in range(keys // 16 + 1)} if fresh else set()  # (answered unmeasured)
     new: list[int] = []
@@ -409,6 +414,7 @@ def main() -> None:
     ap.add_argument("--inner", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    add_client_arg(ap)
     args, rest = ap.parse_known_args()
     if args.child:
         raise SystemExit(child(args.child, rest))
@@ -419,6 +425,7 @@ def main() -> None:
         raise SystemExit("tmux is not installed")
     folder = Path(str(resources.files("gpuwiz").joinpath("examples")))
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    use_client(args.client)
     drive(folder / args.config, args.keys, args.size, args.engine, args.fresh)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
