@@ -175,3 +175,27 @@ def test_lora_params_llama2_7b_rank8(cat):
     m = resolve_model(ModelSpec(preset="llama-2-7b"), cat)
     # r·(d_in + d_out) over q,k,v,o,gate,up,down x 32 layers = 19.99 M (research note §3.5)
     assert lora_params(m, 8) == pytest.approx(19.99e6, rel=1e-3)
+
+
+def test_per_sample_figures_say_whether_published(cat):
+    """A non-token preset's FLOPs per sample are said to be published only where they are: the presets whose
+    catalog notes call their count an estimate carry per_sample_basis: estimate, and the estimate's assumptions
+    and the model's note then say the count is ours (round 2 said "published figure" for SDXL's own count)."""
+    from gpuwiz.core.estimate import estimate
+    from gpuwiz.core.models import Requirements
+
+    said_estimate = [m.id for m in cat.models if m.train_gflops_per_sample
+                     and any(n.startswith("estimate:") and ("train_gflops_per_sample" in n or "forward" in n)
+                             for n in m.notes)]
+    assert {"sdxl", "stable-diffusion-2.1", "whisper-large-v3"} <= set(said_estimate)
+    for m in cat.models:
+        if m.train_gflops_per_sample:
+            assert (m.per_sample_basis == "estimate") == (m.id in said_estimate), m.id
+    for preset, word in (("sdxl", "counted from the architecture"), ("resnet-50", "published figure"),
+                         ("whisper-large-v3", "counted from the architecture")):
+        req = Requirements.model_validate({"model": {"preset": preset}, "data": {"samples": 1e5},
+                                           "hardware": {"gpu": "h100-sxm", "count": 1}})
+        flops = [a for a in estimate(req, cat).assumptions if a.startswith("FLOPs per sample")]
+        assert len(flops) == 1 and word in flops[0], flops
+        note = resolve_model(req.model, cat).notes[0]
+        assert ("none published" in note) == (preset != "resnet-50") and "?" not in note, note  # (audio: no px)

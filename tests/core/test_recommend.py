@@ -753,3 +753,26 @@ def test_a_rented_run_meets_its_deadline_with_its_staging_time() -> None:
     loose = recommend(req.model_copy(update={"schedule": req.schedule.model_copy(update={"deadline_days": 5})}), CAT)
     assert loose.cost is not None and loose.cost.rent_offer is not None
     assert loose.cost.rent_offer.overhead_hours > 5  # (with time to spare, the cheaper slow-staging offer is fine)
+
+
+def test_suggestions_say_when_a_fit_misses_the_deadline():
+    """A cheaper method or optimizer offload that fits but cannot meet the deadline is said as such (its time
+    against the deadline), not listed as what would work; and offload is never offered to LoRA / QLoRA, whose
+    optimizer holds only the adapters' states."""
+    desk = Requirements.model_validate({
+        "model": {"preset": "llama-3-70b"}, "training": {"method": "full"}, "data": {"tokens": 1e8},
+        "schedule": {"deadline_days": 1}, "deployment": {"site": "desk", "mode": "buy"}})
+    r = recommend(desk, CAT)
+    assert not r.found
+    variants = [s for s in r.suggestions if s.startswith(("LoRA ", "QLoRA ", "CPU offload"))]
+    assert variants
+    for s in variants:  # each of these fits on a desk card but takes longer than a day
+        assert "but take" in s and "(deadline 24.0 h)" in s, s
+    assert any("would fit but take" in s and "more nodes" not in s for s in r.suggestions)  # a desk has one node
+    cn = Requirements.model_validate({
+        "model": {"preset": "qwen3-32b"}, "training": {"method": "qlora"}, "data": {"tokens": 6e8},
+        "schedule": {"deadline_days": 2},
+        "deployment": {"site": "office", "mode": "buy", "country": "CN", "budget_usd": 25000}})
+    r = recommend(cn, CAT)
+    assert not r.found and r.suggestions
+    assert not any("offload" in s for s in r.suggestions)

@@ -228,6 +228,16 @@ def largest_layer_params(m: ResolvedModel) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
+def _per_sample_note(name: str, res: int | None, estimated: bool) -> str:
+    """What a non-token model's per-sample figures are: published or counted by us, at which image size (an audio
+    model's sample is a clip: no size)."""
+    if res is None:
+        return (_("{name}: per-sample figures counted from the architecture (none published)") if estimated
+                else _("{name}: published per-sample figures")).format(name=name)
+    return (_("{name}: per-sample figures at {res} px counted from the architecture (none published)") if estimated
+            else _("{name}: published per-sample figures at {res} px")).format(name=name, res=res)
+
+
 def _preset_fields(spec: ModelSpec, catalog: Catalog) -> dict[str, Any]:
     assert spec.preset is not None
     preset = next((m for m in catalog.models if m.id == spec.preset), None)
@@ -359,9 +369,10 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> ResolvedModel:
             name=str(name), family=family, modality=f.get("modality", "image" if family != "speech" else "audio"),
             is_token_model=False, params_total=published_b * 1e9, params_active=published_b * 1e9,
             train_gflops_per_sample=f["train_gflops_per_sample"], act_gib_per_sample=f["act_gib_per_sample"],
+            per_sample_basis=f.get("per_sample_basis", "published"),
             resolution=res, source=f.get("source"), default_micro_batch=f.get("default_micro_batch"),
             vision=f.get("vision"),
-            notes=(_("{name}: published per-sample figures at {res} px").format(name=name, res=res or "?"),),
+            notes=(_per_sample_note(str(name), res, f.get("per_sample_basis") == "estimate"),),
             **({"seq_len": f["seq_len"]} if f.get("seq_len") else {}),
         )
 

@@ -251,6 +251,9 @@ class ModelPreset(_Entry):
     # Non-token models: published per-sample figures the estimator needs, at `resolution`
     train_gflops_per_sample: float | None = Field(None, gt=0)  # fwd+bwd, = 3 x forward
     act_gib_per_sample: float | None = Field(None, gt=0)  # activation memory / sample, mixed precision
+    # where train_gflops_per_sample comes from: a published count ("published": a paper's or library's
+    # MACs), or ours, counted from the architecture where none is published ("estimate"); the answer says which
+    per_sample_basis: Literal["published", "estimate"] = "published"
     resolution: int | None = None  # image side in pixels at which the figures hold
     vision: VisionArch | None = None  # layer list of a vision model (core.memory counts its activations)
     sample_kb: float | None = None  # typical stored sample size (dataset planning)

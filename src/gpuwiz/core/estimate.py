@@ -1586,9 +1586,15 @@ def _assumptions(ctx: Context, q: QuickResult, plan: Plan) -> list[str]:
         out.append((_("FLOPs per token {f}; full recompute executes 8·N") if ch.ckpt == "full"
                     else _("FLOPs per token {f}")).format(f=fl))
     else:
-        out.append((_("FLOPs per sample {g:.1f} GFLOP (published figure, scaled by resolution²)")
-                    if ctx.req.model.resolution else _("FLOPs per sample {g:.1f} GFLOP (published figure)")).format(
-            g=ctx.cc.model_flops_per_unit / 1e9))
+        scaled = bool(ctx.req.model.resolution)
+        if model.per_sample_basis == "estimate":
+            said = (_("FLOPs per sample {g:.1f} GFLOP (counted from the architecture, none published; scaled by "
+                      "resolution²)") if scaled
+                    else _("FLOPs per sample {g:.1f} GFLOP (counted from the architecture, none published)"))
+        else:
+            said = (_("FLOPs per sample {g:.1f} GFLOP (published figure, scaled by resolution²)") if scaled
+                    else _("FLOPs per sample {g:.1f} GFLOP (published figure)"))
+        out.append(said.format(g=ctx.cc.model_flops_per_unit / 1e9))
     out.extend(n.text() for n in d.notes)
     if d.count > ctx.eff.goodput_min_gpus:
         out.append(_("goodput {g:.2f} applied (> {n} GPUs: failures and restarts)").format(

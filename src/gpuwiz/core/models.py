@@ -330,6 +330,7 @@ class ResolvedModel(BaseModel):
     # Non-token models (published per-sample figures, at `resolution`)
     train_gflops_per_sample: float | None = None
     act_gib_per_sample: float | None = None
+    per_sample_basis: Literal["published", "estimate"] = "published"  # the preset's (catalog ModelPreset)
     resolution: int | None = None
     vision: VisionArch | None = None  # layer list of a vision model (per-operator activation memory)
     source: str | None = None

@@ -2065,9 +2065,11 @@ class _Recommender:
                     break
                 if q.fits and math.isfinite(q.wall_hours) and q.wall_hours <= horizon_h:
                     if q.wall_hours > self.deadline_h:
-                        out.append(_("{nodes} node(s) of {gpn}x {gpu} would fit but take {days:,.1f} days: a "
-                                     "deadline of {need} days, or more nodes").format(
-                            nodes=nodes, gpn=gpn, gpu=g.name, days=q.wall_hours / 24,
+                        out.append((_("{nodes} node(s) of {gpn}x {gpu} would fit but take {run}: a deadline of "
+                                       "{need} days") if self.d.site == "desk" else
+                                    _("{nodes} node(s) of {gpn}x {gpu} would fit but take {run}: a deadline of "
+                                      "{need} days, or more nodes")).format(
+                            nodes=nodes, gpn=gpn, gpu=g.name, run=fmt_hours(q.wall_hours),
                             need=math.ceil(q.wall_hours / 24)))
                     else:
                         out.append(_("{nodes} node(s) of {gpn}x {gpu} ({n} GPUs) would fit and finish in {h:,.1f} "
@@ -2082,15 +2084,21 @@ class _Recommender:
         if req.training.method == "lora":
             variants.append(("QLoRA", {"method": "qlora"}))
         par = req.training.parallel
-        if not par or (par.offload or "none") == "none":
+        if (req.training.method in ("full", "pretrain") and (not par or (par.offload or "none") == "none")):
+            # (not for LoRA / QLoRA: their optimizer holds only the adapters' states; what ZeRO-3 would save
+            # there is the sharded base, which this label would not say)
             variants.append((_("CPU offload of the optimizer"),
                              {"parallel": {"zero_stage": 3, "offload": "optimizer"}}))
         for label, upd in variants:
             hit = self._smallest_fit(req, upd, gpus)
             if hit and hit[2] <= horizon_h:
                 g, n, h = hit
-                out.append(_("{what} would fit on {n}x {gpu} ({h:,.1f} h per run)").format(what=label, n=n, gpu=g.id,
-                                                                                          h=h))
+                if h > self.deadline_h:  # it fits, but a run misses the deadline: said so, not offered as a fix
+                    out.append(_("{what} would fit on {n}x {gpu} but take {run} per run (deadline {deadline})").format(
+                        what=label, n=n, gpu=g.id, run=fmt_hours(h), deadline=fmt_hours(self.deadline_h)))
+                else:
+                    out.append(_("{what} would fit on {n}x {gpu} ({h:,.1f} h per run)").format(what=label, n=n,
+                                                                                              gpu=g.id, h=h))
         dropped = priced.counts()
         if dropped.get(DROP_BUDGET) and self.d.budget_usd:
             out.append(_("{n} fitting build(s) exceed the {usd} budget: raise it or rent").format(
