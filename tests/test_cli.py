@@ -92,7 +92,9 @@ def test_catalog_listing():
     out = run_cli("catalog", "gpus")
     assert out.returncode == 0 and "h100-sxm" in out.stdout
     h100 = next(line for line in out.stdout.splitlines() if line.startswith("h100-sxm "))
-    assert "price observed" in out.stdout and h100.split()[-1] == "2025-01-31"  # the date its price was true
+    assert "price observed" in out.stdout and h100.split()[-2:] == ["2025-01-31", "23,500"]  # (new $ dated; used $)
+    v100 = next(line for line in out.stdout.splitlines() if line.startswith("v100-32gb-sxm2 "))
+    assert "11,458 (last list)" in v100  # no longer sold new: its old list price says so
     out = run_cli("catalog", "models", "--format", "json")
     ids = {m["id"] for m in json.loads(out.stdout)}
     assert {"llama-2-7b", "resnet-50", "mixtral-8x7b"} <= ids

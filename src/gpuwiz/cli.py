@@ -471,9 +471,10 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     if args.section == "gpus":
         rows = [[g.id, g.name, g.segment, f"{g.memory_gib:g} GB", _num(g.bf16_tflops or g.fp16_tflops),
                  _num(g.fp8_tflops), f"{g.tdp_w:.0f} W", "yes" if g.nvlink_multi_gpu else "-",
-                 _num(g.price_new_usd, ",.0f"), g.price_new_observed or "-"] for g in catalog.gpus]
+                 _num(g.price_new_usd, ",.0f") + ("" if g.sold_new else " (last list)"), g.price_new_observed or "-",
+                 _num(g.price_used_usd, ",.0f")] for g in catalog.gpus]
         text = _table(["id", "name", "segment", "memory", "bf16 TF", "fp8 TF", "TDP", "NVSwitch", "new $",
-                       "price observed"], rows)
+                       "price observed", "used $"], rows)
     elif args.section == "models":
         rows = [[m.id, m.name, m.family, f"{m.params_b:g}B", _num(m.layers, "d"), _num(m.hidden, "d"),
                  _num(m.seq_len, "d")] for m in catalog.models]

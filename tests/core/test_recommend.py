@@ -271,9 +271,10 @@ def test_require_cuda_keeps_only_nvidia_and_says_why(catalog):
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_simplicity_only_breaks_near_ties(path: Path) -> None:
-    """Cheapest: an alternative may be cheaper than the pick only if it needs more GPUs, and then by
-    at most SIMPLICITY_TOLERANCE (non-CUDA parts counted with their software-stack handicap)."""
-    from gpuwiz.core.recommend import NON_CUDA_HANDICAP, SIMPLICITY_TOLERANCE, SLACK_FRAC
+    """Cheapest: an alternative may be cheaper than the pick only if it needs more GPUs (then by at most
+    SIMPLICITY_TOLERANCE) or fits only inside the memory headroom asked (then by at most ROOMY_TOLERANCE);
+    non-CUDA parts counted with their software-stack handicap."""
+    from gpuwiz.core.recommend import NON_CUDA_HANDICAP, ROOMY_TOLERANCE, SIMPLICITY_TOLERANCE, SLACK_FRAC
 
     r = recommend(load_config(path), CAT)
     assert r.found and r.build and r.cost_per_run_usd
@@ -289,7 +290,10 @@ def test_simplicity_only_breaks_near_ties(path: Path) -> None:
         other = eff(a.gpu, a.cost_per_run_usd)
         if deadline_h and a.wall_hours > SLACK_FRAC * deadline_h:
             continue  # ends too late to be picked (the slack rule), however cheap
-        if other < mine * 0.999:
+        if other < mine * 0.999 and a.tight_memory:
+            assert other >= mine / (1 + ROOMY_TOLERANCE) * 0.99, a
+            assert "memory headroom asked" in a.reason, a
+        elif other < mine * 0.999:
             assert a.count > n, f"{a.count}x {a.gpu} is cheaper (${a.cost_per_run_usd}) and no bigger than the pick"
             assert other >= mine / (1 + SIMPLICITY_TOLERANCE) * 0.99, a
 
@@ -426,10 +430,14 @@ def test_used_lean_tier_makes_a_3k_box() -> None:
     req = Requirements.model_validate({
         "model": {"preset": "gpt2-124m"}, "training": {"method": "pretrain", "global_batch": 256},
         "data": {"tokens": 2e9}, "schedule": {"runs_per_month": 2, "deadline_days": 7},
-        "deployment": {"mode": "buy", "budget_usd": 3000, "site": "desk"}})
+        "deployment": {"mode": "buy", "budget_usd": 3000, "site": "desk", "used_hardware": True}})
     r = recommend(req, CAT)
     assert r.found and r.build is not None and not r.build.rented
-    assert r.build.capex_usd <= 3000 and r.build.tier.startswith("lean")
+    assert r.build.capex_usd <= 3000 and r.build.tier == "lean-used"
+    # new hardware only (the default): no $3k box -- and the answer says what used GPUs would buy
+    new = recommend(req.model_copy(update={"deployment": req.deployment.model_copy(update={"used_hardware": False})}),
+                    CAT)
+    assert not new.found and any("deployment.used_hardware: true" in s and "(used)" in s for s in new.suggestions)
     assert r.build.capex_usd == pytest.approx(sum(x.total_usd or 0 for x in r.build.bom))
 
 
@@ -776,3 +784,28 @@ def test_suggestions_say_when_a_fit_misses_the_deadline():
     r = recommend(cn, CAT)
     assert not r.found and r.suggestions
     assert not any("offload" in s for s in r.suggestions)
+
+
+def test_near_tie_goes_to_a_build_that_keeps_the_headroom() -> None:
+    """Cheapest: when the cheapest builds fit only inside the memory headroom asked (planned against the tighter
+    headroom), a build that keeps it wins if it costs at most ROOMY_TOLERANCE more; the cheaper tight builds stay
+    as alternatives that say why (a Llama 3 8B LoRA at 2k on a desk: 22.5 GiB on a 24 GiB RTX 4090 vs a 32 GiB
+    RTX 5090, 2-6 % dearer)."""
+    from gpuwiz.core.recommend import ROOMY_TOLERANCE
+
+    req = Requirements.model_validate({
+        "model": {"preset": "llama-3-8b", "seq_len": 2048}, "training": {"method": "lora", "global_batch": 32},
+        "data": {"tokens": 5e7}, "schedule": {"runs_per_month": 4, "deadline_days": 2},
+        "deployment": {"mode": "buy", "site": "desk"}})
+    r = recommend(req, CAT)
+    assert r.found and r.build and r.estimate and r.cost_per_run_usd
+    g = CAT.gpu(r.build.gpu)
+    assert r.estimate.memory.per_gpu_gib <= g.memory_gib * (1 - req.deployment.headroom)  # the pick keeps it
+    tight = [a for a in r.alternatives if a.tight_memory and a.cost_per_run_usd < r.cost_per_run_usd]
+    assert tight, r.alternatives  # a cheaper build that fits only inside the headroom was passed over ...
+    for a in tight:
+        assert "memory headroom asked" in a.reason
+        assert a.cost_per_run_usd * (1 + ROOMY_TOLERANCE) >= r.cost_per_run_usd * 0.999  # ... within the tolerance
+    roomy = req.model_copy(update={"deployment": req.deployment.model_copy(update={"headroom": 0.05})})
+    r2 = recommend(roomy, CAT)  # with 5 % headroom asked every card keeps it: the cheaper build wins again
+    assert r2.cost_per_run_usd is not None and r2.cost_per_run_usd <= min(a.cost_per_run_usd for a in tight)

@@ -368,8 +368,8 @@ def test_a_box_lives_where_the_user_put_it() -> None:
     assert "colocation" in build(req(deployment={"site": "colo", "mode": "buy"}), "rtx-pro-6000", 2).site
 
 
-@pytest.mark.parametrize(("gpu", "board"), [("v100-32gb-sxm2", "V100"), ("a100-80gb-sxm", "A100"),
-                                            ("h100-sxm", "H100"), ("h200-sxm", "H200"), ("b200", "B200")])
+@pytest.mark.parametrize(("gpu", "board"), [("a100-80gb-sxm", "A100"), ("h100-sxm", "H100"), ("h200-sxm", "H200"),
+                                            ("b200", "B200")])
 def test_an_8_gpu_sxm_server_is_the_board_of_its_generation(gpu: str, board: str) -> None:
     """SXM modules sit on their generation's baseboard (SXM2, HGX A100, HGX H100/H200, HGX B200): the
     chassis a build names is that board's server, not another generation's (a B200 build once named a
@@ -383,3 +383,16 @@ def test_an_8_gpu_sxm_server_is_the_board_of_its_generation(gpu: str, board: str
     req = Requirements.model_validate({"model": {"preset": "llama-3-8b"}})
     b = sysmod.size_system(req, CAT, g, 8, 1, sysmod.workload_from(req, CAT, None))
     assert ch.psu_w is not None and ch.psu_w >= b.max_power_w, (ch.psu_w, b.max_power_w)
+
+
+def test_a_platform_not_sold_new_is_never_in_a_build() -> None:
+    """A V100 SXM2 server is sold used or refurbished only and the catalog has no price for one (catalog
+    ``sold_new: false``): no build is sized on it -- so no V100 SXM2 build is bought -- while the GPU itself stays
+    rentable. Its old list price once priced a 32x V100 cluster at $1M for a Chinese buyer."""
+    assert any(not c.sold_new for c in CAT.platforms.chassis)
+    for gid in ("v100-32gb-sxm2", "v100-16gb-sxm2"):
+        g = CAT.gpu(gid)
+        assert not g.sold_new and g.buy_new_usd is None
+        for site in ("server-room", "colo"):
+            assert all(c.sold_new for c in sysmod.chassis_options(CAT, g, 8, site))
+            assert sysmod.pick_chassis(CAT, g, 8, site) is None

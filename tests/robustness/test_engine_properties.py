@@ -9,7 +9,7 @@ return a result or a typed "does not fit" answer -- never an exception, never Na
 * a higher electricity price never lowers the cost of buying;
 * a longer deadline never makes the chosen build more expensive -- as the cheapest objective counts
   cost (non-CUDA handicap; buying must beat renting by cost.BUY_MARGIN), and up to
-  recommend.SIMPLICITY_TOLERANCE, within which the build with fewer GPUs wins.
+  recommend.PICK_BAND, within which the build with fewer GPUs (then one that keeps the memory headroom) wins.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from gpuwiz.core.cost import BUY_MARGIN
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.estimate import estimate
 from gpuwiz.core.models import Estimate, Recommendation, Requirements
-from gpuwiz.core.recommend import NON_CUDA_HANDICAP, SIMPLICITY_TOLERANCE, recommend
+from gpuwiz.core.recommend import NON_CUDA_HANDICAP, PICK_BAND, recommend
 
 CAT = load_catalog()
 GPU_IDS = [g.id for g in CAT.gpus]
@@ -380,8 +380,8 @@ def effective_per_run(r: Recommendation, mode: str) -> float:
        mode=st.sampled_from(["rent", "buy", "either"]), rpm=finite(0.1, 4))
 def test_longer_deadline_never_makes_the_build_more_expensive(preset, tokens, d, k, mode, rpm):
     """A longer deadline only adds candidates, so the cheapest one never gets dearer; the pick may
-    be dearer than the cheapest by at most SIMPLICITY_TOLERANCE (fewest GPUs wins near-ties), so the
-    longer deadline's pick costs at most (1 + tolerance) x the shorter deadline's pick."""
+    be dearer than the cheapest by at most PICK_BAND (fewest GPUs, then a build that keeps the memory headroom,
+    win near-ties), so the longer deadline's pick costs at most (1 + PICK_BAND) x the shorter deadline's pick."""
     def rec(days: float) -> Recommendation:
         data = {"samples": 1.28e6, "epochs": 10} if preset == "resnet-50" else {"tokens": tokens}
         return recommend(Requirements.model_validate({
@@ -393,7 +393,7 @@ def test_longer_deadline_never_makes_the_build_more_expensive(preset, tokens, d,
         note(f"tight: {tight.build and tight.build.gpu} x{tight.estimate and tight.estimate.plan.gpus} "
              f"${tight.cost_per_run_usd}; loose: {loose.build and loose.build.gpu} "
              f"x{loose.estimate and loose.estimate.plan.gpus} ${loose.cost_per_run_usd}")
-        bound = effective_per_run(tight, mode) * (1 + SIMPLICITY_TOLERANCE) * (1 + 1e-6)
+        bound = effective_per_run(tight, mode) * (1 + PICK_BAND) * (1 + 1e-6)
         assert effective_per_run(loose, mode) <= bound, (
             f"deadline {d:.1f} d -> ${tight.cost_per_run_usd:,.2f}/run; {d * k:.1f} d -> "
             f"${loose.cost_per_run_usd:,.2f}/run")
@@ -454,4 +454,4 @@ def test_b5_longer_deadline_picks_no_dearer_build():
             "schedule": {"deadline_days": days, "runs_per_month": 4}, "deployment": {"mode": "either"}}), CAT)
     tight, loose = rec(4), rec(16)
     assert tight.found and loose.found
-    assert loose.cost_per_run_usd <= tight.cost_per_run_usd * (1 + SIMPLICITY_TOLERANCE)
+    assert loose.cost_per_run_usd <= tight.cost_per_run_usd * (1 + PICK_BAND)

@@ -168,6 +168,8 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         assert r.binding_constraint is not None and r.binding_constraint.kind in exp["binding_in"], r.binding_constraint
     for s in exp.get("suggestions_not", []):
         assert not any(s in x for x in r.suggestions), r.suggestions
+    for s in exp.get("suggestions_has", []):
+        assert any(s in x for x in r.suggestions), r.suggestions
     if not r.found:
         return
     b, est, cost = r.build, r.estimate, r.cost
@@ -187,6 +189,8 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         assert cost.verdict in exp["verdict_in"]
     if "max_capex" in exp and not b.rented:
         assert b.capex_usd <= exp["max_capex"], b.capex_usd
+    if "used" in exp:  # the build to own is priced with used GPUs (its BOM says so)
+        assert b.tier.endswith("-used") == exp["used"] and ("(used)" in b.bom[0].item) == exp["used"], b.bom[0]
     if "cpu_in" in exp:
         assert any(c in b.cpu for c in exp["cpu_in"]), b.cpu
     if "ram_gb" in exp:

@@ -175,6 +175,9 @@ class GPU(_Entry):
     price_used_usd: float | None = Field(None, gt=0)
     price_new_observed: str | None = Field(None, pattern=DATE_PATTERN)  # when price_new_usd was true
     price_used_observed: str | None = Field(None, pattern=DATE_PATTERN)  # when price_used_usd was true
+    # False: no longer made or sold new (price_new_usd stays as its last list price, for reference): bought,
+    # it is a used unit at price_used_usd, or it cannot be bought where the catalog has no used price
+    sold_new: bool = True
     export_restricted: bool = False  # US export controls: not sold into CN/HK/MO
     markets: list[str] | None = Field(None, min_length=1)  # ISO countries where sold new; None = worldwide
     mining_era: bool = False  # consumer card sold 2017-2022 (used units may be ex-mining)
@@ -205,6 +208,11 @@ class GPU(_Entry):
             "fp8": self.fp8_tflops, "bf16": self.bf16_tflops, "fp16": self.fp16_tflops or self.bf16_tflops,
             "tf32": self.tf32_tflops, "fp32": self.fp32_tflops,
         }[precision] is not None
+
+    @property
+    def buy_new_usd(self) -> float | None:
+        """What one costs bought new today: None where it is not sold new (``sold_new``) or has no price."""
+        return self.price_new_usd if self.sold_new else None
 
 
 class ModelPreset(_Entry):
@@ -383,6 +391,7 @@ class Chassis(_Priced):
     cools: list[Literal["open-air", "blower", "passive", "liquid"]]  # GPU coolers its airflow handles
     only_gpus: list[str] | None = None  # GPU ids of the baseboards sold for it (HGX); None = any of its form
     lean: bool = False  # the small-budget tier: no bulk HDD, no ingest NIC
+    sold_new: bool = True  # False: sold used or refurbished only, with no price in the catalog: builds skip it
 
 
 class Dimm(_Priced):

@@ -798,6 +798,8 @@ class Alternative(Result):
     reason: str
     # a box bought for the desk that draws more than one office circuit carries: it needs a dedicated circuit
     dedicated_circuit: bool = False
+    # it fits only inside the memory headroom asked (deployment.headroom): a near tie goes to a build that keeps it
+    tight_memory: bool = False
 
 
 class CloudOption(Result):

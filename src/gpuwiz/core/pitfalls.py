@@ -327,11 +327,18 @@ def _reserved(c: Context) -> str | None:  # P06
 # ---- used and consumer hardware ------------------------------------------------------------------
 
 
+def _bought_used(c: Context) -> bool:
+    """The hardware is (or would be) used units: asked for (deployment.used_hardware), or the build to own is
+    priced used (a GPU no longer sold new: catalog ``sold_new``)."""
+    b = c.build
+    return c.req.deployment.used_hardware or bool(b and not b.rented and b.tier.endswith("-used"))
+
+
 @rule("ex-mining", "medium", "gregable.com eBay scrape 2022-09-17 (the Merge); svethardware.cz 2021 (GDDR6X 110 C); "
       "gearverify checklist 2026 [weak]")
 def _mining(c: Context) -> str | None:  # P07
     g = c.gpu
-    if not (g and c.req.deployment.used_hardware and g.mining_era):
+    if not (g and g.mining_era and _bought_used(c)):
         return None
     return _("A used {gpu} from the 2017-2022 mining era is likely ex-mining (the Ethereum Merge of 2022-09-15 "
              "dumped ~20 M cards). Check fans, PCB/memory discoloration, an unmodified BIOS (not flashed or spoofed), "
@@ -343,7 +350,7 @@ def _mining(c: Context) -> str | None:  # P07
 def _gddr6x(c: Context) -> str | None:  # P08
     if not _is(c.gpu, "3080", "3090"):
         return None
-    if not (c.req.deployment.used_hardware or c.gpus_per_node >= 3):
+    if not (_bought_used(c) or c.gpus_per_node >= 3):
         return None
     return _("{gpu} GDDR6X is rated to ~95 C; mining and dense builds ({n} per box) have seen 104-110 C. Monitor "
              "memory-junction temperature and re-pad cards that run above 100 C.").format(
@@ -738,7 +745,7 @@ def _obsolete(c: Context) -> tuple[Severity, str] | None:  # P29
     if not c.buying or c.gpu is None:
         return None
     y = c.req.deployment.horizon_years
-    age = 2025 - c.gpu.release_year
+    age = int(c.cat.as_of[:4]) - c.gpu.release_year  # (the catalog's year, not this code's)
     if y <= 3 and age < 3:
         return None
     sev: Severity = "medium" if (y > 3 and c.req.training.method == "pretrain") or age >= 4 else "info"
@@ -752,7 +759,7 @@ def _obsolete(c: Context) -> tuple[Severity, str] | None:  # P29
 def _spares(c: Context) -> str | None:  # P30
     if not c.buying or not c.build:
         return None
-    if c.build.nodes < 4 and not c.req.deployment.used_hardware:
+    if c.build.nodes < 4 and not _bought_used(c):
         return None
     gpus = c.build.nodes * c.build.gpus_per_node
     per_year = gpus * HOURS_PER_YEAR / 86_000

@@ -68,6 +68,11 @@ _NON_CUDA_STACK = 1.0 + NON_CUDA_HANDICAP  # ... as the factor on a cost (``_sta
 # one with the fewest GPUs wins. The one place this tolerance is stated; see _Recommender.pick.
 SIMPLICITY_TOLERANCE = 0.05
 CLEARLY_FASTER = 1.25  # ... and among equally simple ones, a build this much faster wins (judgement)
+# A near tie that holds builds fitting only inside the memory headroom asked (deployment.headroom: planned at
+# TIGHT_HEADROOM instead of CPU offload) goes to a build that keeps it, up to this much dearer than the cheapest:
+# an out-of-memory crash mid-run costs the run and a day of someone's time (judgement; >= SIMPLICITY_TOLERANCE).
+ROOMY_TOLERANCE = 0.10
+PICK_BAND = max(SIMPLICITY_TOLERANCE, ROOMY_TOLERANCE)  # the widest band ``pick`` looks in (``rank``'s proofs)
 
 GPN_LADDER = (1, 2, 4, 8)
 MAX_NODES = 4096
@@ -741,9 +746,12 @@ class _Recommender:
         return bool(self._unit_price(gpu)) and self._sold_here(gpu)
 
     def _unit_price(self, gpu: GPU) -> float | None:
-        """The price of one GPU bought: used where asked (or where it is no longer sold new), else new."""
-        used = self.d.used_hardware or gpu.price_new_usd is None
-        return gpu.price_used_usd if (used and gpu.price_used_usd) else gpu.price_new_usd
+        """The price of one GPU bought: used where the user takes used hardware (deployment.used_hardware) and
+        the catalog has a used price, else new; None: it cannot be bought (not sold new -- catalog ``sold_new`` --
+        and used hardware not asked for, or no price at all)."""
+        if self.d.used_hardware and gpu.price_used_usd:
+            return gpu.price_used_usd
+        return gpu.buy_new_usd
 
     def _sold_here(self, gpu: GPU) -> bool:
         """``market.can_buy`` in the deployment's country (no export rule, and sold there), once per GPU."""
@@ -1192,7 +1200,7 @@ class _Recommender:
             lean = self._sized_stem(c, w, True, None)
             if lean[0].capex_usd < build.capex_usd:
                 build, stem = lean
-            gap = (c.gpu.price_new_usd or 0) - (c.gpu.price_used_usd or 0)
+            gap = (c.gpu.buy_new_usd or 0) - (c.gpu.price_used_usd or 0)
             if build.capex_usd > budget and c.gpu.price_used_usd and not self.d.used_hardware \
                     and gap * c.count >= build.capex_usd - budget:
                 used = self._sized_stem(c, w, True, True)
@@ -1302,22 +1310,30 @@ class _Recommender:
         """The winner of a list sorted by ``key``. Cheapest: the simplest build -- fewest GPUs, then
         fewest nodes, then a clearly (CLEARLY_FASTER) faster one -- among those within
         SIMPLICITY_TOLERANCE of the lowest effective cost (a multi-GPU job costs engineering time the
-        price does not show, so 1 GPU at $104 beats 8 at $100). Only a near-tie breaker: the pick
-        never costs more than (1 + tolerance) x the cheapest, so a longer deadline -- which only adds
-        candidates -- never makes the pick dearer than the shorter deadline's pick by more than the
-        tolerance (tests/robustness)."""
+        price does not show, so 1 GPU at $104 beats 8 at $100); where that tie holds a build that fits only
+        inside the memory headroom asked, among the builds that keep it within ROOMY_TOLERANCE. Only a
+        near-tie breaker: the pick never costs more than (1 + PICK_BAND) x the cheapest, so a longer
+        deadline -- which only adds candidates -- never makes the pick dearer than the shorter deadline's
+        pick by more than that (tests/robustness)."""
         if self.obj != "cheapest" or not ranked:
             return ranked[0]
         first = self.key(ranked[0])
         tier, bound = first[:2], first[2] * (1 + SIMPLICITY_TOLERANCE)  # (a cheapest key's [2]: ``effective``)
         key = self.key
         near = [c for c in ranked if (k := key(c))[:2] == tier and k[2] <= bound]
+        if not all(map(self.roomy, near)):  # a near tie with a build inside the headroom: ROOMY_TOLERANCE
+            wide = first[2] * (1 + ROOMY_TOLERANCE)
+            near = [c for c in ranked if (k := key(c))[:2] == tier and k[2] <= wide and self.roomy(c)] or near
         simple = min(near, key=lambda c: (c.count, c.nodes, self.effective(c), c.q.wall_hours))
         # Value of time: an equally simple build within the tolerance that is clearly faster wins
         # (1.7x faster for 1 % more is what an expert buys; the price gap is inside the estimate's error).
         peers = [c for c in near if (c.count, c.nodes) == (simple.count, simple.nodes)]
         fast = min(peers, key=lambda c: (c.q.wall_hours, self.effective(c)))
         return fast if fast.q.wall_hours * CLEARLY_FASTER <= simple.q.wall_hours else simple
+
+    def roomy(self, c: Cand) -> bool:
+        """The plan keeps the memory headroom asked (deployment.headroom), not only the tighter one."""
+        return c.q.per_gpu_gib <= c.gpu.memory_gib * (1.0 - self.d.headroom) + 1e-9
 
     def per_run(self, c: Cand) -> float:
         if c.mode == "rent" and c.rent_run is not None:
@@ -1497,7 +1513,7 @@ class _Recommender:
         check or ties the build to own (the order of the shortlist would decide). ``sized`` gains each
         build sized."""
         first = self.key(shortlist[0])[:3]
-        band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
+        band = self.effective(shortlist[0]) * (1 + PICK_BAND)
         best = self._best_buy(shortlist)
 
         def order(b: Cand) -> tuple[float, ...]:  # _best_buy's order
@@ -1534,7 +1550,7 @@ class _Recommender:
             skey = (*key, self.stem_key)
             stems = self.floor_stems.get(skey) if self.floor_stems is not None else memo.MISS
             if stems is memo.MISS:
-                prices = [p for p in (c.gpu.price_new_usd, c.gpu.price_used_usd) if p]
+                prices = [p for p in (c.gpu.buy_new_usd, c.gpu.price_used_usd) if p]
                 capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
                 stems = (capex, tuple(self.rates.stem(costmod.Footprint.make(c.nodes, c.gpn, 0.0, 0.0, rack), capex)
                                       for rack in (False, True)))
@@ -1560,7 +1576,7 @@ class _Recommender:
         ``final`` (the priced candidates as they stand, the pick aside) being faster and no dearer per
         run (``pareto``)."""
         first = self.key(shortlist[0])[:3]
-        band = self.effective(shortlist[0]) * (1 + SIMPLICITY_TOLERANCE)
+        band = self.effective(shortlist[0]) * (1 + PICK_BAND)
         # The GPU types ranked before a key: the shortlist's keys in order, each type's first place in
         # it, and how many types other than the pick's the first i places hold.
         keyed = sorted((self.key(x)[:3], x.gpu.id) for x in shortlist)
@@ -1960,7 +1976,8 @@ class _Recommender:
             seen.add(c.gpu.id)
             out.append(Alternative(gpu=c.gpu.id, gpu_name=c.gpu.name, count=c.count, nodes=c.nodes,
                                    wall_hours=round(c.q.wall_hours, 3), cost_per_run_usd=round(self.per_run(c), 2),
-                                   reason=self.reason(c, win, wp), dedicated_circuit=bool(self.off_site(c))))
+                                   reason=self.reason(c, win, wp), dedicated_circuit=bool(self.off_site(c)),
+                                   tight_memory=not self.roomy(c)))
             if len(out) >= N_ALTERNATIVES:
                 break
         return out
@@ -1990,6 +2007,8 @@ class _Recommender:
             tail = _(", {kwh:,.0f} kWh per run").format(kwh=c.energy_kwh)
         if self.obj == "cheapest" and c.score > win.score and p < win_run:
             tail += _(", but dearer over the horizon")
+        if not self.roomy(c) and self.roomy(win):
+            tail += _(", fits only inside the {headroom:.0%} memory headroom asked").format(headroom=self.d.headroom)
         if self.off_site(c):
             tail += _(", needs a dedicated circuit ({dedicated})").format(
                 dedicated=sysmod.dedicated_circuit(sysmod.office_circuit(self.cat, self.d.country)))
@@ -2089,10 +2108,13 @@ class _Recommender:
             # there is the sharded base, which this label would not say)
             variants.append((_("CPU offload of the optimizer"),
                              {"parallel": {"zero_stage": 3, "offload": "optimizer"}}))
+        base = self._smallest_fit(req, {}, gpus) if variants else None  # (what fits as asked: a variant must do better)
         for label, upd in variants:
             hit = self._smallest_fit(req, upd, gpus)
+            if hit and base and hit[3] >= base[3]:
+                continue  # it needs no smaller a GPU than the run as asked: memory is not what stops it
             if hit and hit[2] <= horizon_h:
-                g, n, h = hit
+                g, n, h, _price = hit
                 if h > self.deadline_h:  # it fits, but a run misses the deadline: said so, not offered as a fix
                     out.append(_("{what} would fit on {n}x {gpu} but take {run} per run (deadline {deadline})").format(
                         what=label, n=n, gpu=g.id, run=fmt_hours(h), deadline=fmt_hours(self.deadline_h)))
@@ -2103,12 +2125,33 @@ class _Recommender:
         if dropped.get(DROP_BUDGET) and self.d.budget_usd:
             out.append(_("{n} fitting build(s) exceed the {usd} budget: raise it or rent").format(
                 n=dropped[DROP_BUDGET], usd=market.cash(self.cat, self.req)(self.d.budget_usd)))
+            used = self._used_fits()
+            if used:
+                out.append(used)
         if dropped.get(DROP_EXPORT):
             out.append(_("{n} GPU type(s) are export-restricted for {country}: use in-market GPUs or an in-country "
                          "cloud").format(n=dropped[DROP_EXPORT], country=self.d.country))
         return out
 
-    def _smallest_fit(self, req: Requirements, upd: dict[str, Any], gpus: list[GPU]) -> tuple[GPU, int, float] | None:
+    def _used_fits(self) -> str | None:
+        """Over budget buying new: the build the same question finds with used GPUs taken
+        (deployment.used_hardware), said as a suggestion; None when it finds none or it is not asked."""
+        if self.d.used_hardware or self.d.mode == "rent":
+            return None
+        dep = self.req.deployment.model_copy(update={"used_hardware": True})
+        r = recommend(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj)
+        b = r.build if r.found else None
+        if b is None or b.rented or not b.tier.endswith("-used"):
+            return None
+        cash = market.cash(self.cat, self.req)
+        return _("with used GPUs (deployment.used_hardware: true): {n}x {gpu} (used), capex {capex}, {run} a "
+                 "run").format(n=b.gpus_per_node * b.nodes, gpu=b.gpu_name, capex=cash(b.capex_usd),
+                               run=fmt_hours(r.estimate.time.wall_hours if r.estimate else None))
+
+    def _smallest_fit(self, req: Requirements, upd: dict[str, Any],
+                      gpus: list[GPU]) -> tuple[GPU, int, float, float] | None:
+        """The GPU type and count (per node) the run with ``upd`` applied fits on for the least GPU money:
+        (gpu, count, hours a run, that money)."""
         try:
             tr = req.training.model_dump()
             tr.update({k: v for k, v in upd.items() if k != "parallel"})
@@ -2122,18 +2165,23 @@ class _Recommender:
         except (GpuwizError, *_NUMERIC_ERRORS):  # the changed settings fail validation or cannot be sized
             return None
         best: tuple[float, GPU, int, float] | None = None
+        buy_only = self.d.mode == "buy"
         for g in gpus:
+            if buy_only and not self._buy_route(g):
+                continue  # (a buyer is not told of a GPU that cannot be bought: no price, not sold here)
             for gpn in _gpn_options(g):
+                if buy_only and not self._buyable_at(g, gpn):
+                    continue
                 try:
                     q = scan.quick(g, gpn, gpn)
                 except (GpuwizError, *_NUMERIC_ERRORS):
                     break
                 if q.fits and math.isfinite(q.wall_hours):
-                    price = (g.price_new_usd or 1e9) * gpn
+                    price = (self._unit_price(g) or 1e9) * gpn
                     if best is None or price < best[0]:
                         best = (price, g, gpn, q.wall_hours)
                     break
-        return (best[1], best[2], best[3]) if best else None
+        return (best[1], best[2], best[3], best[0]) if best else None
 
 
 instance_ram_ok = costmod.instance_ram_ok  # the one host-RAM rule lives in core.cost

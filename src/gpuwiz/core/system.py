@@ -249,7 +249,7 @@ def chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean:
 
 
 def _chassis_options(cat: Catalog, gpu: GPU, gpus_per_node: int, site: str, lean: bool) -> list[Chassis]:
-    pool = [c for c in cat.platforms.chassis if lean or not c.lean]
+    pool = [c for c in cat.platforms.chassis if (lean or not c.lean) and c.sold_new]
     fits = [c for c in pool if chassis_fits(c, gpu, gpus_per_node, site)]
     if not fits and gpu.cooling == "open-air":  # 2-slot blower variants exist (RTX 3090 / 4090 "turbo")
         fits = [c for c in pool if chassis_fits(c, gpu, gpus_per_node, site, slot_strict=False)]
@@ -614,8 +614,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                  site: str, circuit: Circuit, text: bool = True) -> Build | Sizing:
     """The sizing rules. ``text``: the Build with its sentences; without, its numbers alone
     (``Sizing``: the same parts, lines and sums; the sentences of every build are skipped)."""
-    if gpu.price_new_usd is None and gpu.price_used_usd:
-        used = True  # no longer sold new: the used market is the only way to buy it
+    if gpu.buy_new_usd is None and gpu.price_used_usd:
+        used = True  # not sold new (or no new price): the used market is the only way to buy it
     options = chassis_options(cat, gpu, gpus_per_node, site, lean=lean)
     chassis = options[0] if options else None
     hgx = bool(chassis and chassis.kind == "hgx") or gpu.form_factor in ("sxm", "oam")
@@ -786,7 +786,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     where_kind = place_kind(site, sustained, nodes, chassis, circuit.continuous_w) if text else ""
 
     # Chassis / board / PSUs. A chassis whose PSU is too small gets the extra PSU capacity in the BOM.
-    gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.price_new_usd)
+    gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.buy_new_usd)
     gpu_total = (gpu_unit or 0.0) * gpus_per_node * nodes
     psu_w: int
     if chassis:
