@@ -809,3 +809,32 @@ def test_near_tie_goes_to_a_build_that_keeps_the_headroom() -> None:
     roomy = req.model_copy(update={"deployment": req.deployment.model_copy(update={"headroom": 0.05})})
     r2 = recommend(roomy, CAT)  # with 5 % headroom asked every card keeps it: the cheaper build wins again
     assert r2.cost_per_run_usd is not None and r2.cost_per_run_usd <= min(a.cost_per_run_usd for a in tight)
+
+
+def test_confidential_data_rented_abroad_shows_the_run_kept_at_home() -> None:
+    """Confidential data is allowed abroad (only community hosts are refused), but when the pick rents outside
+    the user's jurisdiction the answer also prices the run kept inside it, as regulated data would be: a Chinese
+    team's Qwen2.5 72B LoRA picked on a US cloud gets the cheapest mainland-China offer beside it."""
+    from gpuwiz.core.market import jurisdiction
+    from gpuwiz.core.report import render_recommendation
+
+    doc = {"model": {"preset": "qwen2.5-72b"}, "training": {"method": "lora"}, "data": {"tokens": 3e8, "epochs": 2},
+           "schedule": {"runs_per_month": 2, "deadline_days": 5},
+           "deployment": {"mode": "rent", "country": "CN", "data_sensitivity": "confidential"}}
+    req = Requirements.model_validate(doc)
+    r = recommend(req, CAT)
+    assert r.found and r.cost and r.cost.rent_offer and r.market and r.cost_per_run_usd
+    assert jurisdiction(r.cost.rent_offer.country) != "CN"  # (the cheapest offer is abroad)
+    j = r.market.in_jurisdiction
+    assert r.market.in_jurisdiction_checked and j is not None
+    assert jurisdiction(j.country) == "CN" and j.cost_per_run_usd >= r.cost_per_run_usd  # a subset of the offers
+    assert j.wall_hours <= 5 * 24
+    assert f"on {j.provider} {j.instance}" in render_recommendation(r, req, "text")
+    # not looked for where the data may not leave anyway (regulated), or the pick is at home already
+    doc["deployment"]["data_sensitivity"] = "regulated"
+    r2 = recommend(Requirements.model_validate(doc), CAT)
+    assert r2.market and not r2.market.in_jurisdiction_checked
+    # ... and the option is what that question picks (its price from the search's times: within a few per cent)
+    assert r2.build and r2.build.gpu == j.gpu and r2.cost and r2.cost.rent_offer
+    assert r2.cost.rent_offer.provider == j.provider and r2.cost_per_run_usd
+    assert abs(j.cost_per_run_usd / r2.cost_per_run_usd - 1) < 0.05

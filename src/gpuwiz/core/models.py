@@ -950,6 +950,21 @@ class ExportFact(Result):
     observed: str
 
 
+class JurisdictionOption(Result):
+    """The run the same question finds on offers in the user's own data-protection jurisdiction (no community
+    hosts), beside a pick rented abroad with confidential data (core.recommend ``_in_jurisdiction``)."""
+
+    gpu: str
+    gpu_name: str
+    count: int
+    provider: str
+    instance: str
+    region: str = ""
+    country: str = ""
+    wall_hours: float
+    cost_per_run_usd: float
+
+
 class MarketStatus(Result):
     """Offer eligibility for the chosen GPU class under the user's data policy (core/market.py)."""
 
@@ -965,4 +980,8 @@ class MarketStatus(Result):
     closest_compliant: str = ""  # "8x NVIDIA H20 on Alibaba Cloud (cn-beijing)", or "" if none
     closest_compliant_id: str = ""  # its catalog id
     export: list[ExportFact] = field(default_factory=list)  # rules that apply to this user and GPU
+    # confidential data on a pick rented outside the jurisdiction: the run kept inside it (None: none found,
+    # when in_jurisdiction_checked; not looked for otherwise)
+    in_jurisdiction: JurisdictionOption | None = None
+    in_jurisdiction_checked: bool = False
 

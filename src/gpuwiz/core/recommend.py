@@ -48,6 +48,8 @@ from gpuwiz.core.models import (
     Build,
     CloudOption,
     Estimate,
+    JurisdictionOption,
+    MarketStatus,
     ParetoPoint,
     Range,
     Recommendation,
@@ -646,6 +648,7 @@ class _Recommender:
         self.batch_cap: float | None = None
         # a box for the desk draws at most what one office circuit of the country carries (needs_circuit)
         self.circuit_w = sysmod.office_circuit(cat, self.d.country).continuous_w if self.d.site == "desk" else math.inf
+        self._search: tuple[Enumerated, sysmod.Workload] | None = None  # ``run``'s search and workload
 
     # -- enumeration --
     def gpus(self) -> list[GPU]:
@@ -1376,6 +1379,7 @@ class _Recommender:
                                         "(give samples, or dataset and sample size)")))
         found = self.enumerated(scan)
         w0 = self.workload0(scan)
+        self._search = (found, w0)  # (``_in_jurisdiction`` prices the same search under another policy)
         priced = self.price(found, w0)
         if not priced.ok:
             return self.nothing(scan, priced)
@@ -1854,9 +1858,40 @@ class _Recommender:
             suggestions=self.suggestions(scan, r.search) if not est.feasible else [],
             pareto=self.pareto(r.priced, win, per_run_out, analysis.verdict == "rent"),
             binding_constraint=binding, assumptions=assumptions,
-            market=market.assess(self.req, self.cat, win.gpu, win.count, win.gpn),
+            market=self._market(win, analysis.rent_offer if renting else None),
             currency=market.currency_info(self.cat, self.req),
         )
+
+    def _market(self, win: Cand, offer: RentOffer | None) -> MarketStatus:
+        """``market.assess`` for the pick; with confidential data rented outside the user's jurisdiction, also
+        the run kept inside it (``_in_jurisdiction``)."""
+        st = market.assess(self.req, self.cat, win.gpu, win.count, win.gpn)
+        if (self.d.data_sensitivity != "confidential" or offer is None or not offer.country
+                or market.jurisdiction(offer.country) == market.jurisdiction(self.d.country)):
+            return st
+        return st.model_copy(update={"in_jurisdiction": self._in_jurisdiction(), "in_jurisdiction_checked": True})
+
+    def _in_jurisdiction(self) -> JurisdictionOption | None:
+        """The pick of this answer's search priced and ranked again on the offers of the user's jurisdiction
+        without community hosts (the rule of ``regulated`` data), rented; None when none of them does the run.
+        Not a second search: the same candidates (their fast-path times), so the run time and price are the
+        search's (a ``regulated`` question's answer quotes its full estimate)."""
+        if self._search is None:
+            return None
+        found, w0 = self._search
+        dep = self.req.deployment.model_copy(update={"data_sensitivity": "regulated", "mode": "rent"})
+        inner = _Recommender(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj)
+        inner.batch_cap = self.batch_cap
+        priced = inner.price(found, w0)
+        ranked = inner.rank(priced, w0) if priced.ok else None
+        win = ranked.win if ranked is not None else None
+        inst = win.rent_inst if win is not None and win.mode == "rent" else None
+        if win is None or inst is None:
+            return None
+        return JurisdictionOption(gpu=win.gpu.id, gpu_name=win.gpu.name, count=win.count, provider=inst.provider,
+                                  instance=inst.instance_type + (f" x{win.rent_n}" if win.rent_n > 1 else ""),
+                                  region=inst.region, country=inst.country, wall_hours=round(win.q.wall_hours, 3),
+                                  cost_per_run_usd=round(inner.per_run(win), 2))
 
     def pareto(self, priced: tuple[Cand, ...], win: Cand, win_run: float | None,
                win_rented: bool) -> list[ParetoPoint]:

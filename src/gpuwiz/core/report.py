@@ -122,6 +122,17 @@ def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
         lines.append(_("- No compliant offer in the catalog for {what}").format(what=what)
                      + (_("; closest compliant: {offer}.").format(offer=st.closest_compliant) if st.closest_compliant
                         else _("; the policy allows none of the catalog's offers (add your own with --catalog).")))
+    j = st.in_jurisdiction
+    if j is not None:
+        ratio = j.cost_per_run_usd / rec.cost_per_run_usd if rec.cost_per_run_usd else None
+        lines.append(_("- Kept in {where}: {n}x {gpu} on {provider} {instance} ({region}), {run} and {cost} a run"
+                       ).format(where=where, n=j.count, gpu=j.gpu_name, provider=j.provider, instance=j.instance,
+                                region=j.region or j.country, run=fmt_hours(j.wall_hours),
+                                cost=_money(j.cost_per_run_usd, rec))
+                     + (_(" ({ratio:.1f}x the pick's cost).").format(ratio=ratio) if ratio else "."))
+    elif st.in_jurisdiction_checked:
+        lines.append(_("- Kept in {where}: no offer in the catalog does this run (add your own with --catalog)."
+                       ).format(where=where))
     for f in st.export:
         lines.append(_("- Export rule ({kind}, {effect}): {summary} [{source}, {observed}]").format(
             kind=f.kind, effect=f.effect, summary=_(f.summary), source=f.source, observed=f.observed))
