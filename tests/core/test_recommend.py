@@ -838,3 +838,24 @@ def test_confidential_data_rented_abroad_shows_the_run_kept_at_home() -> None:
     assert r2.build and r2.build.gpu == j.gpu and r2.cost and r2.cost.rent_offer
     assert r2.cost.rent_offer.provider == j.provider and r2.cost_per_run_usd
     assert abs(j.cost_per_run_usd / r2.cost_per_run_usd - 1) < 0.05
+
+
+def test_budget_binding_quotes_the_build_that_budget_buys() -> None:
+    """Nothing within the budget: the binding constraint quotes the cheapest real build (its bill of materials,
+    lean tier included, also for builds the rough price let through), and asking again with that budget finds
+    exactly that build."""
+    import re
+
+    doc = {"model": {"preset": "qwen2.5-7b", "seq_len": 1024}, "training": {"method": "qlora", "lora_rank": 8,
+                                                                            "global_batch": 16},
+           "data": {"tokens": 1e7}, "schedule": {"runs_per_month": 4, "deadline_days": 2},
+           "deployment": {"mode": "buy", "budget_usd": 3000, "site": "desk"}}
+    r = recommend(Requirements.model_validate(doc), CAT)
+    assert not r.found and r.binding_constraint and r.binding_constraint.kind == "budget"
+    m = re.search(r"costs \$([0-9,]+)", r.binding_constraint.message)
+    assert m, r.binding_constraint.message
+    quoted = float(m.group(1).replace(",", ""))
+    assert r.dropped.get("over budget")
+    doc["deployment"]["budget_usd"] = quoted
+    r2 = recommend(Requirements.model_validate(doc), CAT)
+    assert r2.found and r2.build and r2.build.capex_usd == pytest.approx(quoted, abs=1.0)

@@ -1385,8 +1385,27 @@ class _Recommender:
             return self.nothing(scan, priced)
         ranked = self.rank(priced, w0)
         if ranked is None:
-            return self.nothing(scan, priced)
+            return self.nothing(scan, self._sized_out(priced, w0))
         return self.explain(scan, ranked)
+
+    def _sized_out(self, priced: Priced, w0: sysmod.Workload) -> Priced:
+        """``priced`` when ``rank`` found every build it sized over the budget: the builds the rough price had
+        let through, with their real bill of materials, counted as the filter counts them (over budget), so
+        the binding constraint quotes the cheapest real build (a $4,570 RTX 4090 box was missing beside a
+        $4,970 RTX 5090 one) and the tallies hold every build."""
+        t = _Tally(priced.dropped)
+        over = list(priced.over_budget)
+        for c in priced.ok:
+            s = self.exact(c, w0)
+            if math.isinf(s.score):
+                t.drop(s.drop or DROP_PRICE)
+                if s.drop == DROP_BUDGET:
+                    if s.capex is not None and s.nodes == 1:  # the lean tier's box, also past LEAN_REACH
+                        lean = self._sized_stem(s, w0, True, None)[0].capex_usd
+                        s = s.but(capex=min(s.capex, lean))
+                    over.append(s)
+        return Priced(ok=(), over_budget=tuple(over), dropped=t.frozen(), considered=priced.considered,
+                      fastest_miss=priced.fastest_miss)
 
     def price(self, found: Enumerated, w0: sysmod.Workload) -> Priced:
         """Stage 2: rent and rough buy prices for every candidate; the ones the rough price puts
@@ -2105,8 +2124,10 @@ class _Recommender:
         gpus = [g for g in self.cat.gpus if not self.excluded(g)]
         if self.d.site == "desk":
             gpus = [g for g in gpus if sysmod.chassis_options(self.cat, g, 1, "desk")]
-        # 1. More GPUs / a longer deadline: the fastest fitting build of a big GPU.
-        big = sorted(gpus, key=lambda g: -g.memory_gib)[:3]
+        # 1. More GPUs / a longer deadline: the fastest fitting build of a big GPU -- not when builds that fit
+        # are only over the budget (the binding constraint then; a bigger box answers nothing).
+        budget_bound = bool(priced.counts().get(DROP_BUDGET) and self.d.budget_usd)
+        big = [] if budget_bound else sorted(gpus, key=lambda g: -g.memory_gib)[:3]
         ladder = (1,) if self.d.site == "desk" else (1, *NODE_LADDER)
         for g in big:
             gpn = _gpn_options(g)[-1]
