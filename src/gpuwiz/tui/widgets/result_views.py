@@ -312,7 +312,7 @@ def cost_summary(rec: Recommendation) -> RenderableType:
         if rec.estimate is not None:
             t_run = rec.estimate.time
             per_run = f"{fmt_hours(t_run.wall_hours)}{fmt_span(t_run.wall_hours_range, fmt_hours)}, " + per_run
-        add_row(rows, "Per run", per_run + " (P10–P90 in brackets)")
+        add_row(rows, _("Per run"), per_run + _(" (P10–P90 in brackets)"))
     if c.rent_usd_per_gpu_hour is not None:
         add_row(rows, _("Rent"), _("{money} per GPU-hour").format(money=m(c.rent_usd_per_gpu_hour)))
     if c.onprem is not None:
