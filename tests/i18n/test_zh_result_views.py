@@ -56,3 +56,15 @@ def test_result_views_have_no_english_labels_in_chinese(name: str, catalog,  # t
     assert len(en) == len(zh) and en, (len(en), len(zh))
     left = [a for a, b in zip(en, zh, strict=True) if a == b and set(WORD.findall(a)) - UNITS]
     assert left == [], left
+
+
+def test_rent_vs_buy_tab_says_where_it_may_run(catalog) -> None:  # type: ignore[no-untyped-def]
+    """The wizard's rent-vs-buy tab carries the memo's "Where it may run" lines: the data policy and, for
+    confidential data rented abroad (the enterprise example: US data, picked at Nebius in Finland), the run kept
+    at home."""
+    rec = recommend(load_config(ROOT / "examples" / "enterprise-70b-pretrain.yaml"), catalog)
+    assert rec.market is not None and rec.market.in_jurisdiction is not None
+    console = Console(width=120, file=io.StringIO(), record=True)
+    console.print(rv.cost_summary(rec))
+    text = console.export_text()
+    assert "Where it may run" in text and f"Kept in US: {rec.market.in_jurisdiction.count}x" in text

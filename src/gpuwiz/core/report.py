@@ -95,6 +95,13 @@ def _price_cell(usd_per_hour: float, currency: str, local_per_hour: float | None
     return f"{fmt_usd(usd_per_hour)}/h ({format_money(local_per_hour, currency)}/h)"
 
 
+def where_it_may_run(rec: Recommendation) -> list[str]:
+    """The "Where it may run" section as plain lines, without its heading (the wizard's rent-vs-buy tab): the
+    data policy, what it excluded, the run kept in the jurisdiction, the export rules; [] when there is nothing
+    to say."""
+    return _market_lines(rec, False, "")[2:]
+
+
 def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
     """Where the data may go, what the policy excluded, and the export rules that apply."""
     st = rec.market

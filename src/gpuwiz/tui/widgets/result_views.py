@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwiz.core.models import Build, CurrencyInfo, Recommendation
-from gpuwiz.core.report import pareto_against_pick, pick_point
+from gpuwiz.core.report import pareto_against_pick, pick_point, where_it_may_run
 from gpuwiz.core.whatif import (
     Delta,
     currency_symbol,
@@ -329,6 +329,9 @@ def cost_summary(rec: Recommendation) -> RenderableType:
     parts: list[RenderableType] = [t, rows]
     if c.flip_inputs:
         parts.append(Text(_("Would flip the verdict: ") + "; ".join(c.flip_inputs), style="dim"))
+    where = where_it_may_run(rec)  # the data policy, the run kept at home, the export rules (as the memo says them)
+    if where:
+        parts += [Text(""), Text(_("Where it may run"), style="bold"), *(plain(line) for line in where)]
     return Group(*parts)
 
 
