@@ -205,6 +205,11 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
         lambda: only_provider(ctx(gpu="h100-sxm", gpn=8, req=make_req(deployment={"utilization": 0.9})), "AWS"),
         lambda: ctx(gpu="h100-sxm", gpn=8, req=make_req(schedule={"runs_per_month": 0.1})),
     ),
+    "family-not-validated": (  # a ViT: no published ViT run in the validation data; a Llama LoRA has 180
+        lambda: ctx(req=make_req({"model": {"preset": "vit-b-16"}, "training": {"method": "pretrain"},
+                                   "data": {"samples": 1.28e6, "epochs": 10}})),
+        lambda: ctx(),
+    ),
     "ex-mining": (
         lambda: ctx(gpu="rtx-3090", req=make_req(deployment={"used_hardware": True})),
         # (a 3090 bought today is used whatever was asked: it is no longer sold new; a 4090 is past the mining era)

@@ -76,6 +76,7 @@ def untranslated(text: str, cat: Catalog) -> list[str]:
         s = re.sub(r"`[^`]*`", " ", line)
         s = re.sub(r"_\(来源：.*?\)_", " ", s)  # cited sources stay as written
         s = re.sub(r'"[^"]*"', " ", s)  # quoted titles of cited articles
+        s = re.sub(r"\[[^\]]*\]\s*$", " ", s)  # an export rule's [source, date], cited as published
         s = re.sub(r"\S+\.(com|org|edu|io|net|gov)\b\S*", " ", s)  # cited web addresses
         s = re.sub(r"'[^']*'", " ", s)  # quoted error messages stay as the software prints them
         s = re.sub(r"\b[a-z_]+\.[a-z_.]+\b", " ", s)  # config keys: schedule.deadline_days

@@ -1343,7 +1343,7 @@ def estimate_from(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int |
         gpu=g.id, gpu_name=g.name, model=info, memory=memory, plan=plan, throughput=thr, time=time,
         feasible=q.fits and not d.problems, problems=[p.text() for p in d.problems],
         assumptions=_assumptions(ctx, q, plan) + _stack_notes(ctx, g, s) + rg.notes, range_basis=rg.basis,
-        cost_multipliers=rg.cost, stack_alternatives=_stack_alternatives(ctx, q),
+        family_runs_validated=rg.family_runs, cost_multipliers=rg.cost, stack_alternatives=_stack_alternatives(ctx, q),
     )
 
 
@@ -1401,6 +1401,7 @@ class _Ranges:
     cost: Range | None = None  # multipliers on the cost per run
     basis: str | None = None
     notes: list[str] = field(default_factory=list)
+    family_runs: int | None = None  # Estimate.family_runs_validated
 
 
 def wall_hours_high(ctx: Context, q: QuickResult) -> float | None:
@@ -1466,6 +1467,7 @@ def _ranges(ctx: Context, q: QuickResult) -> _Ranges:
             out.wall_hours = around(q.wall_hours, sp, inverse=True)
             out.gpu_hours = around(q.gpu_hours, sp, inverse=True)
         out.cost = Range(low=1.0 / sp.p90, high=1.0 / sp.p10)
+        out.family_runs = next((n for dim, _key, n in sp.missing if dim == "family"), None)
         basis.append(f"speed: {sp.basis}")
         shown.append(_("speed: {basis}").format(basis=basis_text(sp)))
     mp = range_for(tbl, "memory", keys) if ctx.mem_scale == 1.0 else None

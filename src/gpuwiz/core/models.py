@@ -710,6 +710,9 @@ class Estimate(Result):
     assumptions: list[str] = field(default_factory=list)
     # issue 11: ranges and stacks
     range_basis: str | None = None  # which validation groups set the ranges, in words
+    # the model family's published runs behind the speed range when too few to set it (core.ranges: the range
+    # then comes from the other groups); None when the family's group set it, or no range applies
+    family_runs_validated: int | None = None
     cost_multipliers: Range | None = None  # cost per run P10-P90 = point cost × (low, high)
     stack_alternatives: list[StackAlternative] = field(default_factory=list)
 

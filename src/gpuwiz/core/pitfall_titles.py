@@ -42,6 +42,7 @@ TITLES: dict[str, str] = {
     "export-control": N_("export control"),
     "stale-price": N_("stale cloud price"),
     "stale-purchase-price": N_("stale purchase price"),
+    "family-not-validated": N_("model family not validated"),
     "obsolescence": N_("obsolescence"),
     "reliability-spares": N_("failures and spares"),
     "failures-per-run": N_("failures during a run"),

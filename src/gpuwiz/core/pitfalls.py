@@ -15,6 +15,7 @@ from functools import cached_property
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
 from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
+from gpuwiz.core.ranges import FAMILY_LABEL
 from gpuwiz.core.system import DIMM_TOLERANCE, dedicated_circuit, office_circuit, packed_open_air, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.i18n import _
@@ -737,6 +738,24 @@ def _stale_purchase_price(c: Context) -> str | None:
              "catalog ({as_of}); GPU prices move: ask for a current quote or set price_new_usd for it in an "
              "overlay (--catalog)."))
     return msg.format(gpu=g.name, observed=observed, age=age, as_of=c.cat.as_of)
+
+
+@rule("family-not-validated", "medium", "docs/VALIDATION.md (leave-one-source-out groups); README, How accurate is it?")
+def _family_not_validated(c: Context) -> str | None:
+    """The speed of a model family with too few published runs in the validation data to check it (or to set
+    its own P10-P90 range): the time per run, and every cost from it, is the model's alone."""
+    n = c.est.family_runs_validated if c.est else None
+    if n is None:
+        return None
+    fam = FAMILY_LABEL.get(c.est.model.family, c.est.model.family) if c.est else ""
+    return (_("No published {family} training run is in gpuwiz's validation data: this time per run is the model's "
+              "alone, unchecked for {family} models, and its P10-P90 range is borrowed from other groups. Rent the "
+              "GPU for a day, measure samples or tokens per second, and put them in the config's calibration: "
+              "section before you commit.") if n == 0 else
+            _("Only {n} published {family} training run(s) are in gpuwiz's validation data, too few to check this "
+              "family: this time per run is the model's alone, and its P10-P90 range is borrowed from other "
+              "groups. Measure a run and put it in the config's calibration: section before you commit.")
+            ).format(family=fam, n=n)
 
 
 @rule("obsolescence", "info",
