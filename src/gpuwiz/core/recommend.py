@@ -1391,8 +1391,8 @@ class _Recommender:
     def _sized_out(self, priced: Priced, w0: sysmod.Workload) -> Priced:
         """``priced`` when ``rank`` found every build it sized over the budget: the builds the rough price had
         let through, with their real bill of materials, counted as the filter counts them (over budget), so
-        the binding constraint quotes the cheapest real build (a $4,570 RTX 4090 box was missing beside a
-        $4,970 RTX 5090 one) and the tallies hold every build."""
+        the binding constraint (``binding``: the lean tier's box of each) quotes the cheapest real build and the
+        tallies hold every build (a $4,570 RTX 4090 box was missing beside a $4,970 RTX 5090 one)."""
         t = _Tally(priced.dropped)
         over = list(priced.over_budget)
         for c in priced.ok:
@@ -1400,9 +1400,6 @@ class _Recommender:
             if math.isinf(s.score):
                 t.drop(s.drop or DROP_PRICE)
                 if s.drop == DROP_BUDGET:
-                    if s.capex is not None and s.nodes == 1:  # the lean tier's box, also past LEAN_REACH
-                        lean = self._sized_stem(s, w0, True, None)[0].capex_usd
-                        s = s.but(capex=min(s.capex, lean))
                     over.append(s)
         return Priced(ok=(), over_budget=tuple(over), dropped=t.frozen(), considered=priced.considered,
                       fastest_miss=priced.fastest_miss)
@@ -2089,7 +2086,11 @@ class _Recommender:
             cash = market.cash(self.cat, self.req)  # money in the user's currency
             costs: list[float] = []
             for c in priced.over_budget:
-                ways = [c.capex if self.d.mode != "rent" else None,
+                capex = c.capex
+                if capex is not None and c.nodes == 1 and self._search is not None and self.d.mode != "rent":
+                    # the lean tier's box, also past LEAN_REACH (the rough price is a GPU share of a server)
+                    capex = min(capex, self._sized_stem(c, self._search[1], True, None)[0].capex_usd)
+                ways = [capex if self.d.mode != "rent" else None,
                         c.rent_total / self.y if c.rent_total is not None and self.d.mode != "buy" else None]
                 known = [x for x in ways if x is not None]
                 if known:
