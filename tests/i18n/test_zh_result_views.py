@@ -67,4 +67,4 @@ def test_rent_vs_buy_tab_says_where_it_may_run(catalog) -> None:  # type: ignore
     console = Console(width=120, file=io.StringIO(), record=True)
     console.print(rv.cost_summary(rec))
     text = console.export_text()
-    assert "Where it may run" in text and f"Kept in US: {rec.market.in_jurisdiction.count}x" in text
+    assert "Where it may run" in text and f"Kept in the US: {rec.market.in_jurisdiction.count}x" in text

@@ -107,7 +107,7 @@ def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
     st = rec.market
     if st is None:
         return []
-    names_j = {"EU": _("the EU/EEA"), "CN": _("mainland China (not HK/MO)"), "GB": _("the UK")}
+    names_j = {"EU": _("the EU/EEA"), "CN": _("mainland China (not HK/MO)"), "GB": _("the UK"), "US": _("the US")}
     where = names_j.get(st.jurisdiction, st.jurisdiction)
     policy = {"regulated": _("regulated data: rent only in {where}, no community marketplace hosts").format(
                   where=where),
