@@ -261,12 +261,14 @@ def test_require_cuda_keeps_only_nvidia_and_says_why(catalog):
     cuda = recommend(base, catalog)
     assert base.deployment.require_cuda
     assert catalog.gpu(cuda.build.gpu).vendor == "nvidia"
-    assert all(catalog.gpu(a.gpu).vendor == "nvidia" for a in cuda.alternatives)
+    assert all(catalog.gpu(a.gpu).vendor == "nvidia" for a in [*cuda.alternatives, *cuda.pareto])
     assert cuda.dropped.get(DROP_CUDA, 0) >= 1
     free = recommend(base.model_copy(update={"deployment": base.deployment.model_copy(update={"require_cuda": False})}),
                      catalog)
     assert DROP_CUDA not in free.dropped
-    assert any(catalog.gpu(g).vendor != "nvidia" for g in [free.build.gpu] + [a.gpu for a in free.alternatives])
+    shown = [free.build.gpu, *(a.gpu for a in free.alternatives), *(p.gpu for p in free.pareto)]
+    assert any(catalog.gpu(g).vendor != "nvidia" for g in shown)  # (AMD / Intel parts on the time / cost front)
+    assert free.candidates_considered > cuda.candidates_considered
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)

@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import HealthCheck, assume, example, given, note, settings
 from hypothesis import strategies as st
 
 from gpuwiz.core.catalog import GPU, load_catalog
@@ -259,7 +259,9 @@ def test_random_catalog_gpu_never_throws(gpu, req, count):
     except GpuwizError as exc:
         if refused_calibration(req, exc):
             return
-        assert req.data.tokens is None and req.data.samples is None and str(exc).startswith("data: "), str(exc)
+        # no data size, or none this model can use (tokens for an image model: found by a longer random run)
+        assert ((req.data.tokens is None and req.data.samples is None) or "this model can use" in str(exc)) \
+            and str(exc).startswith("data: "), str(exc)
         return
     check_recommendation(rec)
 
@@ -323,7 +325,10 @@ def test_more_tokens_never_take_less_time(req, k, gpu, count):
 
 
 @FAST
-@given(preset=st.sampled_from(TOKEN_PRESETS), gpu=st.sampled_from(GPU_IDS), n=st.sampled_from([1, 2, 4, 8, 16, 64]),
+# (from 2 GPUs: going from one GPU to two adds the collective buffers -- NCCL, comm buckets, ZeRO-3's gathered
+# layer -- that a single process never allocates; for BERT-base that is +0.45 GiB against 0.1 GiB of sharded
+# weights saved, found by a longer random run)
+@given(preset=st.sampled_from(TOKEN_PRESETS), gpu=st.sampled_from(GPU_IDS), n=st.sampled_from([2, 4, 8, 16, 64]),
        k=st.sampled_from([2, 4, 8]), mb=st.sampled_from([1, 2]),
        method=st.sampled_from(["pretrain", "full", "lora"]), offload=st.sampled_from(["none", "optimizer"]))
 def test_more_gpus_with_zero3_never_need_more_memory_per_gpu(preset, gpu, n, k, mb, method, offload):
@@ -378,6 +383,9 @@ def effective_per_run(r: Recommendation, mode: str) -> float:
 @given(preset=st.sampled_from(["gpt2-124m", "bert-large", "llama-2-7b", "llama-2-13b", "mistral-7b", "resnet-50"]),
        tokens=log_uniform(1e9, 3e12), d=finite(0.5, 60), k=finite(1.1, 10),
        mode=st.sampled_from(["rent", "buy", "either"]), rpm=finite(0.1, 4))
+# (found by a longer random run: the node ladder stopped at the first rung inside the slack without the rented
+# run's staging wait, 8 H100 nodes short, and the 1.5-day answer picked 80 H200s 16 % dearer than the 1-day one)
+@example(preset="llama-2-7b", tokens=39.24e9, d=1.0, k=1.5, mode="rent", rpm=1.0)
 def test_longer_deadline_never_makes_the_build_more_expensive(preset, tokens, d, k, mode, rpm):
     """A longer deadline only adds candidates, so the cheapest one never gets dearer; the pick may
     be dearer than the cheapest by at most PICK_BAND (fewest GPUs, then a build that keeps the memory headroom,
