@@ -862,3 +862,23 @@ def test_budget_binding_quotes_the_build_that_budget_buys() -> None:
     doc["deployment"]["budget_usd"] = quoted
     r2 = recommend(Requirements.model_validate(doc), CAT)
     assert r2.found and r2.build and r2.build.capex_usd == pytest.approx(quoted, abs=1.0)
+
+
+def test_fastest_does_not_buy_a_cluster_to_save_seconds() -> None:
+    """Objective fastest: runs that end within FASTEST_TIE_H tie and the cheaper build wins. A 1,000-sample run of a
+    26B decoder, bought, was 2,272 A100s ($93M) to finish in seconds where one GPU takes 13 minutes; and the report
+    of such an answer divided by a run time that rounds to 0 h (a crash found by a longer random run)."""
+    from gpuwiz.core.recommend import FASTEST_TIE_H
+    from gpuwiz.core.report import render_recommendation
+
+    req = Requirements.model_validate({"model": {"family": "decoder", "layers": 8, "hidden": 16384},
+                                       "training": {"global_batch": 517}, "data": {"samples": 1000},
+                                       "deployment": {"mode": "buy"}})
+    r = recommend(req, CAT, "fastest")
+    assert r.found and r.build and r.estimate
+    assert r.estimate.time.wall_hours <= FASTEST_TIE_H
+    pick_usd = r.cost_per_run_usd or 0.0
+    cheaper_in_time = [p for p in r.pareto if p.wall_hours <= FASTEST_TIE_H and p.cost_per_run_usd < pick_usd]
+    assert cheaper_in_time == [], cheaper_in_time  # nothing as quick (inside the tie) costs less
+    for fmt in ("text", "md", "json"):
+        assert render_recommendation(r, req, fmt)

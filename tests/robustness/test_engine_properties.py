@@ -307,7 +307,10 @@ def test_more_parameters_never_need_less_memory(p, k, training, gpu, count, seq)
                                            "training": training, "data": {"tokens": 1e11}})
         return estimate(req, CAT, gpu=gpu, count=count).memory.per_gpu_gib
     small, big = mem(p), mem(min(p * k, 100_000))
-    assert big >= small * (1 - 1e-9), f"{p}B needs {small:.3f} GiB/GPU but {p * k}B only {big:.3f}"
+    # (within 0.1 %: a model given by its parameter count gets whole layers and a hidden size on a 128 grid, so a
+    # slightly bigger one can come out a layer shallower and wider -- 0.1B vs 0.1125B QLoRA on 64 V100s differed
+    # by 60 kB in a longer random run)
+    assert big >= small * (1 - 1e-3), f"{p}B needs {small:.3f} GiB/GPU but {p * k}B only {big:.3f}"
 
 
 @FAST
@@ -396,8 +399,12 @@ def test_longer_deadline_never_makes_the_build_more_expensive(preset, tokens, d,
             "model": {"preset": preset}, "data": data, "schedule": {"deadline_days": days, "runs_per_month": rpm},
             "deployment": {"mode": mode, "objective": "cheapest"}}), CAT)
     tight, loose = rec(d), rec(min(d * k, 3650))
+    # (only where the shorter deadline's answer meets it with slack: a pick that already ends past the slack -- the
+    # answer's binding constraint says so -- is the least bad; a longer deadline then buys one that ends in time,
+    # dearer, as 1,824 B200s for 698B tokens in 23 h replace 1,824 H200s that took 18.7 h of an 18.75 h deadline)
     if tight.found:
         assert loose.found, "a build that met a tight deadline vanished when the deadline got longer"
+    if tight.found and tight.binding_constraint is None:
         note(f"tight: {tight.build and tight.build.gpu} x{tight.estimate and tight.estimate.plan.gpus} "
              f"${tight.cost_per_run_usd}; loose: {loose.build and loose.build.gpu} "
              f"x{loose.estimate and loose.estimate.plan.gpus} ${loose.cost_per_run_usd}")

@@ -306,7 +306,8 @@ def pareto_against_pick(rec: Recommendation) -> list[tuple[ParetoPoint, str]]:
     base_c = rec.cost_per_run_usd
     out: list[tuple[ParetoPoint, str]] = []
     for p in rec.pareto:
-        speed = base_h / p.wall_hours if p.wall_hours > 0 else 1.0
+        # (a run of seconds rounds to 0 h: no ratio then -- it read 1 / 0 for a 1,000-sample run)
+        speed = base_h / p.wall_hours if p.wall_hours > 0 and base_h > 0 else 1.0
         dc = p.cost_per_run_usd / base_c - 1 if base_c > 0 else 0.0
         if p is me:
             what = _("the pick")
