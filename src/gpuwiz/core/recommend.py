@@ -2230,14 +2230,27 @@ class _Recommender:
         if self.d.used_hardware or self.d.mode == "rent":
             return None
         dep = self.req.deployment.model_copy(update={"used_hardware": True})
-        r = recommend(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj)
-        b = r.build if r.found else None
-        if b is None or b.rented or not b.tier.endswith("-used"):
+        win = _Recommender(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj).pick_only()
+        # (the search's pick and its sized bill of materials; not the whole answer: no explanation, no suggestions)
+        if win is None or win.mode != "buy" or win.build is None or not win.build.tier.endswith("-used"):
             return None
         cash = market.cash(self.cat, self.req)
         return _("with used GPUs (deployment.used_hardware: true): {n}x {gpu} (used), capex {capex}, {run} a "
-                 "run").format(n=b.gpus_per_node * b.nodes, gpu=b.gpu_name, capex=cash(b.capex_usd),
-                               run=fmt_hours(r.estimate.time.wall_hours if r.estimate else None))
+                 "run").format(n=win.count, gpu=win.gpu.name, capex=cash(win.build.capex_usd),
+                               run=fmt_hours(win.q.wall_hours))
+
+    def pick_only(self) -> Cand | None:
+        """``run``'s search, pricing and ranking, and its pick (sized), without the answer around it; None when
+        nothing is picked."""
+        scan = _Scanner(self.req, self.cat)
+        if scan.ctx is None or not scan.ctx.total_units:
+            return None
+        self.batch_cap = scan.ctx.batch_most
+        w0 = self.workload0(scan)
+        self._w_stage = w0
+        priced = self.price(self.enumerated(scan), w0)
+        ranked = self.rank(priced, w0) if priced.ok else None
+        return ranked.win if ranked is not None else None
 
     def _smallest_fit(self, req: Requirements, upd: dict[str, Any],
                       gpus: list[GPU]) -> tuple[GPU, int, float, float] | None:
