@@ -748,6 +748,14 @@ class RentedInstance(Result):
     local_nvme_tb: float | None = None
 
 
+USED_TIER = "-used"  # a build tier's suffix when its GPUs are priced used (core.system sizes them)
+
+
+def tier_bought_used(tier: str) -> bool:
+    """Whether a build tier (``Build.tier``, ``system.Sizing.tier``) prices its GPUs used."""
+    return tier.endswith(USED_TIER)
+
+
 class Build(Result):
     gpu: str
     gpu_name: str
@@ -776,7 +784,7 @@ class Build(Result):
     chassis_kind: str | None = None  # desktop | workstation | server | hgx
     rented: bool = False  # a cloud instance shape, not hardware to buy
     instance: RentedInstance | None = None  # rented: the instance's host resources
-    tier: str = "standard"  # standard | lean (small-budget build)
+    tier: str = "standard"  # standard | lean (small-budget build), + USED_TIER when its GPUs are priced used
     psu_needed_w: int | None = None  # per node, the PSU-margin rule's need
     cpu_cores_needed: int = 0  # per node (data-loader rule)
     pcie_lanes_needed: int = 0  # per node

@@ -14,7 +14,16 @@ from functools import cached_property
 
 from gpuwiz.core import market
 from gpuwiz.core.catalog import GPU, Catalog
-from gpuwiz.core.models import SEVERITY_ORDER, Build, CostAnalysis, Estimate, Pitfall, Requirements, Severity
+from gpuwiz.core.models import (
+    SEVERITY_ORDER,
+    Build,
+    CostAnalysis,
+    Estimate,
+    Pitfall,
+    Requirements,
+    Severity,
+    tier_bought_used,
+)
 from gpuwiz.core.ranges import FAMILY_LABEL
 from gpuwiz.core.system import DIMM_TOLERANCE, dedicated_circuit, office_circuit, packed_open_air, workload_from
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
@@ -332,7 +341,7 @@ def _bought_used(c: Context) -> bool:
     """The hardware is (or would be) used units: asked for (deployment.used_hardware), or the build to own is
     priced used (a GPU no longer sold new: catalog ``sold_new``)."""
     b = c.build
-    return c.req.deployment.used_hardware or bool(b and not b.rented and b.tier.endswith("-used"))
+    return c.req.deployment.used_hardware or bool(b and not b.rented and tier_bought_used(b.tier))
 
 
 @rule("ex-mining", "medium", "gregable.com eBay scrape 2022-09-17 (the Merge); svethardware.cz 2021 (GDDR6X 110 C); "
@@ -724,7 +733,7 @@ def _stale_purchase_price(c: Context) -> str | None:
     b, g = c.build, c.gpu
     if not c.buying or not b or b.rented or g is None:
         return None
-    used = b.tier.endswith("-used")
+    used = tier_bought_used(b.tier)
     observed = g.price_used_observed if used else g.price_new_observed
     if not observed:
         return None

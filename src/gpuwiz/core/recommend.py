@@ -55,6 +55,7 @@ from gpuwiz.core.models import (
     Recommendation,
     RentOffer,
     Requirements,
+    tier_bought_used,
 )
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.core.whatif import fmt_hours
@@ -651,8 +652,10 @@ class _Recommender:
         self.batch_cap: float | None = None
         # a box for the desk draws at most what one office circuit of the country carries (needs_circuit)
         self.circuit_w = sysmod.office_circuit(cat, self.d.country).continuous_w if self.d.site == "desk" else math.inf
-        self._search: tuple[Enumerated, sysmod.Workload] | None = None  # ``run``'s search and workload
-        self._w_stage: sysmod.Workload | None = None  # ``run``'s workload, for ``_rent_wait_bound``
+        # ``search``'s workload (the node ladder's rented wait, the binding's lean boxes) and its search (what
+        # ``_in_jurisdiction`` prices again under another policy)
+        self._w0: sysmod.Workload | None = None
+        self._found: Enumerated | None = None
         self.stage_gbps: dict[str, float] = {}  # the slowest staging network of a GPU's allowed offers
         self.setup_h = cat.fac("cloud_setup_hours")
 
@@ -844,14 +847,13 @@ class _Recommender:
         # alone, a 1.5-day deadline stopped 8 H100 nodes short and picked 80 H200s 16 % dearer than the 1-day
         # deadline's 128 H100s.
         wait = self._rent_wait_bound(gpu)
-
-        def meets(q: Quick) -> bool:
-            hi = q.wall_hours_p90
-            return q.wall_hours + wait <= slack_h and (hi is None or hi + wait <= self.stop_h)
-
         prev: Quick | None = None
         least_gph = math.inf
         slack_h = self.stop_h * SLACK_FRAC
+
+        def meets(q: Quick) -> bool:
+            return not _late(q.wall_hours, q.wall_hours_p90, wait, slack_h, self.stop_h)
+
         i = 0
         batch = scan.global_batch()
         ladder = list(NODE_LADDER)
@@ -898,7 +900,7 @@ class _Recommender:
     def _rent_wait_bound(self, gpu: GPU) -> float:
         """The most a rented run on this GPU waits before it trains: ``overhead``'s hours on the allowed offer
         with the slowest front-end network (0 when the mode buys, or no offer allows it)."""
-        w = self._w_stage
+        w = self._w0
         if self.d.mode == "buy" or w is None:
             return 0.0
         gbps = self.stage_gbps.get(gpu.id)
@@ -906,9 +908,7 @@ class _Recommender:
             gbps = self.stage_gbps[gpu.id] = memo.cached(
                 self.cat, "stage_gbps", (gpu.id, self.facts_key[0]),
                 lambda: min((staging_gbps(inst) for inst, _usd in self._allowed_offers(gpu)), default=0.0))
-        if gbps <= 0:
-            return 0.0
-        return self.setup_h + w.dataset_gb * 8 / (gbps * 0.5) / 3600
+        return self.wait_hours(gbps, w) if gbps > 0 else 0.0
 
     def enumerated(self, scan: _Scanner) -> Enumerated:
         """``enumerate``, kept per plan key on every other field it reads (the data and schedule
@@ -1277,9 +1277,8 @@ class _Recommender:
         provisioning and data staging (``rent_hours``) later: a 10.7 h run that first stages 20 TB for
         9.4 h does not make a 14.4 h deadline. ``owned``: ``c`` as the build to own (its data on its own disks),
         whatever its cheaper way."""
-        extra = 0.0 if owned else self.waits(c)
-        hi = c.q.wall_hours_p90
-        return c.q.wall_hours + extra > self.slack_h or (hi is not None and hi + extra > self.deadline_h)
+        return _late(c.q.wall_hours, c.q.wall_hours_p90, 0.0 if owned else self.waits(c), self.slack_h,
+                     self.deadline_h)
 
     @staticmethod
     def waits(c: Cand) -> float:
@@ -1328,10 +1327,9 @@ class _Recommender:
             # (tight, off_site and effective inlined: the ranking and its proofs make a few hundred keys
             # an answer; tests/core/test_rank_proofs checks them against the three rules)
             q, b = c.q, c.build
-            wall, hi = q.wall_hours, q.wall_hours_p90
-            extra = c.rent_hours if c.mode == "rent" else 0.0  # (``waits``)
+            wall = q.wall_hours
             k: tuple[float, ...] = (
-                1.0 if wall + extra > self.slack_h or (hi is not None and hi + extra > self.deadline_h) else 0.0,
+                float(_late(wall, q.wall_hours_p90, self.waits(c), self.slack_h, self.deadline_h)),
                 1.0 if c.mode == "buy" and b is not None and c.nodes == 1 and b.power_w > self.circuit_w else 0.0,
                 c.score * (1.0 if c.gpu.vendor == "nvidia" else _NON_CUDA_STACK), wall)
         elif self.obj == "fastest":
@@ -1395,8 +1393,6 @@ class _Recommender:
         """enumerate (+ size by the fast path) -> price -> rank (exact sizing of the shortlist) ->
         explain; suggest when nothing fits. Each stage takes and returns typed, frozen values."""
         scan = _Scanner(self.req, self.cat)
-        if scan.ctx is not None:
-            self.batch_cap = scan.ctx.batch_most
         if scan.ctx is not None and not scan.ctx.total_units:  # e.g. only data.tokens for an image model
             what = (_("data.tokens, data.samples or data.dataset_gb") if scan.ctx.model.is_token_model
                     else _("data.samples, or data.dataset_gb with data.sample_kb "
@@ -1410,27 +1406,30 @@ class _Recommender:
                                       if scan.ctx.model.is_token_model else
                                       _("needed: this model counts samples "
                                         "(give samples, or dataset and sample size)")))
-        w0 = self.workload0(scan)
-        self._w_stage = w0  # (the node ladder's rented wait: ``_rent_wait_bound``)
-        found = self.enumerated(scan)
-        self._search = (found, w0)  # (``_in_jurisdiction`` prices the same search under another policy)
-        priced = self.price(found, w0)
-        if not priced.ok:
-            return self.nothing(scan, priced)
-        ranked = self.rank(priced, w0)
-        if ranked is None:
-            return self.nothing(scan, self._sized_out(priced, w0))
-        return self.explain(scan, ranked)
+        priced, ranked = self.search(scan)
+        if ranked is not None:
+            return self.explain(scan, ranked)
+        return self.nothing(scan, self._sized_out(priced) if priced.ok else priced)
 
-    def _sized_out(self, priced: Priced, w0: sysmod.Workload) -> Priced:
+    def search(self, scan: _Scanner) -> tuple[Priced, Ranked | None]:
+        """The stages before the answer: enumerate, price, rank (None: no build left once sized)."""
+        if scan.ctx is not None:
+            self.batch_cap = scan.ctx.batch_most
+        w0 = self._w0 = self.workload0(scan)
+        found = self._found = self.enumerated(scan)
+        priced = self.price(found, w0)
+        return priced, (self.rank(priced, w0) if priced.ok else None)
+
+    def _sized_out(self, priced: Priced) -> Priced:
         """``priced`` when ``rank`` found every build it sized over the budget: the builds the rough price had
         let through, with their real bill of materials, counted as the filter counts them (over budget), so
         the binding constraint (``binding``: the lean tier's box of each) quotes the cheapest real build and the
         tallies hold every build (a $4,570 RTX 4090 box was missing beside a $4,970 RTX 5090 one)."""
+        assert self._w0 is not None  # (``search`` ran)
         t = _Tally(priced.dropped)
         over = list(priced.over_budget)
         for c in priced.ok:
-            s = self.exact(c, w0)
+            s = self.exact(c, self._w0)
             if math.isinf(s.score):
                 t.drop(s.drop or DROP_PRICE)
                 if s.drop == DROP_BUDGET:
@@ -1727,7 +1726,7 @@ class _Recommender:
         """The build for ``c`` sized from its own estimate, on the tier the ranking priced."""
         tier = c.build.tier if c.build is not None else "standard"
         return sysmod.size_system(self.req, self.cat, c.gpu, c.gpn, c.nodes, w, lean=tier.startswith("lean"),
-                                  used=True if tier.endswith("-used") else None)
+                                  used=True if tier_bought_used(tier) else None)
 
     def _workload(self, scan: _Scanner, c: Cand) -> tuple[Estimate, sysmod.Workload]:
         est = scan.full(c.gpu, c.count, c.gpn)
@@ -1744,11 +1743,13 @@ class _Recommender:
         of line rate, and the trained weights out of the cloud. The front-end figure is the offer's
         ``frontend_gbps``, or its one network figure when that is not an RDMA compute fabric (an
         InfiniBand / EFA / RoCE figure is GPU-to-GPU only), else STAGING_GBPS."""
-        gbps = staging_gbps(inst)
-        staging_h = w.dataset_gb * 8 / (gbps * 0.5) / 3600
         out_gb = (w.params_trainable if w.method in ("lora", "qlora") else w.params_total) * 2 / 1e9
-        return (self.cat.fac("cloud_setup_hours") + staging_h,
+        return (self.wait_hours(staging_gbps(inst), w),
                 out_gb * self.cat.fac("egress_usd_per_gb") + self.standing_usd(w))
+
+    def wait_hours(self, gbps: float, w: sysmod.Workload) -> float:
+        """Provisioning and image pull (cloud_setup_hours), then the dataset staged at ~50 % of ``gbps``."""
+        return self.setup_h + w.dataset_gb * 8 / (gbps * 0.5) / 3600
 
     def standing_usd(self, w: sysmod.Workload) -> float:
         """A rented run's share of keeping its dataset in object storage all year (S3 Standard rate,
@@ -1926,9 +1927,9 @@ class _Recommender:
         without community hosts (the rule of ``regulated`` data), rented; None when none of them does the run.
         Not a second search: the same candidates (their fast-path times), so the run time and price are the
         search's (a ``regulated`` question's answer quotes its full estimate)."""
-        if self._search is None:
+        found, w0 = self._found, self._w0
+        if found is None or w0 is None:
             return None
-        found, w0 = self._search
         dep = self.req.deployment.model_copy(update={"data_sensitivity": "regulated", "mode": "rent"})
         inner = _Recommender(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj)
         inner.batch_cap = self.batch_cap
@@ -2121,9 +2122,9 @@ class _Recommender:
             costs: list[float] = []
             for c in priced.over_budget:
                 capex = c.capex
-                if capex is not None and c.nodes == 1 and self._search is not None and self.d.mode != "rent":
+                if capex is not None and c.nodes == 1 and self._w0 is not None and self.d.mode != "rent":
                     # the lean tier's box, also past LEAN_REACH (the rough price is a GPU share of a server)
-                    capex = min(capex, self._sized_stem(c, self._search[1], True, None)[0].capex_usd)
+                    capex = min(capex, self._sized_stem(c, self._w0, True, None)[0].capex_usd)
                 ways = [capex if self.d.mode != "rent" else None,
                         c.rent_total / self.y if c.rent_total is not None and self.d.mode != "buy" else None]
                 known = [x for x in ways if x is not None]
@@ -2232,7 +2233,7 @@ class _Recommender:
         dep = self.req.deployment.model_copy(update={"used_hardware": True})
         win = _Recommender(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj).pick_only()
         # (the search's pick and its sized bill of materials; not the whole answer: no explanation, no suggestions)
-        if win is None or win.mode != "buy" or win.build is None or not win.build.tier.endswith("-used"):
+        if win is None or win.mode != "buy" or win.build is None or not tier_bought_used(win.build.tier):
             return None
         cash = market.cash(self.cat, self.req)
         return _("with used GPUs (deployment.used_hardware: true): {n}x {gpu} (used), capex {capex}, {run} a "
@@ -2240,16 +2241,11 @@ class _Recommender:
                                run=fmt_hours(win.q.wall_hours))
 
     def pick_only(self) -> Cand | None:
-        """``run``'s search, pricing and ranking, and its pick (sized), without the answer around it; None when
-        nothing is picked."""
+        """``search``'s pick (sized), without the answer around it; None when nothing is picked."""
         scan = _Scanner(self.req, self.cat)
         if scan.ctx is None or not scan.ctx.total_units:
             return None
-        self.batch_cap = scan.ctx.batch_most
-        w0 = self.workload0(scan)
-        self._w_stage = w0
-        priced = self.price(self.enumerated(scan), w0)
-        ranked = self.rank(priced, w0) if priced.ok else None
+        ranked = self.search(scan)[1]
         return ranked.win if ranked is not None else None
 
     def _smallest_fit(self, req: Requirements, upd: dict[str, Any],
@@ -2338,6 +2334,12 @@ def trim_front(front: list[tuple[ParetoPoint, bool]], pick_usd: float, pick_node
 def _reserved_wins(o: Any) -> bool:
     """A 1-year reservation is cheaper per run than on-demand for this cloud option."""
     return o.cost_per_run_reserved_usd is not None and o.cost_per_run_reserved_usd < o.cost_per_run_usd
+
+
+def _late(wall: float, hi: float | None, wait: float, slack_h: float, deadline_h: float) -> bool:
+    """A run (``wall`` h, P90 end ``hi``) that starts ``wait`` h late ends after ``slack_h``, or its P90 end misses
+    ``deadline_h``: the rule ``tight``, the cheapest key and the node ladder share."""
+    return wall + wait > slack_h or (hi is not None and hi + wait > deadline_h)
 
 
 def _sig(x: float) -> float:

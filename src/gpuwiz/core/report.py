@@ -95,15 +95,16 @@ def _price_cell(usd_per_hour: float, currency: str, local_per_hour: float | None
     return f"{fmt_usd(usd_per_hour)}/h ({format_money(local_per_hour, currency)}/h)"
 
 
-def where_it_may_run(rec: Recommendation) -> list[str]:
-    """The "Where it may run" section as plain lines, without its heading (the wizard's rent-vs-buy tab): the
-    data policy, what it excluded, the run kept in the jurisdiction, the export rules; [] when there is nothing
-    to say."""
-    return _market_lines(rec, False, "")[2:]
-
-
 def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
-    """Where the data may go, what the policy excluded, and the export rules that apply."""
+    """The "Where it may run" section with its heading ([] when there is nothing to say)."""
+    lines = where_it_may_run(rec)
+    return ["", f"{h2}" + _("Where it may run") if md else _("Where it may run:"), *lines] if lines else []
+
+
+def where_it_may_run(rec: Recommendation) -> list[str]:
+    """The "Where it may run" lines, without a heading (the memo's section; the wizard's rent-vs-buy tab): where
+    the data may go, what the policy excluded, the run kept in the jurisdiction, the export rules that apply; []
+    when there is nothing to say."""
     st = rec.market
     if st is None:
         return []
@@ -145,7 +146,7 @@ def _market_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
             kind=f.kind, effect=f.effect, summary=_(f.summary), source=f.source, observed=f.observed))
     if len(lines) == 1 and st.data_sensitivity in ("internal", "public") and not st.export:
         return []
-    return ["", f"{h2}" + _("Where it may run") if md else _("Where it may run:"), *lines]
+    return lines
 
 
 def finite(value: Any) -> Any:

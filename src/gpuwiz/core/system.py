@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from gpuwiz.core import memo
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
-from gpuwiz.core.models import BomLine, Build, Estimate, RentedInstance, Requirements
+from gpuwiz.core.models import USED_TIER, BomLine, Build, Estimate, RentedInstance, Requirements
 from gpuwiz.core.units import GB_PER_GIB
 from gpuwiz.i18n import _
 
@@ -828,9 +828,9 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                           qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
                           note=(_("price unknown") if gpu_unit is None else "") + board))
     capex = sum(b.total_usd or 0.0 for b in bom)
+    build_tier = ("lean" if lean else "standard") + (USED_TIER if used and gpu.price_used_usd else "")
     if not text:
-        return Sizing(capex_usd=round(capex, 2), tier=("lean" if lean else "standard") + (
-            "-used" if used and gpu.price_used_usd else ""), nodes=nodes, gpus_per_node=gpus_per_node,
+        return Sizing(capex_usd=round(capex, 2), tier=build_tier, nodes=nodes, gpus_per_node=gpus_per_node,
                       max_power_w=round(max_w), power_w=round(sustained), chassis=chassis.name if chassis else None,
                       chassis_kind=chassis.kind if chassis else None)
 
@@ -856,7 +856,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         capex_usd=round(capex, 2),
         chassis=chassis.name if chassis else None,
         chassis_kind=chassis.kind if chassis else None,
-        tier=("lean" if lean else "standard") + ("-used" if used and gpu.price_used_usd else ""),
+        tier=build_tier,
         cpu_cores_needed=cores,
         pcie_lanes_needed=lanes,
         vram_gb=round(vram_gb, 1),
