@@ -10,6 +10,9 @@ out into a temporary worktree and, for every example config the two trees share,
   the median of the rounds' ratios (this tree's median / the earlier one's, both from the same
   round), printed with the lowest and highest round, so a minute of a slower machine moves one
   round, not the figure;
+- the same, interleaved (``--pairs``): one interpreter per tree, kept running, the two answering one cold
+  ``recommend()`` each in turn; the ratio of each pair, median and quartiles. A pair is taken within
+  milliseconds, where a round of whole processes spans seconds of a machine whose speed moves;
 - in-process ``recommend()`` again, as instructions counted by valgrind (callgrind; deterministic,
   so load-independent): (a run of N cold answers - a run of none) / N, both after the same warm-up;
 - ``gpuwiz recommend CONFIG --format json`` as a process: instructions counted by valgrind
@@ -19,7 +22,7 @@ Both trees run on this checkout's virtual environment (same Python, pydantic, Py
 written as a normal install does (PYTHONDONTWRITEBYTECODE unset) and warmed by one run. Prints
 figures only; the targets live in the issues, not in tests.
 
-Usage: python bench/bench_vs_ref.py [--ref COMMIT] [--repeat N] [--no-instructions]
+Usage: python bench/bench_vs_ref.py [--ref COMMIT] [--repeat N] [--rounds N] [--pairs N] [--no-instructions]
 """
 
 from __future__ import annotations
@@ -62,6 +65,57 @@ print(json.dumps(out))
 """
 
 
+WORKER = r"""
+import sys, time
+from gpuwiz.core.catalog import load_catalog
+from gpuwiz.core.config_io import load_config
+from gpuwiz.core.recommend import recommend
+try:
+    from gpuwiz.core import memo
+    clear = memo.clear
+except ImportError:  # the older tree has no memo
+    clear = lambda: None
+cat = load_catalog()
+req = load_config(sys.argv[1])
+req = req[0] if isinstance(req, tuple) else req
+for _ in range(3):
+    recommend(req, cat)
+for _line in sys.stdin:
+    clear()
+    c0 = time.process_time()
+    recommend(req, cat)
+    print((time.process_time() - c0) * 1000, flush=True)
+"""
+
+
+def _interleaved(trees: tuple[Path, Path], caches: tuple[str, str], name: str, pairs: int) -> list[float]:
+    """Per pair, this tree's CPU ms over the earlier one's: one interpreter per tree, kept running, each
+    answering one cold ``recommend()`` in turn (which goes first alternates), so the two answers of a pair
+    are taken within milliseconds of each other. This machine runs whole seconds at a time ~1.6x slower
+    (2026-12-07: one process's answers moved between 9 and 15 ms with nothing else running), which moves
+    a round of whole processes, not a pair."""
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(tree / "examples" / name)], cwd=tree,
+                              env=_env(tree, cache), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for tree, cache in zip(trees, caches, strict=True)]
+    ratios: list[float] = []
+    try:
+        for i in range(pairs):
+            ms = [0.0, 0.0]
+            for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+                p = procs[which]
+                assert p.stdin is not None and p.stdout is not None
+                p.stdin.write("\n")
+                p.stdin.flush()
+                ms[which] = float(p.stdout.readline())
+            ratios.append(ms[1] / ms[0])
+    finally:
+        for p in procs:
+            if p.stdin is not None:
+                p.stdin.close()
+            p.wait()
+    return ratios
+
+
 def _env(tree: Path, cache: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(tree / "src")
@@ -98,6 +152,8 @@ def main() -> None:
     ap.add_argument("--ref", default="e0031dc", help="the earlier commit (default: the end of round 1)")
     ap.add_argument("--repeat", type=int, default=7, help="answers per interpreter (default 7)")
     ap.add_argument("--rounds", type=int, default=8, help="paired rounds per example (default 8)")
+    ap.add_argument("--pairs", type=int, default=150,
+                    help="interleaved answer pairs per example (default 150; 0: skip)")
     ap.add_argument("--no-instructions", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpuwiz-ref-") as tmp:
@@ -111,6 +167,7 @@ def main() -> None:
             print(f"this tree vs {args.ref}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs, "
                   f"load average {os.getloadavg()[0]:.1f}")
             print(f"{'example':32s} {'recommend() CPU ms, median':>28s} {'ratio (rounds)':>18s}"
+                  + (f" {'interleaved ratio (IQR)':>24s}" if args.pairs > 0 else "")
                   + (f" {'recommend() instructions (M)':>30s} {'ratio':>6s}"
                      f" {'process instructions (M)':>26s} {'ratio':>6s}" if count else ""))
             for name in names:
@@ -129,6 +186,10 @@ def main() -> None:
                     mo, mn = statistics.median(old), statistics.median(new)
                     line = (f"{name:32s} {mo:12.1f} -> {mn:8.1f} ms {statistics.median(ratios):6.2f} "
                             f"({min(ratios):.2f}-{max(ratios):.2f})")
+                    if args.pairs > 0:
+                        inter = _interleaved((ref, HERE), (c_old, c_new), name, args.pairs)
+                        q = statistics.quantiles(inter, n=4)
+                        line += f" {statistics.median(inter):11.2f} ({q[0]:.2f}-{q[2]:.2f})"
                     if count:
                         po = _in_process_instructions(ref, ref / "examples" / name, c_old)
                         pn = _in_process_instructions(HERE, HERE / "examples" / name, c_new)
