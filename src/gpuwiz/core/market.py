@@ -50,9 +50,16 @@ def jurisdiction(country: str) -> str:
     return "EU" if c in EU_EEA else c
 
 
-def jurisdiction_name(country: str) -> str:
+_JURISDICTION_NAMES = {"EU": N_("the EU/EEA"), "CN": N_("mainland China"), "GB": N_("the UK"), "US": N_("the US")}
+
+
+def jurisdiction_name(country: str, exact: bool = False) -> str:
+    """The data-protection area of a country (or of an area code, ``EU``) as a sentence names it; ``exact``: where
+    the short name leaves a doubt, the long one (mainland China: not Hong Kong or Macao, each its own area)."""
     j = jurisdiction(country)
-    name = {"EU": N_("the EU/EEA"), "CN": N_("mainland China"), "GB": N_("the UK")}.get(j)
+    if exact and j == "CN":
+        return _("mainland China (not HK/MO)")
+    name = _JURISDICTION_NAMES.get(j)
     return _(name) if name else j
 
 

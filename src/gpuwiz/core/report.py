@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any, Literal
 
+from gpuwiz.core import market
 from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, ParetoPoint, Recommendation, Requirements
 from gpuwiz.core.ranges import fmt_range
 from gpuwiz.core.whatif import fmt_gpu_hours, fmt_hours, fmt_span, fmt_usd
@@ -108,8 +109,7 @@ def where_it_may_run(rec: Recommendation) -> list[str]:
     st = rec.market
     if st is None:
         return []
-    names_j = {"EU": _("the EU/EEA"), "CN": _("mainland China (not HK/MO)"), "GB": _("the UK"), "US": _("the US")}
-    where = names_j.get(st.jurisdiction, st.jurisdiction)
+    where = market.jurisdiction_name(st.jurisdiction, exact=True)
     policy = {"regulated": _("regulated data: rent only in {where}, no community marketplace hosts").format(
                   where=where),
               "confidential": _("confidential data: no community marketplace hosts"),
