@@ -64,6 +64,7 @@ from gpuwiz.i18n import N_, _
 # What the estimator can raise for one candidate on extreme inputs: a numeric edge (overflow, a zero
 # divisor, a log/sqrt domain error) or a result that fails its own model's validation (ValueError).
 _NUMERIC_ERRORS = (ArithmeticError, ValueError)
+_PASSES = "passes"  # _Recommender._static's outcome for a shape that is a candidate if it ends in time
 
 NON_CUDA_HANDICAP = 0.25  # ranking penalty for ROCm / Gaudi stacks under the cheapest objective
 _NON_CUDA_STACK = 1.0 + NON_CUDA_HANDICAP  # ... as the factor on a cost (``_stack``)
@@ -207,6 +208,9 @@ class _Scanner:
             hit[1].setdefault("recommend.fulls", {}) if hit is not None else None)
         if self.fulls is not None and len(self.fulls) > FULLS_MAX:
             self.fulls.clear()
+        # _Recommender._try's outcome per shape before its run time (_Recommender._static), per the other fields read
+        self.outcomes: dict[tuple[Any, ...], dict[tuple[str, int, int, bool, bool], str]] | None = (
+            hit[1].setdefault("recommend.outcomes", {}) if hit is not None else None)
         self.plan_ests: dict[tuple[str, int, int], Estimate] = (
             hit[1].setdefault("recommend.plan_ests", {}) if hit is not None else {})
         # the search's stage 1 on this plan key (_Recommender.enumerated): it reads no money field
@@ -656,6 +660,8 @@ class _Recommender:
         # ``_in_jurisdiction`` prices again under another policy)
         self._w0: sysmod.Workload | None = None
         self._found: Enumerated | None = None
+        # _try's table of outcomes (``_static_outcomes``), for the scanner it was found for
+        self._outcomes: tuple[_Scanner, dict[tuple[str, int, int, bool, bool], str] | None] | None = None
         self.stage_gbps: dict[str, float] = {}  # the slowest staging network of a GPU's allowed offers
         self.setup_h = cat.fac("cloud_setup_hours")
 
@@ -929,18 +935,64 @@ class _Recommender:
 
     def _try(self, scan: _Scanner, t: _Tally, gpu: GPU, gpn: int, nodes: int, pinned: bool = False,
              count_drops: bool = True) -> Cand | None:
+        """The shape as a candidate, or None with the drop booked in ``t``. What decides it before the deadline --
+        the site, the price, the fit, the host RAM, the batch (``_static``) -- reads no data, schedule or money
+        field: kept per plan key (``scan.outcomes``), so an edit of those walks the shapes again without asking
+        each of them again."""
+        table = self._static_outcomes(scan)
+        okey = (gpu.id, gpn, nodes, pinned, count_drops)
+        got = table.get(okey) if table is not None else None
+        q: Quick | None = None
+        if got is None:
+            got, q = self._static(scan, gpu, gpn, nodes, pinned, count_drops)
+            if table is not None:
+                table[okey] = got
+        if got is not _PASSES:
+            if got:
+                t.drop(got)
+            return None
+        if q is None:  # (a shape that passed before: its plan is in the memo, requoted at this data size)
+            q = scan.quick(gpu, gpn * nodes, gpn, timed=pinned)
+        if pinned:
+            return Cand.of(gpu, gpn, nodes, q)
+        if q.wall_hours > self.search_h:
+            t.fastest_miss = min(t.fastest_miss, q.wall_hours)
+            if count_drops:
+                t.drop(DROP_DEADLINE)
+                return None
+        return Cand.of(gpu, gpn, nodes, q)
+
+    def _static_outcomes(self, scan: _Scanner) -> dict[tuple[str, int, int, bool, bool], str] | None:
+        """``_try``'s table of ``_static`` outcomes, per plan key and every other field ``_static`` reads (the mode,
+        ``facts_key``: the data policy, used hardware, country, site, pinned), or None when the memo is off."""
+        last = self._outcomes
+        if last is not None and last[0] is scan:
+            return last[1]
+        got = None
+        if scan.outcomes is not None:
+            key = (self.d.mode, self.facts_key, prune)
+            got = scan.outcomes.get(key)
+            if got is None:
+                if len(scan.outcomes) >= ENUMERATED_MAX:
+                    scan.outcomes.clear()
+                got = scan.outcomes[key] = {}
+        self._outcomes = (scan, got)
+        return got
+
+    def _static(self, scan: _Scanner, gpu: GPU, gpn: int, nodes: int, pinned: bool,
+                count_drops: bool) -> tuple[str, Quick | None]:
+        """What ``_try`` decides of a shape before its run time is read: ``_PASSES`` and the shape's Quick, or the
+        drop (its reason; "" where the caller books none) and None."""
+        booked = DROP_SITE if count_drops else ""
         if prune and not pinned and self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
             # no desk chassis takes these GPUs: the drop below whatever the estimate, so none is made
-            if count_drops:
-                t.drop(DROP_SITE)
-            return None
+            return booked, None
         if (count_drops and not pinned and self._no_price((gpu.id, gpn, nodes),
                                                            lambda: self.shape_unpriced(gpu, gpn, nodes))
                 and not (self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"))):
             # no price the mode allows at this shape (a desk shape no desk chassis takes is the site's drop,
             # made below after the estimate when not pruned): dropped as pricing would, before the estimator
-            t.drop(DROP_PRICE)
-            return None
+            return DROP_PRICE, None
         try:
             if prune and not pinned and scan.no_fit_proved(gpu, gpn * nodes, gpn):
                 q = _NO_FIT  # a GPU of its fit class with more memory fits no layout here
@@ -948,28 +1000,17 @@ class _Recommender:
                 q = scan.quick(gpu, gpn * nodes, gpn, timed=pinned)  # a shape that does not fit is dropped unread
                 scan.note_fit(gpu, gpn * nodes, gpn, q)
         except _NUMERIC_ERRORS:  # a numeric edge for one candidate must not sink the search
-            t.drop(DROP_ERROR)
-            return None
+            return DROP_ERROR, None
         if pinned:
-            return Cand.of(gpu, gpn, nodes, q)
+            return _PASSES, q
         if self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
-            if count_drops:
-                t.drop(DROP_SITE)
-            return None
+            return booked, None
         if not q.fits or (q.host_ram_gib and q.host_ram_gib * GB_PER_GIB > self.max_host_ram_gb(gpu, gpn)):
             # does not fit (or its CPU offload needs more host RAM than the platform takes)
-            if count_drops:
-                t.drop(DROP_FIT)
-            return None
+            return DROP_FIT if count_drops else "", None
         if count_drops and self.other_batch(q):
-            t.drop(DROP_BATCH_SPLIT if self.req.training.global_batch else DROP_BATCH_GROWN)
-            return None
-        if q.wall_hours > self.search_h:
-            t.fastest_miss = min(t.fastest_miss, q.wall_hours)
-            if count_drops:
-                t.drop(DROP_DEADLINE)
-                return None
-        return Cand.of(gpu, gpn, nodes, q)
+            return DROP_BATCH_SPLIT if self.req.training.global_batch else DROP_BATCH_GROWN, None
+        return _PASSES, q
 
     def other_batch(self, q: Quick) -> bool:
         """A step of the plan would train more than ``batch_cap`` even at a micro-batch of one
