@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -61,6 +62,22 @@ def test_cpu_has_cores_and_lanes_for_the_gpus() -> None:
     assert b.pcie_lanes >= b.pcie_lanes_needed >= 8 * 16
     cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
     assert cpu.segment == "server"
+
+
+def test_a_pcie_server_of_slower_cards_takes_a_floor_scaled_by_their_rate() -> None:
+    """8x A10 in one PCIe server: not the 96 cores of a DGX-class node (it was 2x 48-core EPYC, $10k of CPUs
+    beside $22k of GPUs), but the floor times the A10's dense 16-bit rate over the A100's; still at least the
+    ml-engineering rule. An A100 PCIe server, an HGX board and a cluster keep the full floor."""
+    a10 = CAT.gpu("a10")
+    rate = sysmod.dc_rate(CAT, a10)
+    assert rate == pytest.approx(a10.bf16_tflops / CAT.gpu(sysmod.DC_REFERENCE_GPU).bf16_tflops)
+    assert 0.2 < rate < 0.6
+    b = build(req(), "a10", 8)
+    assert sysmod.cores_needed(8, "text") < b.cpu_cores_needed == math.ceil(12 * rate * 8) < 96
+    assert b.cpu_cores >= b.cpu_cores_needed
+    assert build(req(), "a100-80gb-pcie", 8).cpu_cores_needed == 96
+    assert build(req(), "h20", 8).cpu_cores_needed == 96  # HGX H20: the reference systems' floor
+    assert build(req(), "a10", 8, nodes=2).cpu_cores_needed == 96  # a cluster node: NCCL proxies, NICs
 
 
 def test_two_datacentre_cards_do_not_go_in_a_desktop() -> None:

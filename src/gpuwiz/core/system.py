@@ -165,14 +165,32 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | PlanFacts | N
 # NCCL proxy threads, async checkpoint writes and monitoring: DGX A100 2 x 64 (16/GPU), DGX H100 /
 # B200 2 x 56 (14/GPU), AWS p5 96 cores (12/GPU) -- NVIDIA DGX user guides, AWS p5 instance page.
 DC_CORES_PER_GPU = 12
+# The slowest GPU those reference systems carry (DGX A100): a single PCIe server of slower data-centre cards
+# (A10, L4, A30, H20 PCIe ...) feeds proportionally less work per GPU, and its floor scales by the card's dense
+# 16-bit rate against this one's (a judgement: the host's share of a step -- input pipeline, launches,
+# checkpoint writes -- follows the rate the GPU consumes work at). HGX boards and clusters keep the full floor:
+# their NICs and NCCL proxy threads do not shrink with the GPU.
+DC_REFERENCE_GPU = "a100-80gb-sxm"
 
 
-def cores_needed(gpus_per_node: int, modality: str, datacenter: bool = False) -> int:
+def cores_needed(gpus_per_node: int, modality: str, datacenter: bool = False, rate: float = 1.0) -> int:
     """ml-engineering compute/cpu: 1 core per training process + 1 per DataLoader worker + 4 for the OS;
-    data-centre nodes at least DC_CORES_PER_GPU per GPU (reference systems)."""
+    data-centre nodes at least DC_CORES_PER_GPU per GPU (reference systems), times ``rate`` (at most 1: the
+    GPU's dense 16-bit rate over DC_REFERENCE_GPU's, for a single PCIe server)."""
     workers = 2 if modality == "text" else 4
     rule = gpus_per_node * (workers + 1) + 4
-    return max(rule, DC_CORES_PER_GPU * gpus_per_node) if datacenter else rule
+    if not datacenter:
+        return rule
+    return max(rule, math.ceil(DC_CORES_PER_GPU * min(1.0, rate) * gpus_per_node - 1e-9))
+
+
+def dc_rate(cat: Catalog, gpu: GPU) -> float:
+    """``cores_needed``'s ``rate`` for a single PCIe server of ``gpu``: its dense bf16 (else fp16) rate over
+    DC_REFERENCE_GPU's (1.0 when either is unknown)."""
+    ref = next((g for g in cat.gpus if g.id == DC_REFERENCE_GPU), None)
+    mine = gpu.bf16_tflops or gpu.fp16_tflops
+    theirs = (ref.bf16_tflops or ref.fp16_tflops) if ref is not None else None
+    return mine / theirs if mine and theirs else 1.0
 
 
 def lanes_per_gpu(gpu: GPU, gpus_per_node: int = 1) -> int:
@@ -684,9 +702,10 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         network = _("on-board 1-2.5 GbE")
 
     # CPU and lanes: a box whose CPUs cannot feed the GPUs is the wrong box -- step up.
-    datacenter = hgx or nodes > 1 or (chassis is not None and chassis.cpu_segment == "server"
-                                      and gpu.segment == "datacenter")
-    cores = cores_needed(gpus_per_node, w.modality, datacenter)
+    pcie_server = not hgx and nodes == 1 and chassis is not None and chassis.cpu_segment == "server" \
+        and gpu.segment == "datacenter"
+    datacenter = hgx or nodes > 1 or pcie_server
+    cores = cores_needed(gpus_per_node, w.modality, datacenter, dc_rate(cat, gpu) if pcie_server else 1.0)
     nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
     lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics, hgx)
     cpu, sockets = pick_cpu(cat, chassis, cores, lanes)
