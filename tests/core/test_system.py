@@ -80,6 +80,22 @@ def test_a_pcie_server_of_slower_cards_takes_a_floor_scaled_by_their_rate() -> N
     assert build(req(), "a10", 8, nodes=2).cpu_cores_needed == 96  # a cluster node: NCCL proxies, NICs
 
 
+def test_the_cpu_is_chosen_with_the_dimms_its_sockets_take() -> None:
+    """4x L4 in a PCIe server needs 19 cores: two 16-core EPYCs are the cheapest CPUs, but two sockets fill 24
+    memory channels; one 32-core part and 12 DIMMs is the cheaper platform for the same RAM."""
+    b = build(req(), "l4", 4)
+    assert b.cpu_cores_needed == 19
+    cpu_line = next(x for x in b.bom if x.item == b.cpu)
+    dimm_line = next(x for x in b.bom if "DIMM" in x.item.upper())
+    assert (b.cpu_count, cpu_line.qty) == (1, 1)
+    small = next(c for c in CAT.platforms.cpus if c.name == "AMD EPYC 9124")
+    two_dimm, two_n = sysmod.pick_memory(CAT, small, 2, b.ram_gb, False)
+    assert two_dimm is not None
+    two_sockets = 2 * small.price_usd + two_n * two_dimm.price_usd
+    assert cpu_line.total_usd + dimm_line.total_usd < two_sockets
+    assert b.cpu_cores >= 19 and b.ram_gb >= b.vram_gb
+
+
 def test_two_datacentre_cards_do_not_go_in_a_desktop() -> None:
     # 2 x16 cards + NVMe = 36 lanes: more than a desktop CPU's 24, so a workstation platform.
     b = build(req(), "rtx-a6000", 2)

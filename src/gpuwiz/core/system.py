@@ -287,15 +287,22 @@ def cpu_fits_chassis(cpu: CPU, chassis: Chassis | None) -> bool:
     return cpu.segment == chassis.cpu_segment and chassis.cpu_vendor in (None, cpu.vendor)
 
 
-def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
-    """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes
-    (memoised per catalog: a pure function of its parts; the chassis is one of the catalog's rows)."""
-    key = (id(chassis) if chassis is not None else None, cores, lanes)
-    return memo.cached(cat, "pick_cpu", key, lambda: _pick_cpu(cat, chassis, cores, lanes), catalog_only=True)
+def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int,
+             ram_gb: float | None = None) -> tuple[CPU | None, int]:
+    """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes; with
+    ``ram_gb``, cheapest with the DIMMs its channels then take for that much RAM (``pick_memory``): two small
+    sockets fill twice the channels, and a 4x L4 box took 2x 16-core EPYC and 24 DIMMs where one 32-core part
+    and 12 cost $1.6k less (memoised per catalog: a pure function of its parts; the chassis is one of the
+    catalog's rows)."""
+    key = (id(chassis) if chassis is not None else None, cores, lanes, ram_gb)
+    return memo.cached(cat, "pick_cpu", key, lambda: _pick_cpu(cat, chassis, cores, lanes, ram_gb),
+                       catalog_only=True)
 
 
-def _pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> tuple[CPU | None, int]:
+def _pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int,
+              ram_gb: float | None) -> tuple[CPU | None, int]:
     sockets_max = chassis.sockets if chassis else 2
+    desktop = bool(chassis and chassis.cpu_segment == "desktop")  # (as _size_system's RAM)
     best: tuple[float, CPU, int] | None = None
     for cpu in cat.platforms.cpus:
         if not cpu_fits_chassis(cpu, chassis):
@@ -305,6 +312,9 @@ def _pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int) -> 
             have_lanes = cpu.pcie_lanes if sockets == 1 else int(cpu.pcie_lanes * 1.25)
             if cpu.cores * sockets >= cores and have_lanes >= lanes:
                 cost = cpu.price_usd * sockets
+                if ram_gb is not None:
+                    dimm, n = pick_memory(cat, cpu, sockets, ram_gb, desktop)
+                    cost += dimm.price_usd * n if dimm is not None else 0.0
                 if best is None or cost < best[0]:
                     best = (cost, cpu, sockets)
     if best is None:  # nothing meets both: take the part with the most lanes, then cores
@@ -708,12 +718,14 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     cores = cores_needed(gpus_per_node, w.modality, datacenter, dc_rate(cat, gpu) if pcie_server else 1.0)
     nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
     lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics, hgx)
-    cpu, sockets = pick_cpu(cat, chassis, cores, lanes)
+    floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
+    ram_want = max(floor_gb, 32.0) if lean else rec_gb
+    cpu, sockets = pick_cpu(cat, chassis, cores, lanes, ram_want)
     first = chassis
     for alt in options[1:]:
         if cpu is not None and _cpu_ok(cpu, sockets, cores, lanes):
             break
-        c2, s2 = pick_cpu(cat, alt, cores, lanes)
+        c2, s2 = pick_cpu(cat, alt, cores, lanes, ram_want)
         if c2 is not None and _cpu_ok(c2, s2, cores, lanes):
             chassis, cpu, sockets = alt, c2, s2
             break
@@ -778,8 +790,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
                            if text else ""))
 
     # RAM.
-    floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
-    dimm, n_dimm = pick_memory(cat, cpu, sockets, max(floor_gb, 32.0) if lean else rec_gb, desktop)
+    dimm, n_dimm = pick_memory(cat, cpu, sockets, ram_want, desktop)
     ram_gb = int(n_dimm * dimm.capacity_gb) if dimm else int(2 ** math.ceil(math.log2(max(rec_gb, 16))))
     if dimm:
         bom.append(BomLine(item=dimm.name, qty=n_dimm * nodes, unit_usd=dimm.price_usd,
