@@ -80,7 +80,7 @@ def test_reference_small_team_buying_gets_a_workstation() -> None:
     assert b.nodes == 1 and b.gpus_per_node <= 4
     assert g.form_factor == "pcie" and g.segment in ("consumer", "workstation", "datacenter")
     assert 64 <= b.ram_gb <= 512 and b.ram_gb >= b.vram_gb
-    assert any("NVMe" in s for s in b.storage) and any("HDD" in s for s in b.storage)
+    assert any("NVMe" in s for s in b.storage) and b.storage_tb >= b.storage_needed_tb
     sw = " ".join(b.software)
     assert "Ubuntu" in sw and "Docker" in sw and "PyTorch" in sw
     assert b.capex_usd <= 40_000  # the budget

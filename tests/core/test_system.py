@@ -111,12 +111,19 @@ def test_two_consumer_cards_fit_a_desktop_tower() -> None:
     assert b.site.startswith(("desk", "office"))
 
 
-def test_single_node_storage_nvme_plus_bulk_hdd() -> None:
-    b = build(req(), "rtx-a6000", 2)
-    assert any("NVMe" in s for s in b.storage)
-    assert any("HDD" in s for s in b.storage)
-    assert b.storage_tb >= 2.0
-    assert any("off-site" in s for s in b.storage)
+def test_single_node_storage_nvme_plus_bulk_hdd_when_the_nvme_cannot_hold_the_bulk() -> None:
+    """The bulk tier (raw data twice, ten checkpoints, the base weights) gets a mirrored HDD pair only when it does
+    not fit beside the working set on the NVMe: a LoRA on 0.1B tokens keeps it there, 3 TB of images does not."""
+    small = build(req(), "rtx-a6000", 2)
+    assert any("NVMe" in s for s in small.storage) and any("off-site" in s for s in small.storage)
+    assert not any("HDD" in x.item for x in small.bom)
+    assert any("no bulk drives" in s for s in small.storage)
+    assert small.storage_tb >= max(2.0, small.storage_needed_tb)
+    big = build(req(data={"dataset_gb": 3000}), "rtx-a6000", 2)
+    hdd = [x for x in big.bom if "HDD" in x.item]
+    assert hdd and hdd[0].qty >= 2  # a mirrored pair at least
+    assert any("HDD" in s for s in big.storage) and not any("no bulk drives" in s for s in big.storage)
+    assert big.storage_tb >= big.storage_needed_tb
 
 
 def test_checkpoint_size_full_vs_lora() -> None:

@@ -748,7 +748,13 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         storage.append(_("{tb:g} TB NVMe (data + last checkpoints)").format(tb=fast_tb))
 
     bulk_tb = 0.0
-    if nodes == 1 and not lean:
+    # The bulk tier (raw data, checkpoint history) has room on the NVMe beside what training keeps there:
+    # no drives for it (a pair of 20 TB HDDs was $760 of a $4k desk box fine-tuning on 0.4 GB of data).
+    on_nvme = nodes == 1 and bulk_need_gb <= fast_tb * 1000 - fast_need_gb
+    if on_nvme and not lean and text:
+        storage.append(_("raw data and checkpoint history ({gb:,.0f} GB) on the NVMe too: no bulk drives").format(
+            gb=bulk_need_gb))
+    if nodes == 1 and not lean and not on_nvme:
         hdd = sorted(_tiers(cat, "hdd"), key=lambda s: (s.capacity_tb or 0))
         if hdd:
             # The smallest drive that makes a mirrored pair big enough, else the largest in numbers.
