@@ -59,7 +59,7 @@ def test_ram_is_a_real_dimm_configuration_at_least_vram() -> None:
 def test_cpu_has_cores_and_lanes_for_the_gpus() -> None:
     b = build(req(), "a100-80gb-pcie", 8)
     assert b.cpu_cores >= b.cpu_cores_needed == 96  # data-centre node: 12 cores per GPU (DGX-class)
-    assert b.pcie_lanes >= b.pcie_lanes_needed >= 8 * 16
+    assert b.pcie_lanes >= b.pcie_lanes_needed >= 4 * 16  # behind the chassis' PCIe switches: an x16 per 2 GPUs
     cpu = next(c for c in CAT.platforms.cpus if c.name == b.cpu)
     assert cpu.segment == "server"
 
@@ -94,6 +94,29 @@ def test_the_cpu_is_chosen_with_the_dimms_its_sockets_take() -> None:
     two_sockets = 2 * small.price_usd + two_n * two_dimm.price_usd
     assert cpu_line.total_usd + dimm_line.total_usd < two_sockets
     assert b.cpu_cores >= 19 and b.ram_gb >= b.vram_gb
+
+
+def test_an_8_gpu_pcie_server_with_switches_needs_uplinks_not_a_lane_per_gpu() -> None:
+    """Two nodes of 8x RTX A6000 with 4 fabric NICs each: 8 x16 GPUs + 4 x16 NICs + NVMe was 196 CPU lanes, more than
+    two EPYCs have, and the fallback took 2x 128-core EPYC 9755 ($26k a node). The chassis' GPUs and NICs sit behind
+    PCIe switches (Chassis.pcie_switches): one x16 uplink per two GPUs, as on an HGX board."""
+    ch = next(c for c in CAT.platforms.chassis if c.name.startswith("4U dual-socket 8 x PCIe"))
+    assert ch.pcie_switches
+    b = build(req(), "rtx-a6000", 8, nodes=2)
+    assert b.chassis == ch.name
+    assert 16 * 4 + 16 + 4 <= b.pcie_lanes_needed <= 16 * 4 + 16 + 4 * 4 < 8 * 16  # uplinks, a NIC, the NVMe drives
+    assert b.pcie_lanes >= b.pcie_lanes_needed and b.cpu_cores >= b.cpu_cores_needed
+    assert b.cpu != "AMD EPYC 9755"
+
+
+def test_when_no_cpu_has_the_lanes_the_cheapest_with_the_cores_among_the_widest() -> None:
+    ch = next(c for c in CAT.platforms.chassis if c.name.startswith("4U dual-socket 8 x PCIe"))
+    cpu, sockets = sysmod.pick_cpu(CAT, ch, 96, 10_000)
+    assert cpu is not None and cpu.cores * sockets >= 96
+    widest = max(c.pcie_lanes for c in CAT.platforms.cpus if sysmod.cpu_fits_chassis(c, ch))
+    peers = [c for c in CAT.platforms.cpus if sysmod.cpu_fits_chassis(c, ch) and c.pcie_lanes == widest
+             and c.cores * min(ch.sockets, c.max_sockets) >= 96]
+    assert cpu.pcie_lanes == widest and cpu.price_usd == min(c.price_usd for c in peers)
 
 
 def test_two_datacentre_cards_do_not_go_in_a_desktop() -> None:

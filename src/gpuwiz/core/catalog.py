@@ -392,6 +392,9 @@ class Chassis(_Priced):
     only_gpus: list[str] | None = None  # GPU ids of the baseboards sold for it (HGX); None = any of its form
     lean: bool = False  # the small-budget tier: no bulk HDD, no ingest NIC
     sold_new: bool = True  # False: sold used or refurbished only, with no price in the catalog: builds skip it
+    # the GPUs and NICs sit behind PCIe switches (an x16 uplink to the CPUs per two GPUs, as on an HGX board), not
+    # each on CPU lanes of its own
+    pcie_switches: bool = False
 
 
 class Dimm(_Priced):

@@ -201,6 +201,8 @@ def lanes_per_gpu(gpu: GPU, gpus_per_node: int = 1) -> int:
 
 
 def lanes_needed(gpu: GPU, gpus_per_node: int, nvme: int, nics: int, hgx: bool) -> int:
+    """CPU lanes the node needs; ``hgx``: its GPUs and NICs sit behind PCIe switches (an HGX baseboard, or a PCIe
+    server built with switches: Chassis.pcie_switches)."""
     if hgx:
         # GPUs and NICs sit behind PCIe switches on the baseboard, one x16 uplink per 2 GPUs.
         return 16 * math.ceil(gpus_per_node / 2) + 4 * nvme + 16
@@ -317,11 +319,15 @@ def _pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int,
                     cost += dimm.price_usd * n if dimm is not None else 0.0
                 if best is None or cost < best[0]:
                     best = (cost, cpu, sockets)
-    if best is None:  # nothing meets both: take the part with the most lanes, then cores
+    if best is None:  # nothing meets both: the most lanes there are, and of those parts the cheapest with the cores
         cands = [c for c in cat.platforms.cpus if cpu_fits_chassis(c, chassis)] or list(cat.platforms.cpus)
         if not cands:
             return None, 1
-        cpu = max(cands, key=lambda c: (c.pcie_lanes, c.cores))
+        most = max(c.pcie_lanes for c in cands)
+        top = [c for c in cands if c.pcie_lanes == most]
+        enough = [c for c in top if c.cores * min(sockets_max, c.max_sockets) >= cores]
+        # (more cores than the node needs buy no lanes: a 128-core part was taken where a 48-core one had as many)
+        cpu = min(enough, key=lambda c: c.price_usd) if enough else max(top, key=lambda c: c.cores)
         sockets = min(sockets_max, cpu.max_sockets)
         return cpu, sockets
     return best[1], best[2]
@@ -717,7 +723,11 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     datacenter = hgx or nodes > 1 or pcie_server
     cores = cores_needed(gpus_per_node, w.modality, datacenter, dc_rate(cat, gpu) if pcie_server else 1.0)
     nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
-    lanes = lanes_needed(gpu, gpus_per_node, n_nvme, nics, hgx)
+
+    def lanes_in(ch: Chassis | None) -> int:
+        return lanes_needed(gpu, gpus_per_node, n_nvme, nics, hgx or bool(ch and ch.pcie_switches))
+
+    lanes = lanes_in(chassis)
     floor_gb, rec_gb = ram_target_gb(vram_gb, w.host_ram_gib, w.offload)
     ram_want = max(floor_gb, 32.0) if lean else rec_gb
     cpu, sockets = pick_cpu(cat, chassis, cores, lanes, ram_want)
@@ -725,9 +735,10 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     for alt in options[1:]:
         if cpu is not None and _cpu_ok(cpu, sockets, cores, lanes):
             break
-        c2, s2 = pick_cpu(cat, alt, cores, lanes, ram_want)
-        if c2 is not None and _cpu_ok(c2, s2, cores, lanes):
-            chassis, cpu, sockets = alt, c2, s2
+        alt_lanes = lanes_in(alt)
+        c2, s2 = pick_cpu(cat, alt, cores, alt_lanes, ram_want)
+        if c2 is not None and _cpu_ok(c2, s2, cores, alt_lanes):
+            chassis, cpu, sockets, lanes = alt, c2, s2, alt_lanes
             break
     desktop = bool(chassis and chassis.cpu_segment == "desktop")
     if chassis is not first:  # the drive form follows the chassis
