@@ -485,6 +485,23 @@ def test_export_control_for_renting_abroad_is_the_remote_access_rule() -> None:
     assert p.severity == "info" and "remote-access" in p.message
 
 
+def test_no_export_note_when_the_rented_offer_is_in_the_users_own_country() -> None:
+    """A CN team renting A100s on an Alibaba Cloud region in China imports nothing: the note about renting 'outside
+    CN' (the remote-access rule) was said of an offer in Hangzhou. Abroad, it is still said."""
+    c = rent_offer(ctx(gpu="h100-sxm", verdict="rent", req=make_req(deployment={"country": "CN", "mode": "rent"})),
+                   "Alibaba Cloud")
+    assert c.cost is not None and c.cost.rent_offer is not None
+    home = c.cost.rent_offer.model_copy(update={"country": "CN", "region": "cn-hangzhou"})
+    abroad = c.cost.rent_offer.model_copy(update={"country": "SG", "region": "ap-southeast-1"})
+    at_home = pit.Context(req=c.req, cat=c.cat, gpu=c.gpu, build=c.build, est=c.est,
+                          cost=c.cost.model_copy(update={"rent_offer": home}))
+    away = pit.Context(req=c.req, cat=c.cat, gpu=c.gpu, build=c.build, est=c.est,
+                       cost=c.cost.model_copy(update={"rent_offer": abroad}))
+    assert fired(at_home, "export-control") == []
+    (p,) = fired(away, "export-control")
+    assert p.severity == "info" and "outside CN" in p.message
+
+
 def test_stale_purchase_price_follows_the_price_the_build_used() -> None:
     # Priced used (deployment.used_hardware): the used price's date counts, not the new one's.
     used_req = make_req(deployment={"used_hardware": True})

@@ -699,6 +699,9 @@ def _export(c: Context) -> tuple[Severity, str] | str | None:  # P25
         return None
     # Buying (shipping the GPU to the user) and renting it abroad are different rules (catalog export_rules).
     remote = market.remote_rule(c.cat, country, g)
+    offer = c.cost.rent_offer if c.cost else None
+    if not c.buying and offer is not None and offer.country.upper() == country:
+        return None  # rented in the user's own country: nothing crosses a border (a CN team on Alibaba Cloud's A100s)
     if not c.buying and remote is not None and not market.remote_blocked(c.cat, country, g):
         return "info", _("Renting {gpu} outside {country} falls under the remote-access rule, not the export licence "
                          "for buying one: {summary} ({source}, {observed})").format(
