@@ -125,11 +125,11 @@ def test_settling_sizes_fewer_rounds_than_one_per_held_build() -> None:
 
 
 def test_the_ranking_key_and_the_floor_order_are_their_rules_on_every_ranked_candidate() -> None:
-    """``key`` inlines ``tight``, ``off_site`` and ``effective`` under the cheapest objective, and
+    """``key`` inlines ``tight`` (with ``oom_risk``), ``off_site`` and ``effective`` under the cheapest objective, and
     ``_beaten`` keeps ``_own_order`` at the owning floor per candidate: on every candidate the ranking of
     every example, scenario and money edit saw, both are what the named rules give (with runs that end
-    without slack, desk boxes that need a circuit and non-CUDA stacks among them)."""
-    seen = {"tight": 0, "off_site": 0, "stack": 0, "floors": 0}
+    without slack, memory ranges above the card, desk boxes that need a circuit and non-CUDA stacks among them)."""
+    seen = {"tight": 0, "oom": 0, "off_site": 0, "stack": 0, "floors": 0}
     for name, req in _cases():
         if req.deployment.objective != "cheapest":
             continue
@@ -149,10 +149,13 @@ def test_the_ranking_key_and_the_floor_order_are_their_rules_on_every_ranked_can
         variants = [c.but(q=dataclasses.replace(c.q, wall_hours=w, wall_hours_p90=hi), mode=m)
                     for c in r.shortlist[:3] for w, hi in ((0.9 * d, None), (0.8 * d, 1.1 * d), (0.8 * d, 0.9 * d))
                     for m in ("rent", "buy")]  # in the slack band, past the deadline at P90, neither
+        variants += [c.but(q=dataclasses.replace(c.q, mem_p90=f * c.gpu.memory_gib)) for c in r.shortlist[:3]
+                     for f in (0.9, 1.1)]  # the memory range inside the card, above it
         for c in {*priced.ok, *r.priced, *r.shortlist, *variants}:
-            want = (float(rec.tight(c)), rec.off_site(c), rec.effective(c), c.q.wall_hours)
+            want = (float(rec.tight(c)) + rec.oom_risk(c), rec.off_site(c), rec.effective(c), c.q.wall_hours)
             assert rec.key(c) == want, (name, c.gpu.id, c.count)
             seen["tight"] += rec.tight(c)
+            seen["oom"] += rec.oom_risk(c) > 0
             seen["off_site"] += rec.off_site(c) > 0
             seen["stack"] += rec._stack(c) > 1
             if c in rec.floor_orders:  # kept by ``_beaten``: as computed now

@@ -13,6 +13,7 @@ import yaml
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import BUY_MARGIN
+from gpuwiz.core.estimate import estimate
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.models import Recommendation, Requirements
 from gpuwiz.core.recommend import DROP_EXPORT, DROP_SITE, SLACK_FRAC, recommend
@@ -882,3 +883,22 @@ def test_fastest_does_not_buy_a_cluster_to_save_seconds() -> None:
     assert cheaper_in_time == [], cheaper_in_time  # nothing as quick (inside the tie) costs less
     for fmt in ("text", "md", "json"):
         assert render_recommendation(r, req, fmt)
+
+
+def test_a_build_whose_memory_range_is_above_its_card_ranks_after_one_that_fits() -> None:
+    """An SDXL full fine-tune (AdamW) already at micro-batch 1 with full recompute: 44 GiB on a 48 GiB RTX 6000 Ada
+    whose memory range reaches 55 GiB was the pick, 12 % cheaper than a 96 GiB card. With nothing lighter to fall
+    back on, an estimate that errs as measured runs did runs out of memory: the pick's range fits its card."""
+    req = Requirements.model_validate({
+        "model": {"preset": "sdxl"}, "training": {"method": "full"},
+        "data": {"samples": 2e6, "sample_kb": 400}, "schedule": {"runs_per_month": 1, "deadline_days": 10},
+        "deployment": {"mode": "buy", "country": "FR", "site": "server-room", "budget_usd": 150_000}})
+    r = recommend(req, CAT)
+    assert r.found and r.build and r.estimate and r.cost_per_run_usd
+    mem = r.estimate.memory
+    assert mem.per_gpu_gib_range is not None and mem.per_gpu_gib_range.high <= mem.capacity_gib
+    assert (r.build.gpu, r.build.gpus_per_node * r.build.nodes) != ("rtx-6000-ada", 1)
+    e = estimate(req, CAT, gpu="rtx-6000-ada", count=1)
+    assert e.memory.fits and e.memory.per_gpu_gib_range is not None
+    assert e.memory.per_gpu_gib_range.high > e.memory.capacity_gib  # the risk the ranking weighs
+    assert e.plan.micro_batch == 1 and e.plan.activation_checkpointing == "full"  # nothing lighter in the GPU

@@ -142,6 +142,10 @@ class Quick:
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
     plan_fits: bool = True  # the planner found a layout within the GPU's memory (False: none, at any micro-batch)
     batch: int = 0  # the global batch a step of the plan trains (micro-batch x accumulation x replicas; 0: unknown)
+    # the P90 end of the memory per GPU (GiB; estimate.memory_high) of a plan with nothing lighter to fall back on
+    # (micro-batch 1, full recompute, one GPU or ZeRO-3); None otherwise, or without a range: above the card, the
+    # build ranks after one whose range fits (``oom_risk``)
+    mem_p90: float | None = None
 
 
 # What _try books for a shape whose outcome _Scanner.no_fit_proved proves (no layout fits its memory).
@@ -222,7 +226,7 @@ class _Scanner:
         # ... and each plan's cross-validated speed P10 (``_p90``; None: no range), which the data size leaves alone
         self.p10s: dict[tuple[object, ...], float | None] = (
             hit[1].setdefault("recommend.p10s", {}) if hit is not None else {})
-        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, int, bool, int]] = (
+        self.stems: dict[tuple[str, int, int], tuple[bool, float, float, int, bool, int, float | None]] = (
             hit[1].setdefault("recommend.stems", {}) if hit is not None else {})
         # (count, gpus per node, fit class) -> the most GPU memory found to fit no layout there (no_fit_proved)
         self.no_fit: dict[tuple[Any, ...], float] = {}
@@ -265,17 +269,17 @@ class _Scanner:
         stem = self.stems.get(key)
         if stem is None:
             stem = self.stems[key] = self._stem(r)
-        fits, per_gpu, host, replicas, plan_fits, batch = stem
+        fits, per_gpu, host, replicas, plan_fits, batch, mem_p90 = stem
         new = object.__new__(Quick)  # a frozen dataclass, built without its __init__ (one per shape tried)
         new.__dict__.update(fits=fits, wall_hours=float(wall or math.inf), gpu_hours=float(gpu_hours or math.inf),
                             per_gpu_gib=per_gpu, host_ram_gib=host, replicas=replicas,
                             wall_hours_p90=self._p90(r, wall, key) if fits else None, plan_fits=plan_fits,
-                            batch=batch)
+                            batch=batch, mem_p90=mem_p90)
         return new
 
-    def _stem(self, r: Any) -> tuple[bool, float, float, int, bool, int]:
-        """(fits, GiB per GPU, host GiB per node, replicas, plan fits, the global batch a step trains) of a plan:
-        what requote keeps."""
+    def _stem(self, r: Any) -> tuple[bool, float, float, int, bool, int, float | None]:
+        """(fits, GiB per GPU, host GiB per node, replicas, plan fits, the global batch a step trains, the P90 GiB per
+        GPU) of a plan: what requote keeps."""
         detail = r.detail
         if detail is None:
             blocked, dp, plan_fits, batch = False, 1, True, 0
@@ -284,8 +288,14 @@ class _Scanner:
             blocked, plan_fits = bool(detail.problems), bool(choice.fits)
             dp = int(choice.dp or 1) // max(1, int(self.ctx.cp or 1))
             batch = int(choice.mb) * int(detail.ga) * max(1, int(choice.dp) // max(1, int(choice.shape.cp)))
+        high = getattr(self.mod, "memory_high", None)
+        mem_p90 = None
+        if high is not None and r.fits and detail is not None:
+            ch = detail.choice  # (a lighter plan -- a smaller micro-batch, more recompute, sharding -- is a fallback)
+            if ch.mb == 1 and ch.ckpt == "full" and (detail.count == 1 or ch.shape.zero >= 3):
+                mem_p90 = high(self.ctx, r)
         return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0), max(1, dp),
-                plan_fits, batch)
+                plan_fits, batch, mem_p90)
 
     def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
         """What the fast path's fit test reads of a GPU besides its memory (estimate.quick: the layouts
@@ -1370,14 +1380,15 @@ class _Recommender:
             q, b = c.q, c.build
             wall = q.wall_hours
             k: tuple[float, ...] = (
-                float(_late(wall, q.wall_hours_p90, self.waits(c), self.slack_h, self.deadline_h)),
+                float(_late(wall, q.wall_hours_p90, self.waits(c), self.slack_h, self.deadline_h))
+                + (1.0 if q.mem_p90 is not None and q.mem_p90 > c.gpu.memory_gib else 0.0),  # (``oom_risk``)
                 1.0 if c.mode == "buy" and b is not None and c.nodes == 1 and b.power_w > self.circuit_w else 0.0,
                 c.score * (1.0 if c.gpu.vendor == "nvidia" else _NON_CUDA_STACK), wall)
         elif self.obj == "fastest":
             # (a rented run's staging included; runs inside FASTEST_TIE_H are equally fast: cost decides)
-            k = (0.0, self.off_site(c), _sig(max(self.to_result(c), FASTEST_TIE_H)), c.score)
+            k = (self.oom_risk(c), self.off_site(c), _sig(max(self.to_result(c), FASTEST_TIE_H)), c.score)
         else:  # perf-per-watt
-            k = (float(self.tight(c)), self.off_site(c), _sig(c.energy_kwh), c.score)
+            k = (float(self.tight(c)) + self.oom_risk(c), self.off_site(c), _sig(c.energy_kwh), c.score)
         self.keys[c] = k
         return k
 
@@ -1405,6 +1416,17 @@ class _Recommender:
         peers = [c for c in near if (c.count, c.nodes) == (simple.count, simple.nodes)]
         fast = min(peers, key=lambda c: (c.q.wall_hours, self.effective(c)))
         return fast if fast.q.wall_hours * CLEARLY_FASTER <= simple.q.wall_hours else simple
+
+    @staticmethod
+    def oom_risk(c: Cand) -> float:
+        """1.0 when the P90 end of the plan's memory range (the cross-validated error of measured runs like it) is
+        above the card and the plan has nothing lighter to fall back on (``Quick.mem_p90``: micro-batch 1, full
+        recompute, one GPU or ZeRO-3): an estimate that errs as published measurements did runs out of memory. Such
+        a build ranks after the builds whose range fits (``key``, ``_own_order``), as a run that may end past the
+        deadline does (``tight``): an expert does not sign a build that may not start (an SDXL full fine-tune at
+        44 GiB on a 48 GiB card, P90 55 GiB, 12 % cheaper than a 96 GiB card). 0.0 otherwise."""
+        p90 = c.q.mem_p90
+        return 1.0 if p90 is not None and p90 > c.gpu.memory_gib else 0.0
 
     def roomy(self, c: Cand) -> bool:
         """The plan keeps the memory headroom asked (deployment.headroom), not only the tighter one."""
@@ -1704,7 +1726,7 @@ class _Recommender:
             floor = self._buy_floor(c)[1] * (1 - 1e-9)
             score = floor / costmod.BUY_MARGIN if self.d.mode == "either" else floor
             # the least its key (``key``) can be: unsized, it may still fit the site as it is
-            low = (float(self.tight(c)), 0.0, score * self._stack(c))
+            low = (float(self.tight(c)) + self.oom_risk(c), 0.0, score * self._stack(c))
             if not self._outranks(low, first, band):
                 return False
             if c.gpu.id != win.gpu.id:
@@ -2034,9 +2056,11 @@ class _Recommender:
 
     def _own_order(self, c: Cand, total: float) -> tuple[float, float, float]:
         """``_best_buy``'s order of ``c`` owned for ``total`` over the horizon (before its run time): one
-        that ends with slack first, then one the site takes as it is (``needs_circuit``; an unsized build
+        that ends with slack first (and whose memory range fits its card: ``oom_risk``), then one the site takes as
+        it is (``needs_circuit``; an unsized build
         counts as one), then the cost with the software-stack handicap -- the pick's rules (``key``)."""
-        return (float(self.tight(c, owned=True)), float(self.needs_circuit(c)), total * self._stack(c))
+        return (float(self.tight(c, owned=True)) + self.oom_risk(c), float(self.needs_circuit(c)),
+                total * self._stack(c))
 
     def _outranks(self, k: tuple[float, ...], first: tuple[float, ...], band: float) -> bool:
         """A cheapest-objective key (``key(...)[:3]``) that sorts after ``first`` (the shortlist's first)
