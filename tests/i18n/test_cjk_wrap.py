@@ -41,3 +41,25 @@ def test_chinese_breaks_between_characters_with_punctuation_kept_beside() -> Non
             assert cell_len(line) <= width
             assert not line.startswith(("、", "，", "。", "）", "：")), line
             assert not line.rstrip().endswith("（"), line
+
+
+def test_a_line_of_wide_characters_ending_in_a_space_is_not_ellipsized() -> None:
+    """Rich's Text.rstrip_end counted characters, not cells: a wrapped line with a full-width bracket that ended in
+    a space stayed a cell over, and a column that ellipsizes (a table's default) cut its last word -- the Chinese
+    build tab at 80x24 showed '也放在 NVM…' where 'NVMe' fit."""
+    from rich.table import Table
+
+    cjk.install()
+    text = ("1x Consumer NVMe M.2 PCIe 4.0 SSD 2 TB (Samsung 990 PRO class)（2 TB NVMe，读取约 7 GB/s）; "
+            "原始数据和历史检查点（28 GB）也放在 NVMe 上：不需要大容量硬盘; 检查点（每个 < 1 GB）在对象存储中保留异地副本")
+    for width in range(30, 120):
+        console = Console(width=width, record=True, color_system=None)
+        table = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
+        table.add_column(no_wrap=True)
+        table.add_column()
+        table.add_row("存储", text)
+        console.print(table)
+        out = console.export_text()
+        assert "…" not in out, width
+        assert all(cell_len(line) <= width for line in out.splitlines())
+        assert "".join(out.replace("存储", "", 1).split()) == "".join(text.split())  # every character shown
