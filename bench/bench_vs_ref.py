@@ -41,7 +41,8 @@ from proc import instructions
 
 HERE = Path(__file__).resolve().parent.parent
 
-PROBE = r"""
+# What the probes below share: the tree's engine, its catalog and the config (a tuple in the older tree)
+SETUP = r"""
 import json, sys, time
 from gpuwiz.core.catalog import load_catalog
 from gpuwiz.core.config_io import load_config
@@ -54,6 +55,9 @@ except ImportError:  # the older tree has no memo
 cat = load_catalog()
 req = load_config(sys.argv[1])
 req = req[0] if isinstance(req, tuple) else req
+"""
+
+PROBE = SETUP + r"""
 recommend(req, cat)
 out = []
 for _ in range(int(sys.argv[2])):
@@ -64,20 +68,7 @@ for _ in range(int(sys.argv[2])):
 print(json.dumps(out))
 """
 
-
-WORKER = r"""
-import sys, time
-from gpuwiz.core.catalog import load_catalog
-from gpuwiz.core.config_io import load_config
-from gpuwiz.core.recommend import recommend
-try:
-    from gpuwiz.core import memo
-    clear = memo.clear
-except ImportError:  # the older tree has no memo
-    clear = lambda: None
-cat = load_catalog()
-req = load_config(sys.argv[1])
-req = req[0] if isinstance(req, tuple) else req
+WORKER = SETUP + r"""
 for _ in range(3):
     recommend(req, cat)
 for _line in sys.stdin:
