@@ -13,8 +13,8 @@ import yaml
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.config_io import load_config
 from gpuwiz.core.cost import BUY_MARGIN
-from gpuwiz.core.estimate import estimate
 from gpuwiz.core.errors import GpuwizError
+from gpuwiz.core.estimate import estimate
 from gpuwiz.core.models import Recommendation, Requirements
 from gpuwiz.core.recommend import DROP_EXPORT, DROP_SITE, SLACK_FRAC, recommend
 

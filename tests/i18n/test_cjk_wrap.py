@@ -51,7 +51,8 @@ def test_a_line_of_wide_characters_ending_in_a_space_is_not_ellipsized() -> None
 
     cjk.install()
     text = ("1x Consumer NVMe M.2 PCIe 4.0 SSD 2 TB (Samsung 990 PRO class)（2 TB NVMe，读取约 7 GB/s）; "
-            "原始数据和历史检查点（28 GB）也放在 NVMe 上：不需要大容量硬盘; 检查点（每个 < 1 GB）在对象存储中保留异地副本")
+            "原始数据和历史检查点（28 GB）也放在 NVMe 上：不需要大容量硬盘; "
+            "检查点（每个 < 1 GB）在对象存储中保留异地副本")
     for width in range(30, 120):
         console = Console(width=width, record=True, color_system=None)
         table = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
