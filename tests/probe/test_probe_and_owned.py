@@ -165,3 +165,22 @@ def test_have_local_adds_the_detected_gpus(monkeypatch, catalog, capsys):
     req = _have_local(loads_config(HAVE, catalog=catalog), catalog)
     assert [(h.gpu, h.count) for h in req.have] == [("rtx-4090", 2)]
     assert "2x NVIDIA GeForce RTX 4090 (rtx-4090) via NVML" in capsys.readouterr().err
+
+
+def test_owned_hardware_that_does_the_job_leads_the_verdict(catalog):
+    """A team that owns 8x A100 80GB was told to rent 8x A100 40GB at $259 a run, its own cards taking as long for
+    $43 of energy (listed only as the first alternative). When an owned build ends with slack and keeps up with the
+    month's runs, the verdict says so first; the rest of the answer is for adding capacity. One that misses the
+    deadline does not lead."""
+    base = HAVE.replace("deadline_days: 3", "deadline_days: 4")
+    rec = recommend(loads_config(base + "have:\n  - {gpu: a100-80gb-sxm, count: 8}\n", catalog=catalog), catalog)
+    assert rec.cost is not None and rec.alternatives[0].gpu == "a100-80gb-sxm"
+    assert rec.cost.verdict_reason.startswith("the 8x NVIDIA A100 80GB SXM4 you own does this run in ")
+    assert "use it; to add capacity, " in rec.cost.verdict_reason
+    plain = recommend(loads_config(base, catalog=catalog), catalog)
+    assert plain.cost is not None and rec.cost.verdict_reason.endswith(plain.cost.verdict_reason)
+    slow = recommend(loads_config(base.replace("deadline_days: 4", "deadline_days: 0.5")
+                                  + "have:\n  - {gpu: t4, count: 1}\n", catalog=catalog), catalog)
+    assert slow.cost is not None and "you own" not in slow.cost.verdict_reason
+    assert any("owned" in a.reason or "已拥有" in a.reason for a in slow.alternatives if a.gpu == "t4") or any(
+        p.id.startswith("owned-") for p in slow.pitfalls)
