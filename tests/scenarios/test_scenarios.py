@@ -198,6 +198,14 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         assert lo <= b.ram_gb <= hi, b.ram_gb
     if "min_cores_per_node" in exp:
         assert b.cpu_cores >= exp["min_cores_per_node"], b.cpu
+    if "max_cores_needed" in exp:  # the CPU sized for the GPUs it feeds, not a reference system's floor
+        assert b.cpu_cores_needed <= exp["max_cores_needed"], (b.cpu_cores_needed, b.cpu)
+    if exp.get("memory_p90_fits"):  # the P90 end of the pick's memory range is within its card
+        rng = est.memory.per_gpu_gib_range
+        assert rng is not None and rng.high <= est.memory.capacity_gib, (rng, est.memory.capacity_gib)
+    if "buy_max_lanes_needed" in exp and r.buy_build is not None:
+        bb = r.buy_build
+        assert bb.pcie_lanes_needed <= min(exp["buy_max_lanes_needed"], bb.pcie_lanes), (bb.pcie_lanes_needed, bb.cpu)
     if "sockets" in exp:
         assert b.cpu_count == exp["sockets"]
     for key, field in (("storage_has", " ".join(b.storage)), ("network_has", b.network),
