@@ -336,12 +336,12 @@ def test_enterprise_cluster_may_take_a_node_count_that_is_not_a_power_of_two(ent
 
 
 def test_turnaround_without_a_deadline_is_stated() -> None:
-    from gpuwiz.core.recommend import _deadline_hours, turnaround_note
+    from gpuwiz.core.recommend import deadline_hours, turnaround_note
 
     ft = example("small-team-lora-7b.yaml", schedule={"deadline_days": None})
-    assert _deadline_hours(ft) == 7 * 24 and "7 days" in (turnaround_note(ft) or "")
+    assert deadline_hours(ft) == 7 * 24 and "7 days" in (turnaround_note(ft) or "")
     pt = example("enterprise-70b-pretrain.yaml", schedule={"deadline_days": None, "runs_per_month": 0.5})
-    assert _deadline_hours(pt) == pytest.approx(730.0 / 0.5, rel=0.01)
+    assert deadline_hours(pt) == pytest.approx(730.0 / 0.5, rel=0.01)
     assert turnaround_note(example("small-team-lora-7b.yaml")) is None
     r = recommend(ft, CAT)
     assert r.assumptions and "7 days" in r.assumptions[0]

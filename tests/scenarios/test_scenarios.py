@@ -18,7 +18,7 @@ from gpuwiz.core.recommend import (
     PARETO_MIN_NODES,
     PARETO_NODE_REACH,
     SLACK_FRAC,
-    _deadline_hours,
+    deadline_hours,
     recommend,
     staging_gbps,
 )
@@ -60,7 +60,7 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             # A multi-GPU rent of cards without P2P only when no single GPU does the run with slack.
             if b.gpus_per_node * b.nodes >= 2 and not gpu.p2p and gpu.nvlink_gbps <= 0 and not pinned \
                     and r.objective != "fastest":
-                slack = SLACK_FRAC * _deadline_hours(req)
+                slack = SLACK_FRAC * deadline_hours(req)
                 assert not any(p.count == 1 and p.wall_hours <= slack for p in r.pareto), r.pareto
         else:
             assert b.bom and b.capex_usd > 0
@@ -140,7 +140,7 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
                 and cost.onprem.total_usd < cost.rent_usd_total:
             assert cost.buy_wins_only_by_resale and "resale" in cost.verdict_reason
         # Slack: a run ends by 85 % of its deadline, or the answer says it could not.
-        tight = est.time.wall_hours > SLACK_FRAC * _deadline_hours(req) * 1.02
+        tight = est.time.wall_hours > SLACK_FRAC * deadline_hours(req) * 1.02
         if r.objective != "fastest" and not pinned and est.feasible and tight:
             assert r.binding_constraint is not None and r.binding_constraint.kind == "deadline"
         # The stack printed is the one the estimate used.

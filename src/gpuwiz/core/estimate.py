@@ -229,7 +229,7 @@ class Context:
     _spread_cache: dict[tuple[str, str, str], Spread | None] = field(default_factory=dict)
     # ... and by what those keys are read from: (architecture, vendor, layout, scale group, stack override)
     _spread_front: dict[tuple[object, ...], Spread | None] = field(default_factory=dict)
-    _mem_spread_front: dict[tuple[object, ...], Spread | None] = field(default_factory=dict)  # memory_high's
+    _mem_spread_front: dict[tuple[object, ...], Spread | None] = field(default_factory=dict)  # lightest_memory_high's
     _arch_cache: dict[str, str] = field(default_factory=dict)  # compute.arch_key by GPU architecture
     _rows_cache: dict[tuple[object, ...], list[Row]] = field(default_factory=dict)  # filtered layout tables
     _choice_cache: dict[tuple[tuple[object, ...], float, float], Choice] = field(default_factory=dict)  # _choose
@@ -1450,12 +1450,17 @@ def _speed_spread(ctx: Context, q: QuickResult, keys: dict[str, str] | None = No
     return sp
 
 
-def memory_high(ctx: Context, q: QuickResult) -> float | None:
-    """The P90 end of a plan's memory per GPU (GiB), as the estimate's range will carry it (``_ranges``), or None
-    without a range; the recommender ranks a build whose P90 is above its card after one whose is not."""
+def lightest_memory_high(ctx: Context, q: QuickResult) -> float | None:
+    """The P90 end of a plan's memory per GPU (GiB), as the estimate's range will carry it (``_ranges``), when the
+    plan has nothing lighter in the GPU to fall back on -- micro-batch 1, full recompute, one GPU or ZeRO-3 -- else
+    None (and None without a range): the recommender ranks a build whose P90 is above its card after one whose is
+    not, since an estimate that errs as measured runs did has no smaller plan to retreat to."""
     if ctx.ranges is None or ctx.mem_scale != 1.0 or q.detail is None:
         return None
     d = q.detail
+    ch = d.choice
+    if ch.mb != 1 or ch.ckpt != "full" or (d.count > 1 and ch.shape.zero < 3):
+        return None  # a smaller micro-batch, more recompute or sharding is a fallback
     g = d.gpu
     # (the groups read the stack and the scale: a front table on what those are read from, as _speed_spread's)
     fkey = (g.architecture, g.vendor, d.choice.shape, scale_group(d.count), ctx.stack_override or "")

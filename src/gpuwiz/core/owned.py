@@ -68,11 +68,11 @@ def fits_schedule(req: Requirements, est: Estimate) -> bool:
     """The owned build does the job: its run (the P90 end of its range too) ends within the deadline, the run
     itself within SLACK_FRAC of it -- the pick's rule (recommend.tight), with no rented wait -- and the month's runs
     fit in the month."""
-    from gpuwiz.core.recommend import SLACK_FRAC, _deadline_hours, _late
+    from gpuwiz.core.recommend import SLACK_FRAC, deadline_hours, late
 
-    deadline_h = _deadline_hours(req)
+    deadline_h = deadline_hours(req)
     hi = est.time.wall_hours_range.high if est.time.wall_hours_range is not None else None
-    return (not _late(est.time.wall_hours, hi, 0.0, SLACK_FRAC * deadline_h, deadline_h)
+    return (not late(est.time.wall_hours, hi, 0.0, SLACK_FRAC * deadline_h, deadline_h)
             and est.time.wall_hours * req.schedule.runs_per_month <= HOURS_PER_MONTH)
 
 

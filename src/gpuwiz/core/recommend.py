@@ -142,9 +142,9 @@ class Quick:
     wall_hours_p90: float | None = None  # the slow end of the cross-validated range (None: no range)
     plan_fits: bool = True  # the planner found a layout within the GPU's memory (False: none, at any micro-batch)
     batch: int = 0  # the global batch a step of the plan trains (micro-batch x accumulation x replicas; 0: unknown)
-    # the P90 end of the memory per GPU (GiB; estimate.memory_high) of a plan with nothing lighter to fall back on
-    # (micro-batch 1, full recompute, one GPU or ZeRO-3); None otherwise, or without a range: above the card, the
-    # build ranks after one whose range fits (``oom_risk``)
+    # the P90 end of the memory per GPU (GiB; estimate.lightest_memory_high) of a plan with nothing lighter to fall
+    # back on (micro-batch 1, full recompute, one GPU or ZeRO-3); None otherwise, or without a range: above the
+    # card, the build ranks after one whose range fits (``oom_risk``)
     mem_p90: float | None = None
 
 
@@ -288,12 +288,8 @@ class _Scanner:
             blocked, plan_fits = bool(detail.problems), bool(choice.fits)
             dp = int(choice.dp or 1) // max(1, int(self.ctx.cp or 1))
             batch = int(choice.mb) * int(detail.ga) * max(1, int(choice.dp) // max(1, int(choice.shape.cp)))
-        high = getattr(self.mod, "memory_high", None)
-        mem_p90 = None
-        if high is not None and r.fits and detail is not None:
-            ch = detail.choice  # (a lighter plan -- a smaller micro-batch, more recompute, sharding -- is a fallback)
-            if ch.mb == 1 and ch.ckpt == "full" and (detail.count == 1 or ch.shape.zero >= 3):
-                mem_p90 = high(self.ctx, r)
+        high = getattr(self.mod, "lightest_memory_high", None)
+        mem_p90 = high(self.ctx, r) if high is not None and r.fits else None
         return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0), max(1, dp),
                 plan_fits, batch, mem_p90)
 
@@ -553,7 +549,7 @@ def _gpn_options(gpu: GPU) -> list[int]:
     return opts
 
 
-def _deadline_hours(req: Requirements) -> float:
+def deadline_hours(req: Requirements) -> float:
     """The deadline, or without one a practical turnaround: a fine-tune within a week, a pretraining
     run within the time between runs (at least a week). ``turnaround_note`` says which was assumed."""
     if req.schedule.deadline_days:
@@ -566,7 +562,7 @@ def _deadline_hours(req: Requirements) -> float:
 def turnaround_note(req: Requirements) -> str | None:
     if req.schedule.deadline_days:
         return None
-    h = _deadline_hours(req)
+    h = deadline_hours(req)
     what = _("a fine-tune should come back within 7 days") if req.training.method != "pretrain" else \
         _("a pretraining run should finish before the next one starts")
     return _("no deadline given: assumed {days:,.0f} days per run ({what}); set schedule.deadline_days to change "
@@ -612,7 +608,7 @@ class _Recommender:
     def __init__(self, req: Requirements, cat: Catalog, objective: str) -> None:
         self.req, self.cat, self.obj = req, cat, objective
         self.d = req.deployment
-        self.deadline_h = _deadline_hours(req)
+        self.deadline_h = deadline_hours(req)
         self.slack_h = SLACK_FRAC * self.deadline_h  # a run that ends after it has no slack (``tight``)
         # Scale-out stops at this time per run: the deadline, or tighter when the build may be owned.
         self.stop_h = self.deadline_h
@@ -868,7 +864,7 @@ class _Recommender:
         slack_h = self.stop_h * SLACK_FRAC
 
         def meets(q: Quick) -> bool:
-            return not _late(q.wall_hours, q.wall_hours_p90, wait, slack_h, self.stop_h)
+            return not late(q.wall_hours, q.wall_hours_p90, wait, slack_h, self.stop_h)
 
         i = 0
         batch = scan.global_batch()
@@ -1328,7 +1324,7 @@ class _Recommender:
         provisioning and data staging (``rent_hours``) later: a 10.7 h run that first stages 20 TB for
         9.4 h does not make a 14.4 h deadline. ``owned``: ``c`` as the build to own (its data on its own disks),
         whatever its cheaper way."""
-        return _late(c.q.wall_hours, c.q.wall_hours_p90, 0.0 if owned else self.waits(c), self.slack_h,
+        return late(c.q.wall_hours, c.q.wall_hours_p90, 0.0 if owned else self.waits(c), self.slack_h,
                      self.deadline_h)
 
     @staticmethod
@@ -1380,8 +1376,7 @@ class _Recommender:
             q, b = c.q, c.build
             wall = q.wall_hours
             k: tuple[float, ...] = (
-                float(_late(wall, q.wall_hours_p90, self.waits(c), self.slack_h, self.deadline_h))
-                + (1.0 if q.mem_p90 is not None and q.mem_p90 > c.gpu.memory_gib else 0.0),  # (``oom_risk``)
+                float(late(wall, q.wall_hours_p90, self.waits(c), self.slack_h, self.deadline_h)) + self.oom_risk(c),
                 1.0 if c.mode == "buy" and b is not None and c.nodes == 1 and b.power_w > self.circuit_w else 0.0,
                 c.score * (1.0 if c.gpu.vendor == "nvidia" else _NON_CUDA_STACK), wall)
         elif self.obj == "fastest":
@@ -2401,9 +2396,10 @@ def _reserved_wins(o: Any) -> bool:
     return o.cost_per_run_reserved_usd is not None and o.cost_per_run_reserved_usd < o.cost_per_run_usd
 
 
-def _late(wall: float, hi: float | None, wait: float, slack_h: float, deadline_h: float) -> bool:
+def late(wall: float, hi: float | None, wait: float, slack_h: float, deadline_h: float) -> bool:
     """A run (``wall`` h, P90 end ``hi``) that starts ``wait`` h late ends after ``slack_h``, or its P90 end misses
-    ``deadline_h``: the rule ``tight``, the cheapest key and the node ladder share."""
+    ``deadline_h``: the rule ``tight``, the cheapest key, the node ladder and owned hardware (owned.fits_schedule)
+    share."""
     return wall + wait > slack_h or (hi is not None and hi + wait > deadline_h)
 
 

@@ -200,10 +200,10 @@ def lanes_per_gpu(gpu: GPU, gpus_per_node: int = 1) -> int:
     return 8 if gpu.segment == "consumer" and gpus_per_node <= 2 else 16
 
 
-def lanes_needed(gpu: GPU, gpus_per_node: int, nvme: int, nics: int, hgx: bool) -> int:
-    """CPU lanes the node needs; ``hgx``: its GPUs and NICs sit behind PCIe switches (an HGX baseboard, or a PCIe
-    server built with switches: Chassis.pcie_switches)."""
-    if hgx:
+def lanes_needed(gpu: GPU, gpus_per_node: int, nvme: int, nics: int, switched: bool) -> int:
+    """CPU lanes the node needs; ``switched``: its GPUs and NICs sit behind PCIe switches (an HGX baseboard, or a
+    PCIe server built with switches: Chassis.pcie_switches)."""
+    if switched:
         # GPUs and NICs sit behind PCIe switches on the baseboard, one x16 uplink per 2 GPUs.
         return 16 * math.ceil(gpus_per_node / 2) + 4 * nvme + 16
     # Single-node ingest NICs hang off the chipset; cluster NICs want their own x16.
@@ -289,6 +289,11 @@ def cpu_fits_chassis(cpu: CPU, chassis: Chassis | None) -> bool:
     return cpu.segment == chassis.cpu_segment and chassis.cpu_vendor in (None, cpu.vendor)
 
 
+def desktop_board(chassis: Chassis | None) -> bool:
+    """The chassis takes a desktop CPU, and so desktop memory (UDIMMs)."""
+    return bool(chassis and chassis.cpu_segment == "desktop")
+
+
 def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int,
              ram_gb: float | None = None) -> tuple[CPU | None, int]:
     """Cheapest CPU (x sockets) the chassis' board takes (cpu_fits_chassis) with enough cores and lanes; with
@@ -304,7 +309,7 @@ def pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int,
 def _pick_cpu(cat: Catalog, chassis: Chassis | None, cores: int, lanes: int,
               ram_gb: float | None) -> tuple[CPU | None, int]:
     sockets_max = chassis.sockets if chassis else 2
-    desktop = bool(chassis and chassis.cpu_segment == "desktop")  # (as _size_system's RAM)
+    desktop = desktop_board(chassis)
     best: tuple[float, CPU, int] | None = None
     for cpu in cat.platforms.cpus:
         if not cpu_fits_chassis(cpu, chassis):
@@ -740,7 +745,7 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         if c2 is not None and _cpu_ok(c2, s2, cores, alt_lanes):
             chassis, cpu, sockets, lanes = alt, c2, s2, alt_lanes
             break
-    desktop = bool(chassis and chassis.cpu_segment == "desktop")
+    desktop = desktop_board(chassis)
     if chassis is not first:  # the drive form follows the chassis
         nvme, n_nvme = pick_nvme(cat, chassis, fast_tb_target, read_need)
     fast_tb = n_nvme * (nvme.capacity_tb or 1.0) if nvme else fast_tb_target
