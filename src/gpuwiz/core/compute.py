@@ -321,9 +321,11 @@ def canonical_work(w: WorkShape) -> WorkShape:
 MEMO_MAX = 200_000  # operator-time memo entries kept per catalog (cleared when full)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RelSpeed:
-    """What the operator model needs to carry the reference time to this GPU, precision and stack."""
+    """What the operator model needs to carry the reference time to this GPU, precision and stack. Not changed
+    once made (not frozen: a frozen __init__ sets each of its 17 fields through ``object.__setattr__``, and a
+    context makes one per GPU, stack and layout it times)."""
 
     rates: GpuRates  # this GPU at the training precision, with this stack's attention kernel
     stack: StackEntry
@@ -338,6 +340,7 @@ class RelSpeed:
     # the stack alternatives and the next keystroke's estimate ask for the same ones)
     memo: dict[tuple[object, ...], float] = field(default_factory=dict)
     local: dict[tuple[int, int, int, str], float] = field(default_factory=dict)  # this RelSpeed's ratios
+    pairs: dict[tuple[int, int, int, str], tuple[float, float]] = field(default_factory=dict)  # ``factors``
     # overlap: (dp, tp) as differences to the reference stack's (the efficiency model's own overlap was fitted
     # on runs of that stack), (pp, cp, ep) as the stack's own shares
     ov: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
@@ -433,6 +436,16 @@ class RelSpeed:
             hit = self.memo[key] = CANONICAL_TOKENS * mf / (t * peak)
         return hit
 
+    def factors(self, w: WorkShape, units_mb: float, mflops_unit: float, mb: int, tp: int, pp: int,
+                ckpt: str) -> tuple[float, float]:
+        """(``ratio``, ``shape``) of one micro-batch, in one lookup (step_time applies both, in that order)."""
+        key = (mb, tp, pp, ckpt)
+        hit = self.pairs.get(key)
+        if hit is None:
+            hit = self.pairs[key] = (self.ratio(w, units_mb, mb, tp, pp, ckpt),
+                                     self.shape(w, units_mb, mflops_unit, mb, tp, pp))
+        return hit
+
     def ratio(self, w: WorkShape, units_mb: float, mb: int, tp: int, pp: int, ckpt: str) -> float:
         """t_op(this) / t_op(reference) × peak ratio for one micro-batch."""
         key = (mb, tp, pp, ckpt)
@@ -442,6 +455,12 @@ class RelSpeed:
             this = self._t(w, self.rates, self.stack, self.fp8, units_mb, mb, tp, pp, ckpt, self.rate_keys[0])
             hit = self.local[key] = this / ref * self.peak_ratio if ref > 0 else 1.0
         return hit
+
+
+def _unit(x: float) -> float:
+    """``min(1.0, max(0.0, x))``: an overlap share clipped to [0, 1]."""
+    x = x if x > 0.0 else 0.0
+    return x if x < 1.0 else 1.0
 
 
 @dataclass(slots=True)
@@ -471,17 +490,21 @@ def step_time(
     e = cc.e
     core = core_gpu * cc.static_factor
     if nodes > 1:
-        core *= max(0.5, 1.0 - e.per_node_doubling_loss * math.log2(nodes))
-    core = min(core, e.max_core)
+        scale = 1.0 - e.per_node_doubling_loss * math.log2(nodes)
+        core *= scale if scale > 0.5 else 0.5  # (max(0.5, scale): hot, and the builtin's call costs more than the test)
+    max_core = e.max_core
+    if max_core < core:
+        core = max_core
     peak = peak_tflops * 1e12
     mp = tp * pp
     cp = rel.cp if rel else 1
+    cpn = cp if cp > 1 else 1  # (max(1, cp))
     units_mb = mb * cc.units_per_sample
     rec_flops = cc.hw_flops_per_unit[ckpt] - cc.model_flops_per_unit
     if ckpt == "full" and rel is not None and cc.work is not None and rel.ref_stack.recompute_early_stop:
         rec_flops -= recompute_skip_flops_per_token(cc.work)
     flops = cc.model_flops_per_unit + e.recompute_time_factor * rec_flops
-    t_mb = units_mb * flops / mp / max(1, cp) / (peak * core)
+    t_mb = units_mb * flops / mp / cpn / (peak * core)
     if cc.mem_bytes_per_unit > 0 and gpu.memory_bandwidth_gbps > 0:
         # memory-bound layers between the convolutions: bytes over achieved HBM bandwidth
         t_mb += units_mb * cc.mem_bytes_per_unit / mp / (gpu.memory_bandwidth_gbps * 1e9 * e.hbm_eff)
@@ -489,19 +512,20 @@ def step_time(
     dp_ov, tp_ov, pp_ov, cp_ov, ep_ov = e.dp_overlap, e.tp_overlap, 0.0, 0.0, 0.0
     vp = 1
     if rel is not None and cc.work is not None:
-        t_mb *= rel.ratio(cc.work, units_mb, mb, tp, pp, ckpt)  # the peak ratio is already in t_mb
-        t_mb *= rel.shape(cc.work, units_mb, cc.model_flops_per_unit, mb, tp, pp)
+        ratio, shape = rel.factors(cc.work, units_mb, cc.model_flops_per_unit, mb, tp, pp, ckpt)
+        t_mb *= ratio  # the peak ratio is already in t_mb
+        t_mb *= shape
         d_dp, d_tp, pp_ov, cp_ov, ep_ov = rel.ov
         if d_dp:
-            dp_ov = min(1.0, max(0.0, dp_ov + d_dp))
+            dp_ov = _unit(dp_ov + d_dp)
         if d_tp:
-            tp_ov = min(1.0, max(0.0, tp_ov + d_tp))
+            tp_ov = _unit(tp_ov + d_tp)
         vp = rel.vp
-        core = units_mb * flops / mp / max(1, cp) / (t_mb * peak) if t_mb > 0 else core
+        core = units_mb * flops / mp / cpn / (t_mb * peak) if t_mb > 0 else core
     compute = t_mb * ga
     # 1F1B: (p - 1) micro-batch slots idle per step (Narayanan 2021 §2.2); interleaved with v virtual
     # stages per rank: (p - 1)/v (Narayanan 2021 §2.2.2)
-    bubble = t_mb * (pp - 1) / max(1, vp) if pp > 1 else 0.0
+    bubble = t_mb * (pp - 1) / (vp if vp > 1 else 1) if pp > 1 else 0.0
 
     if intra is None:
         intra = intra_node_bw(gpu, gpn, e)[0]
@@ -516,12 +540,14 @@ def step_time(
             # per micro-batch: all-gather params (fwd + bwd) + reduce-scatter grads = 1.5x DDP volume (ZeRO §7)
             t = (2 * allgather_time(cc.w_comm_bytes * p_mp, dp, dp_bw)
                  + allgather_time(cc.g_comm_bytes * tr_mp, dp, dp_bw))
-            dp_comm = ga * max(0.0, t - dp_ov * t_mb)
+            exposed = t - dp_ov * t_mb
+            dp_comm = ga * (exposed if exposed > 0.0 else 0.0)
         else:
             # once per step: gradient all-reduce (ZeRO-1/2: reduce-scatter + all-gather, same volume),
             # overlapped with the backward pass (2/3 of the last micro-batch)
             t = allreduce_time(cc.g_comm_bytes * tr_mp, dp, dp_bw)
-            dp_comm = max(0.0, t - dp_ov * (2.0 / 3.0) * t_mb)
+            exposed = t - dp_ov * (2.0 / 3.0) * t_mb
+            dp_comm = exposed if exposed > 0.0 else 0.0
     tp_comm = 0.0
     if tp > 1 and cc.is_token:
         # Megatron: 2 all-reduces forward + 2 backward per layer of s·b·h 16-bit activations (§3 of
@@ -533,7 +559,7 @@ def step_time(
     if rel is not None and cc.work is not None:
         w = cc.work
         assert w is not None
-        tok = units_mb / max(1, cp)
+        tok = units_mb / cpn
         if pp > 1:  # p2p: activations forward, their gradients backward, per micro-batch and stage boundary
             bw = intra if gpn >= tp * pp else inter
             tp_comm += ga * 2 * (2.0 * tok * cc.hidden / tp) / bw * (1.0 - pp_ov)

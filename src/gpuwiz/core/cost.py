@@ -240,17 +240,24 @@ def cheapest_of(offers: tuple[tuple[CloudInstance, float], ...], gpus_total: int
     """``cheapest_rate`` over ``offers`` (``allowed_offers``), unmemoised: for a caller that keeps the
     answers on a key of its own (the recommender's per-shape price facts)."""
     best: tuple[float, CloudInstance, int] | None = None
+    least = math.inf
     for inst, usd_h in offers:
-        if countries is not None and inst.country.upper() not in countries:
-            continue
-        if not instance_ram_ok(inst, host_ram_gib):
-            continue
-        n = instance_count(inst, gpus_total, gpus_per_node)
-        if n is None:
+        # (``instance_count`` inline: the ranking prices every shape against every offer of its GPU)
+        k = inst.gpu_count
+        if k >= gpus_total:
+            n = 1
+        elif k >= gpus_per_node and inst.rdma:
+            n = -(-gpus_total // k)
+        else:
             continue
         rate = usd_h * n
-        if best is None or rate < best[0]:
-            best = (rate, inst, n)
+        if not rate < least and best is not None:
+            continue  # (the first of equal rates stays; the filters below only matter to a cheaper one)
+        if countries is not None and inst.country.upper() not in countries:
+            continue
+        if host_ram_gib > 0 and not instance_ram_ok(inst, host_ram_gib):
+            continue
+        best, least = (rate, inst, n), rate
     return best
 
 
@@ -391,7 +398,10 @@ class OwnRates:
         sustained_kw = fp.power_w / 1000.0
         idle_kw = IDLE_FRAC * max_kw
         power_idle = fp.nodes * idle_kw * pue * HOURS_PER_YEAR  # x $/kWh (PartsStem.at)
-        power_per_gpu_hour = max(sustained_kw - idle_kw, 0.0) / max(fp.gpus_per_node, 1) * pue  # x $/kWh
+        above_idle = sustained_kw - idle_kw
+        gpn = fp.gpus_per_node
+        # (max(above_idle, 0.0) / max(gpn, 1), without the builtins' calls: a rough price makes one per shape)
+        power_per_gpu_hour = (0.0 if above_idle < 0.0 else above_idle) / (1 if gpn < 1 else gpn) * pue  # x $/kWh
         space = fp.nodes * max_kw * self.colo_rate * 12 if colo else gpus * self.office_space
         maint = self.maint_frac * capex
         # Minimum share of an engineer: a desk-side workstation needs little; a rack server or a
@@ -405,7 +415,8 @@ class OwnRates:
             min_fte = 0.1
         else:
             min_fte = 0.05
-        fte = max(min_fte, fp.nodes / self.nodes_per_fte)
+        per_nodes = fp.nodes / self.nodes_per_fte
+        fte = per_nodes if per_nodes > min_fte else min_fte  # (max(min_fte, per_nodes))
         staff = fte * self.salary
         # PartsStem(...) without the frozen __init__ (one setattr call per field): the rough ranking makes
         # one per shape it prices
@@ -508,7 +519,8 @@ def busy_hours(req: Requirements, gpu_hours_per_run: float, gpus: int) -> float:
     work = gpu_hours_per_run * runs_per_year(req)
     if req.deployment.utilization is not None:
         return max(work, req.deployment.utilization * gpus * HOURS_PER_YEAR)
-    return min(work, gpus * HOURS_PER_YEAR)
+    most = gpus * HOURS_PER_YEAR
+    return most if most < work else work  # (min(work, most): the ranking asks once per candidate)
 
 
 def rent_per_year(req: Requirements, rent: RentRef, gpu_hours_per_run: float, busy: float) -> float:

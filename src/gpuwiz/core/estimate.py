@@ -1078,7 +1078,7 @@ def _stage(ctx: Context, g: GPU, count: int, gpn: int, nodes: int, nvlink_tp: in
             fast_budget = (budget if usable < capacity * (1.0 - TIGHT_HEADROOM) + 1e-9
                            else usable * GIB / ctx.mem_scale)
     pre = tuple(problems)
-    named = any(_GPU_NAME in m.params for m in pre)
+    named = bool(pre) and any(_GPU_NAME in m.params for m in pre)
     st = _Stage(shapes, table, pre, tuple(notes), ch, usable, fastest, fast_budget, large, moe_ep, named, None)
     if not fastest and not _interleaves(ctx, ch):
         st.fit = _fit(ctx, st, ch, count, gpn, capacity, host_gib)
@@ -1122,8 +1122,12 @@ def _fit_new(ctx: Context, stage: _Stage, ch: Choice, count: int, gpn: int, capa
             ch = dc_replace(ch, mb=ch.mb // 2)
     if s.cp > 1 or s.ep > 1 or s.vp > 1:  # (none otherwise)
         problems += _extra_dim_problems(ctx, s, count)
-    dpd = max(1, ch.dp // s.cp)  # data-parallel replicas: a CP group shares each micro-batch's sequences
-    ga = max(1, -(-ctx.global_batch // (ch.mb * dpd)))
+    dpd = ch.dp // s.cp  # data-parallel replicas: a CP group shares each micro-batch's sequences
+    if dpd < 1:
+        dpd = 1
+    ga = -(-ctx.global_batch // (ch.mb * dpd))
+    if ga < 1:
+        ga = 1
     if s.pp > 1 and ga < s.pp:
         notes.append(Msg(N_("pipeline: {ga} micro-batch(es) per step for {pp} stages -- most of the pipeline "
                             "idles; raise training.global_batch or lower the micro-batch"), ga=ga, pp=s.pp))
@@ -1166,7 +1170,7 @@ def _fit_new(ctx: Context, stage: _Stage, ch: Choice, count: int, gpn: int, capa
                                     gpu="", host=host_gib))
     pr = tuple(problems)
     return _Fit(ch, ga, dpd, mem, plan_s, per_gpu, fits, pr, tuple(notes),
-                any(_GPU_NAME in m.params for m in pr))
+                bool(pr) and any(_GPU_NAME in m.params for m in pr))
 
 
 def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = None, *,
@@ -1182,8 +1186,15 @@ def quick(ctx: Context, gpu: str | GPU, count: int, gpus_per_node: int | None = 
     g = gpu if isinstance(gpu, GPU) else ctx.gpus.get(gpu)
     if g is None:
         raise GpuwizError(f"hardware.gpu: unknown GPU id {gpu!r}{did_you_mean(str(gpu), list(ctx.gpus))}")
-    count = max(1, int(count))
-    gpn = max(1, min(count, int(gpus_per_node or g.max_per_node)))
+    # (max(1, count) and max(1, min(count, gpn)) as tests: the builtins' calls cost more, once per candidate)
+    count = int(count)
+    if count < 1:
+        count = 1
+    gpn = int(gpus_per_node or g.max_per_node)
+    if count < gpn:
+        gpn = count
+    if gpn < 1:
+        gpn = 1
     nodes = -(-count // gpn)
     nvlink_tp = gpn if (g.nvlink_gbps > 0 and g.nvlink_multi_gpu) else (2 if g.nvlink_gbps > 0 else 1)
     key = (count, gpn, nodes, nvlink_tp)

@@ -513,7 +513,7 @@ def _shard_params(mc: MemoryConsts, tp: int, pp: int, ep: int = 1) -> tuple[floa
     blocks = mc.p_total - mc.p_embedding - mc.p_expert
     emb = mc.p_embedding if pp == 1 else mc.p_embedding_one
     dense = (blocks / pp + emb) / tp
-    experts = mc.p_expert / (pp * tp * max(1, ep))
+    experts = mc.p_expert / (pp * tp * (ep if ep > 1 else 1))
     tr = mc.p_adapter / (tp * pp) if mc.lora else dense + experts
     return dense, experts, tr
 
@@ -529,7 +529,9 @@ def states(
     FP8 recipes add their weight copies (``fp8_weight_bytes`` per local weight, of the gathered layer
     under ZeRO-3) and the scaling history to the weights."""
     dense, experts, tr = _shard_params(mc, tp, pp, ep)
-    edp = max(1, dp // max(1, ep))
+    edp = dp // ep if ep > 1 else dp
+    if edp < 1:
+        edp = 1  # (max(1, dp // max(1, ep)), without the builtins: every plan's memory asks)
     # the divisor of each state under ZeRO: the ranks (dp, or the expert ranks edp) from the stage that shards it
     fdp, fedp = float(dp), float(edp)
     d1, e1 = (fdp, fedp) if zero >= 1 else (1.0, 1.0)  # optimizer states
@@ -591,7 +593,7 @@ def activation_per_sample(
     per_layer = mc.act_layer[ckpt] / tp + (mc.act_lora_layer / tp if ckpt != "full" else 0.0)
     work = mc.act_work_full / tp if ckpt == "full" else 0.0
     head = mc.act_head / tp
-    c = float(max(1, cp))
+    c = float(cp if cp > 1 else 1)
     if mc.act_offload and ckpt == "full":
         # checkpointed inputs stream to host; the current and the prefetched layer's stay on the GPU
         return (min(mc.layers, mc.params.act_offload_layers_on_gpu) * per_layer + work + head) / c
@@ -599,7 +601,7 @@ def activation_per_sample(
         return (mc.layers * per_layer + work + head) / c
     first = in_flight_layers(mc.layers, pp, vp, ga) * per_layer + work
     last = mc.layers / pp * per_layer + work + head
-    return max(first, last) / c
+    return (last if last > first else first) / c  # (max(first, last))
 
 
 def fixed_overhead(

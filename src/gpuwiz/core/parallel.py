@@ -277,7 +277,9 @@ def memory_table(
             if hit is not None:
                 rows.append(hit)
                 continue
-        dp = max(1, count // (s.tp * s.pp))
+        dp = count // (s.tp * s.pp)
+        if dp < 1:
+            dp = 1
         host, per_ck = micro_batch_terms(mc, count, dp, s.tp, s.pp, s.zero, s.offload, ckpts, cp=s.cp, ep=s.ep, vp=s.vp,
                                          act_cache=act_cache)
         row = (s, dp, host, per_ck)
@@ -398,7 +400,7 @@ def choose_indexed(ix: ChoiceIndex, budget_bytes: float, mb_cap_fn: Callable[[in
                         got = ix.capped[(j, cap)] = Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
                     return got
                 if room >= 1:
-                    mb = pow2_at_most(min(room, cap_raw))
+                    mb = pow2_at_most(cap_raw if cap_raw < room else room)  # (min(room, cap_raw))
                     return Choice(s, dp, mb, ck, True, fixed + per * mb, i + 1)
     if k > 1:  # the first one did not answer: the others in table order
         w = want or 1

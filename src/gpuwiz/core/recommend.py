@@ -205,6 +205,7 @@ class _Scanner:
         if self.quotes is not None and len(self.quotes) > QUOTES_MAX:
             self.quotes.clear()
         self._spread = getattr(est_mod, "_speed_spread", None)
+        self._high = getattr(est_mod, "lightest_memory_high", None)  # (``_stem``)
         self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
         # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
         # the plan key leaves out), and per shape the last one made (``plan_facts``)
@@ -283,14 +284,17 @@ class _Scanner:
         detail = r.detail
         if detail is None:
             blocked, dp, plan_fits, batch = False, 1, True, 0
-        else:  # (estimate._Detail)
+        else:  # (estimate._Detail; ints and bools as the estimator makes them)
             choice = detail.choice
-            blocked, plan_fits = bool(detail.problems), bool(choice.fits)
-            dp = int(choice.dp or 1) // max(1, int(self.ctx.cp or 1))
-            batch = int(choice.mb) * int(detail.ga) * max(1, int(choice.dp) // max(1, int(choice.shape.cp)))
-        high = getattr(self.mod, "lightest_memory_high", None)
-        mem_p90 = high(self.ctx, r) if high is not None and r.fits else None
-        return (bool(r.fits) and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0), max(1, dp),
+            blocked, plan_fits = bool(detail.problems), choice.fits
+            cp = self.ctx.cp
+            dp = (choice.dp or 1) // (cp if cp and cp > 1 else 1)
+            rep = choice.dp // choice.shape.cp if choice.shape.cp > 1 else choice.dp
+            batch = choice.mb * detail.ga * (rep if rep > 1 else 1)
+        high = self._high
+        fits = r.fits
+        mem_p90 = high(self.ctx, r) if high is not None and fits else None
+        return (fits and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0), dp if dp > 1 else 1,
                 plan_fits, batch, mem_p90)
 
     def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
@@ -1065,14 +1069,18 @@ class _Recommender:
         if offer is not None:
             st_h = shapes.st_h
             rate, inst, n, over_h, egress, res_rate, spot_h, gpu_hour = offer
+            # (max / min written as tests below: the builtins' calls cost more, and every candidate is priced)
+            stored_h = wall if wall > 1.0 else 1.0  # max(wall, 1.0)
             # The cloud volume is paid while the run lasts, as in cost.cloud_options.
-            rent_run = rate * (wall + over_h) + egress + st_h * max(wall, 1.0)
+            rent_run = rate * (wall + over_h) + egress + st_h * stored_h
             # One reservation holds 8,760 h a year; the year's runs may need several.
             # ... plus what every run pays besides the instance: egress and the dataset's standing storage
             # (a reserved instance runs the setup and staging hours within its year).
-            reserved_year = (res_rate * HOURS_PER_YEAR * max(1, math.ceil(wall * self.rpy / HOURS_PER_YEAR))
-                             + (st_h * max(wall, 1.0) + egress) * self.rpy)
-            rent_year = min(rent_run * self.rpy, reserved_year)
+            reservations = math.ceil(wall * self.rpy / HOURS_PER_YEAR)
+            reserved_year = (res_rate * HOURS_PER_YEAR * (reservations if reservations > 1 else 1)
+                             + (st_h * stored_h + egress) * self.rpy)
+            on_demand_year = rent_run * self.rpy
+            rent_year = reserved_year if reserved_year < on_demand_year else on_demand_year
             new = dict(
                 rent_run=rent_run, overhead=rate * over_h + egress, rent_hours=over_h, rent_inst=inst, rent_n=n,
                 rent_gpu_hour=gpu_hour,
