@@ -11,8 +11,9 @@ out into a temporary worktree and, for every example config the two trees share,
   round), printed with the lowest and highest round, so a minute of a slower machine moves one
   round, not the figure;
 - the same, interleaved (``--pairs``): one interpreter per tree, kept running, the two answering one cold
-  ``recommend()`` each in turn; the ratio of each pair, median and quartiles. A pair is taken within
-  milliseconds, where a round of whole processes spans seconds of a machine whose speed moves;
+  ``recommend()`` each in turn; the ratio of each pair, median and quartiles, and the ratio of the two
+  trees' total CPU over all pairs and of their P10s. A pair is taken within milliseconds, where a round of
+  whole processes spans seconds of a machine whose speed moves;
 - in-process ``recommend()`` again, as instructions counted by valgrind (callgrind; deterministic,
   so load-independent): (a run of N cold answers - a run of none) / N, both after the same warm-up;
 - ``gpuwiz recommend CONFIG --format json`` as a process: instructions counted by valgrind
@@ -79,16 +80,18 @@ for _line in sys.stdin:
 """
 
 
-def _interleaved(trees: tuple[Path, Path], caches: tuple[str, str], name: str, pairs: int) -> list[float]:
-    """Per pair, this tree's CPU ms over the earlier one's: one interpreter per tree, kept running, each
-    answering one cold ``recommend()`` in turn (which goes first alternates), so the two answers of a pair
-    are taken within milliseconds of each other. This machine runs whole seconds at a time ~1.6x slower
-    (2026-12-07: one process's answers moved between 9 and 15 ms with nothing else running), which moves
-    a round of whole processes, not a pair."""
+def _interleaved(trees: tuple[Path, Path], caches: tuple[str, str], name: str,
+                 pairs: int) -> tuple[list[float], list[float], list[float]]:
+    """Per pair, this tree's CPU ms over the earlier one's (and each tree's CPU ms): one interpreter per tree,
+    kept running, each answering one cold ``recommend()`` in turn (which goes first alternates), so the two
+    answers of a pair are taken within milliseconds of each other. This machine runs whole seconds at a time
+    ~1.6x slower (2026-12-07: one process's answers moved between 9 and 15 ms with nothing else running),
+    which moves a round of whole processes, not a pair."""
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(tree / "examples" / name)], cwd=tree,
                               env=_env(tree, cache), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
              for tree, cache in zip(trees, caches, strict=True)]
     ratios: list[float] = []
+    each: tuple[list[float], list[float]] = ([], [])
     try:
         for i in range(pairs):
             ms = [0.0, 0.0]
@@ -99,12 +102,14 @@ def _interleaved(trees: tuple[Path, Path], caches: tuple[str, str], name: str, p
                 p.stdin.flush()
                 ms[which] = float(p.stdout.readline())
             ratios.append(ms[1] / ms[0])
+            each[0].append(ms[0])
+            each[1].append(ms[1])
     finally:
         for p in procs:
             if p.stdin is not None:
                 p.stdin.close()
             p.wait()
-    return ratios
+    return ratios, each[0], each[1]
 
 
 def _env(tree: Path, cache: str) -> dict[str, str]:
@@ -158,7 +163,7 @@ def main() -> None:
             print(f"this tree vs {args.ref}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs, "
                   f"load average {os.getloadavg()[0]:.1f}")
             print(f"{'example':32s} {'recommend() CPU ms, median':>28s} {'ratio (rounds)':>18s}"
-                  + (f" {'interleaved ratio (IQR)':>24s}" if args.pairs > 0 else "")
+                  + (f" {'interleaved ratio (IQR)':>24s} {'of sums':>8s} {'of p10s':>8s}" if args.pairs > 0 else "")
                   + (f" {'recommend() instructions (M)':>30s} {'ratio':>6s}"
                      f" {'process instructions (M)':>26s} {'ratio':>6s}" if count else ""))
             for name in names:
@@ -178,9 +183,14 @@ def main() -> None:
                     line = (f"{name:32s} {mo:12.1f} -> {mn:8.1f} ms {statistics.median(ratios):6.2f} "
                             f"({min(ratios):.2f}-{max(ratios):.2f})")
                     if args.pairs > 0:
-                        inter = _interleaved((ref, HERE), (c_old, c_new), name, args.pairs)
+                        inter, i_old, i_new = _interleaved((ref, HERE), (c_old, c_new), name, args.pairs)
                         q = statistics.quantiles(inter, n=4)
-                        line += f" {statistics.median(inter):11.2f} ({q[0]:.2f}-{q[2]:.2f})"
+                        # the median pair hides what the earlier tree pays on a few answers only (round 1's
+                        # engine ran the cyclic collector inside some answers): the ratio of the two trees'
+                        # total CPU counts it; the ratio of their P10s compares answers with no such pause
+                        p10 = statistics.quantiles(i_new, n=10)[0] / statistics.quantiles(i_old, n=10)[0]
+                        line += (f" {statistics.median(inter):11.2f} ({q[0]:.2f}-{q[2]:.2f})"
+                                 f" {sum(i_new) / sum(i_old):8.2f} {p10:8.2f}")
                     if count:
                         po = _in_process_instructions(ref, ref / "examples" / name, c_old)
                         pn = _in_process_instructions(HERE, HERE / "examples" / name, c_new)
