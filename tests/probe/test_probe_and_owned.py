@@ -184,3 +184,35 @@ def test_owned_hardware_that_does_the_job_leads_the_verdict(catalog):
     assert slow.cost is not None and "you own" not in slow.cost.verdict_reason
     assert any("owned" in a.reason or "已拥有" in a.reason for a in slow.alternatives if a.gpu == "t4") or any(
         p.id.startswith("owned-") for p in slow.pitfalls)
+
+
+def test_a_big_owned_fleet_is_costed_for_the_part_the_run_takes(catalog):
+    """A fleet of 100,000 H100 was costed whole for a 7B LoRA: '<1 min for $2.81 of energy (95550.0 kW x 0.0 h)',
+    a plan with 12,500x the replicas its batch of 64 has samples. The run takes one node of it (it fits a node and
+    ends there with slack); the alternative, the energy and the verdict are for that node."""
+    rec = recommend(loads_config(HAVE + "have:\n  - {gpu: h100-sxm, count: 100000}\n", catalog=catalog), catalog)
+    owned = rec.alternatives[0]
+    assert (owned.gpu, owned.count, owned.nodes) == ("h100-sxm", 8, 1)
+    assert "8 of the 100000 you own" in owned.reason and "kW for " in owned.reason
+    est = estimate(loads_config(HAVE, catalog=catalog), catalog, gpu="h100-sxm", count=8)
+    assert owned.wall_hours == pytest.approx(est.time.wall_hours, rel=1e-3)
+    assert est.plan.global_batch <= est.plan.batch_limit
+    assert rec.cost is not None
+    assert rec.cost.verdict_reason.startswith("8 of the 100000x NVIDIA H100 SXM5 80GB you own do this run in ")
+
+
+def test_an_owned_fleet_takes_more_nodes_where_one_does_not_do_the_run(catalog):
+    """70B full fine-tune on an owned 256x H100: cheapest takes the fewest whole nodes that fit it and end with slack
+    before the deadline; fastest takes nodes while they still help, never a plan with a bigger batch than the run's."""
+    base = ("version: 1\nmodel: {preset: llama-3-70b}\ntraining: {method: full}\ndata: {tokens: 2B}\n"
+            "schedule: {runs_per_month: 1, deadline_days: 7}\nhave:\n  - {gpu: h100-sxm, count: 256}\n")
+    cheap = recommend(loads_config(base, catalog=catalog), catalog).alternatives[0]
+    fast_req = loads_config(base + "deployment: {objective: fastest}\n", catalog=catalog)
+    fast = recommend(fast_req, catalog).alternatives[0]
+    assert cheap.gpu == fast.gpu == "h100-sxm"
+    one_node = estimate(loads_config(base, catalog=catalog), catalog, gpu="h100-sxm", count=8)
+    assert cheap.count > 8 and cheap.count % 8 == 0  # one node does not do it (memory or slack): whole nodes
+    assert not (one_node.feasible and one_node.time.wall_hours <= cheap.wall_hours)
+    assert fast.count > cheap.count and fast.wall_hours < cheap.wall_hours
+    plan = estimate(fast_req, catalog, gpu="h100-sxm", count=fast.count, gpus_per_node=8).plan
+    assert plan.global_batch <= plan.batch_limit

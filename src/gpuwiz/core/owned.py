@@ -28,38 +28,95 @@ def run_energy_usd(req: Requirements, cat: Catalog, sustained_w_per_node: int, n
     return sustained_w_per_node / 1000.0 * nodes * hours * pue * kwh
 
 
+def _slices(count: int, gpn: int) -> list[int]:
+    """The GPU counts of an owned fleet a run may take, smallest first: one node (or the whole fleet when it is
+    smaller), then whole nodes doubling, then the whole fleet."""
+    node = min(gpn, count)
+    out = [node]
+    k = 2
+    while k * node < count:
+        out.append(k * node)
+        k *= 2
+    if count > node:
+        out.append(count)
+    return out
+
+
+def _over_batch(est: Estimate) -> bool:
+    """The plan trains more samples a step than the run may (a stated batch its replicas cannot split, or a default
+    grown past what such a run uses: estimate.batch_most): more GPUs would make it another run."""
+    p = est.plan
+    return bool(p.batch_limit) and p.global_batch > p.batch_limit
+
+
+def _sized(req: Requirements, cat: Catalog, have: HaveSpec, gpn: int) -> Estimate | str:
+    """The estimate of the part of the owned fleet this run takes, or why none can run it.
+
+    A job runs on a whole node of the fleet (the norm for a training job: DDP or FSDP inside the node), on more
+    whole nodes where one does not fit it or, under the cheapest or perf-per-watt objective, does not end with
+    slack before the deadline (``fits_schedule``), and on no more than help: the scan stops where more nodes gain
+    under 3 % or would train a bigger batch than the run's. Under the fastest objective it takes as many as help.
+    A fleet of 100,000 H100 was costed whole for a 7B LoRA ("<1 min for $2.81 of energy", 95,550 kW) -- a plan
+    with 12,500x the replicas its batch of 64 has samples."""
+    objective = req.deployment.objective
+    best: Estimate | None = None
+    why = ""
+    for n in _slices(have.count, gpn):
+        est = estimate(req, cat, gpu=have.gpu, count=n, gpus_per_node=min(gpn, n))
+        if not est.feasible:
+            why = est.problems[0] if est.problems else _("the model does not fit")
+            continue
+        if _over_batch(est) or (best is not None and est.time.wall_hours > 0.97 * best.time.wall_hours):
+            break
+        best = est
+        if objective != "fastest" and fits_schedule(req, est):
+            break
+    if best is None and not why:  # the first node's plan already outgrows the batch: fewer of its GPUs
+        n = min(gpn, have.count) // 2
+        while n >= 1 and best is None:
+            est = estimate(req, cat, gpu=have.gpu, count=n, gpus_per_node=n)
+            if est.feasible and not _over_batch(est):
+                best = est
+            n //= 2
+        why = why or _("no part of it trains the run's batch")
+    return best if best is not None else why
+
+
 def _option(req: Requirements, cat: Catalog, have: HaveSpec, rec: Recommendation) -> tuple[Alternative, bool] | Pitfall:
-    """The owned hardware as an alternative, and whether it does the job -- ends with slack before the deadline and
-    keeps up with the month's runs (``fits_schedule``) -- or a pitfall when it cannot run."""
+    """The owned hardware (the part of it the run takes: ``_sized``) as an alternative, and whether it does the job --
+    ends with slack before the deadline and keeps up with the month's runs (``fits_schedule``) -- or a pitfall when
+    it cannot run."""
     g = cat.gpu(have.gpu)
     gpn = max(1, min(have.gpus_per_node or min(have.count, g.max_per_node), have.count))
     owned = _("{n}x {gpu} (owned)").format(n=have.count, gpu=g.name)
     try:
-        est = estimate(req, cat, gpu=g.id, count=have.count, gpus_per_node=gpn)
+        got = _sized(req, cat, have, gpn)
     except GpuwizError as exc:
         return Pitfall(id="owned-no-estimate", severity="info", message=f"{owned}: {exc.problems[0]}", source=SOURCE)
-    if not est.feasible:
-        why = est.problems[0] if est.problems else _("the model does not fit")
-        return Pitfall(id="owned-does-not-fit", severity="info", message=f"{owned}: {why}", source=SOURCE)
+    if isinstance(got, str):
+        return Pitfall(id="owned-does-not-fit", severity="info", message=f"{owned}: {got}", source=SOURCE)
+    est = got
     build = sysmod.size_system(req, cat, g, est.plan.gpus_per_node, est.plan.nodes,
                                sysmod.workload_from(req, cat, est))
     hours = est.time.wall_hours
     usd = run_energy_usd(req, cat, build.power_w, est.plan.nodes, hours)
-    parts = [_("already owned: energy only ({kw:.1f} kW x {h:,.1f} h), no purchase").format(
-        kw=build.power_w * est.plan.nodes / 1000, h=hours)]
+    parts = [_("already owned: energy only ({kw:,.1f} kW for {h}), no purchase").format(
+        kw=build.power_w * est.plan.nodes / 1000, h=fmt_hours(hours))]
+    if est.plan.gpus < have.count:
+        parts.append(_("{n} of the {total} you own").format(n=est.plan.gpus, total=have.count))
     deadline_h = req.schedule.deadline_days * 24.0 if req.schedule.deadline_days else None
     if deadline_h is not None and hours > deadline_h:
         parts.append(_("misses the {days:g}-day deadline").format(days=req.schedule.deadline_days))
     if rec.cost_per_run_usd:
         ratio = usd / rec.cost_per_run_usd
         parts.append(_("{pct:.0%} cheaper per run than the pick").format(pct=1 - ratio) if ratio < 1 else
-                     _("{x:.1f}x the pick's cost per run").format(x=ratio))
+                     _("{x:,.1f}x the pick's cost per run").format(x=ratio))
     if rec.estimate is not None and rec.estimate.time.wall_hours > 0:
         t = hours / rec.estimate.time.wall_hours
-        parts.append(_("{x:.1f}x the pick's time").format(x=t) if t >= 1.05 else
-                     _("{x:.1f}x faster than the pick").format(x=1 / t) if t <= 0.95 else
+        parts.append(_("{x:,.1f}x the pick's time").format(x=t) if t >= 1.05 else
+                     _("{x:,.1f}x faster than the pick").format(x=1 / t) if t <= 0.95 else
                      _("about as fast as the pick"))
-    alt = Alternative(gpu=g.id, gpu_name=g.name, count=have.count, nodes=est.plan.nodes,
+    alt = Alternative(gpu=g.id, gpu_name=g.name, count=est.plan.gpus, nodes=est.plan.nodes,
                       wall_hours=round(hours, 3), cost_per_run_usd=round(usd, 2), reason="; ".join(parts))
     return alt, fits_schedule(req, est)
 
@@ -85,7 +142,7 @@ def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommen
         return rec
     alts: list[Alternative] = []
     pits: list[Pitfall] = []
-    doing: Alternative | None = None
+    doing: tuple[Alternative, HaveSpec] | None = None
     for have in req.have:
         opt = _option(req, cat, have, rec)
         if isinstance(opt, Pitfall):
@@ -93,12 +150,16 @@ def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommen
             continue
         alt, does = opt
         alts.append(alt)
-        if does and (doing is None or alt.cost_per_run_usd < doing.cost_per_run_usd):
-            doing = alt
+        if does and (doing is None or alt.cost_per_run_usd < doing[0].cost_per_run_usd):
+            doing = (alt, have)
     update: dict[str, object] = {"alternatives": alts + list(rec.alternatives), "pitfalls": list(rec.pitfalls) + pits}
     if doing is not None and rec.cost is not None:
-        lead = _("the {n}x {gpu} you own does this run in {h} for {usd} of energy: use it; to add capacity, ").format(
-            n=doing.count, gpu=doing.gpu_name, h=fmt_hours(doing.wall_hours),
-            usd=fmt_money(doing.cost_per_run_usd, rec.currency))
+        alt, have = doing
+        what = dict(n=alt.count, total=have.count, gpu=alt.gpu_name, h=fmt_hours(alt.wall_hours),
+                    usd=fmt_money(alt.cost_per_run_usd, rec.currency))
+        lead = (_("the {n}x {gpu} you own does this run in {h} for {usd} of energy: use it; to add capacity, ")
+                if alt.count >= have.count else
+                _("{n} of the {total}x {gpu} you own do this run in {h} for {usd} of energy: use them; to add "
+                  "capacity, ")).format(**what)
         update["cost"] = rec.cost.model_copy(update={"verdict_reason": lead + rec.cost.verdict_reason})
     return rec.model_copy(update=update)
