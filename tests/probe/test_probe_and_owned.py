@@ -14,6 +14,7 @@ from gpuwiz.core.config_io import load_config, loads_config
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.estimate import estimate
 from gpuwiz.core.recommend import recommend
+from gpuwiz.core.report import render_recommendation
 from gpuwiz.probe.inventory import Inventory, LocalGpu
 
 try:
@@ -170,18 +171,25 @@ def test_have_local_adds_the_detected_gpus(monkeypatch, catalog, capsys):
 def test_owned_hardware_that_does_the_job_leads_the_verdict(catalog):
     """A team that owns 8x A100 80GB was told to rent 8x A100 40GB at $259 a run, its own cards taking as long for
     $43 of energy (listed only as the first alternative). When an owned build ends with slack and keeps up with the
-    month's runs, the verdict says so first; the rest of the answer is for adding capacity. One that misses the
-    deadline does not lead."""
+    month's runs, the answer says so as a typed fact (``owned_pick``) and the verdict is to use it; the rent-vs-buy
+    verdict is for adding capacity. One that misses the deadline does not lead."""
     base = HAVE.replace("deadline_days: 3", "deadline_days: 4")
-    rec = recommend(loads_config(base + "have:\n  - {gpu: a100-80gb-sxm, count: 8}\n", catalog=catalog), catalog)
+    req = loads_config(base + "have:\n  - {gpu: a100-80gb-sxm, count: 8}\n", catalog=catalog)
+    rec = recommend(req, catalog)
     assert rec.cost is not None and rec.alternatives[0].gpu == "a100-80gb-sxm"
-    assert rec.cost.verdict_reason.startswith("the 8x NVIDIA A100 80GB SXM4 you own does this run in ")
-    assert "use it; to add capacity, " in rec.cost.verdict_reason
+    pick = rec.owned_pick
+    assert pick is not None and (pick.gpu, pick.count, pick.owned) == ("a100-80gb-sxm", 8, 8)
+    assert (pick.wall_hours, pick.energy_usd) == (rec.alternatives[0].wall_hours, rec.alternatives[0].cost_per_run_usd)
     plain = recommend(loads_config(base, catalog=catalog), catalog)
-    assert plain.cost is not None and rec.cost.verdict_reason.endswith(plain.cost.verdict_reason)
+    assert plain.cost is not None and plain.owned_pick is None
+    assert rec.cost.verdict_reason == plain.cost.verdict_reason  # the rent-vs-buy verdict: for adding capacity
+    said = render_recommendation(rec, req, "text").splitlines()[2]
+    assert said.startswith("Verdict: USE WHAT YOU OWN. The 8x NVIDIA A100 80GB SXM4 you own does this run in ")
+    assert f"To add capacity: {rec.cost.verdict.upper()}. " in said
+    assert '"owned_pick": {' in render_recommendation(rec, req, "json")
     slow = recommend(loads_config(base.replace("deadline_days: 4", "deadline_days: 0.5")
                                   + "have:\n  - {gpu: t4, count: 1}\n", catalog=catalog), catalog)
-    assert slow.cost is not None and "you own" not in slow.cost.verdict_reason
+    assert slow.cost is not None and slow.owned_pick is None and "you own" not in slow.cost.verdict_reason
     assert any("owned" in a.reason or "已拥有" in a.reason for a in slow.alternatives if a.gpu == "t4") or any(
         p.id.startswith("owned-") for p in slow.pitfalls)
 
@@ -197,8 +205,10 @@ def test_a_big_owned_fleet_is_costed_for_the_part_the_run_takes(catalog):
     est = estimate(loads_config(HAVE, catalog=catalog), catalog, gpu="h100-sxm", count=8)
     assert owned.wall_hours == pytest.approx(est.time.wall_hours, rel=1e-3)
     assert est.plan.global_batch <= est.plan.batch_limit
-    assert rec.cost is not None
-    assert rec.cost.verdict_reason.startswith("8 of the 100000x NVIDIA H100 SXM5 80GB you own do this run in ")
+    assert rec.owned_pick is not None and (rec.owned_pick.count, rec.owned_pick.owned) == (8, 100000)
+    req = loads_config(HAVE + "have:\n  - {gpu: h100-sxm, count: 100000}\n", catalog=catalog)
+    assert render_recommendation(rec, req, "text").splitlines()[2].startswith(
+        "Verdict: USE WHAT YOU OWN. 8 of the 100000x NVIDIA H100 SXM5 80GB you own do this run in ")
 
 
 def test_an_owned_fleet_takes_more_nodes_where_one_does_not_do_the_run(catalog):

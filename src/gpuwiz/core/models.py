@@ -922,6 +922,20 @@ class BindingConstraint(Result):
     message: str
 
 
+class OwnedPick(Result):
+    """Owned hardware (``have:``) that does the run: the part of the fleet the run takes (core.owned), ending with
+    slack before the deadline and keeping up with the month's runs. The answer's build and verdict are then for
+    adding capacity beside it."""
+
+    gpu: str
+    gpu_name: str
+    count: int  # GPUs the run takes
+    owned: int  # GPUs of this type the team owns
+    nodes: int
+    wall_hours: float
+    energy_usd: float  # per run: what owning adds (no purchase)
+
+
 class Recommendation(Result):
     objective: Objective
     found: bool  # False: nothing feasible; see suggestions
@@ -941,6 +955,7 @@ class Recommendation(Result):
     assumptions: list[str] = field(default_factory=list)  # what the recommender assumed (turnaround)
     market: "MarketStatus | None" = None  # which offers the data policy allowed, and the export rules that apply
     currency: "CurrencyInfo | None" = None  # the user's currency; every *_usd field stays in USD
+    owned_pick: OwnedPick | None = None  # owned hardware that does the run: use it; the rest is to add capacity
 
 
 class CurrencyInfo(Result):

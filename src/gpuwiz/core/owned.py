@@ -12,9 +12,9 @@ from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import Catalog
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.estimate import estimate
-from gpuwiz.core.models import Alternative, Estimate, HaveSpec, Pitfall, Recommendation, Requirements
+from gpuwiz.core.models import Alternative, Estimate, HaveSpec, OwnedPick, Pitfall, Recommendation, Requirements
 from gpuwiz.core.units import HOURS_PER_MONTH
-from gpuwiz.core.whatif import fmt_hours, fmt_money
+from gpuwiz.core.whatif import fmt_hours
 from gpuwiz.i18n import _
 
 SOURCE = "gpuwiz estimate for the owned hardware (have:); power from core.system, PUE and $/kWh from the catalog"
@@ -135,9 +135,9 @@ def fits_schedule(req: Requirements, est: Estimate) -> bool:
 
 def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommendation:
     """``rec`` with the owned hardware first among the alternatives (or a pitfall when it cannot run); when an owned
-    build does the job (``fits_schedule``), the verdict says so first: the answer below it is for what to rent or
-    buy beyond it (a team with 8x A100 80GB was told to rent 8x A100 40GB at $259 a run, its own cards taking as long
-    for $43 of energy)."""
+    build does the job (``fits_schedule``), ``owned_pick`` says which (the cheapest per run of those that do): the
+    verdict is to use it, and the answer's build and rent-vs-buy verdict are for adding capacity (a team with 8x
+    A100 80GB was told to rent 8x A100 40GB at $259 a run, its own cards taking as long for $43 of energy)."""
     if not req.have:
         return rec
     alts: list[Alternative] = []
@@ -153,13 +153,9 @@ def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommen
         if does and (doing is None or alt.cost_per_run_usd < doing[0].cost_per_run_usd):
             doing = (alt, have)
     update: dict[str, object] = {"alternatives": alts + list(rec.alternatives), "pitfalls": list(rec.pitfalls) + pits}
-    if doing is not None and rec.cost is not None:
+    if doing is not None:
         alt, have = doing
-        what = dict(n=alt.count, total=have.count, gpu=alt.gpu_name, h=fmt_hours(alt.wall_hours),
-                    usd=fmt_money(alt.cost_per_run_usd, rec.currency))
-        lead = (_("the {n}x {gpu} you own does this run in {h} for {usd} of energy: use it; to add capacity, ")
-                if alt.count >= have.count else
-                _("{n} of the {total}x {gpu} you own do this run in {h} for {usd} of energy: use them; to add "
-                  "capacity, ")).format(**what)
-        update["cost"] = rec.cost.model_copy(update={"verdict_reason": lead + rec.cost.verdict_reason})
+        update["owned_pick"] = OwnedPick(gpu=alt.gpu, gpu_name=alt.gpu_name, count=alt.count, owned=have.count,
+                                         nodes=alt.nodes, wall_hours=alt.wall_hours, energy_usd=alt.cost_per_run_usd)
     return rec.model_copy(update=update)
+

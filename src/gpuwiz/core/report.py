@@ -12,7 +12,7 @@ from typing import Any, Literal
 from gpuwiz.core import market
 from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, ParetoPoint, Recommendation, Requirements
 from gpuwiz.core.ranges import fmt_range
-from gpuwiz.core.whatif import fmt_gpu_hours, fmt_hours, fmt_span, fmt_usd
+from gpuwiz.core.whatif import OWNED_VERDICT, fmt_gpu_hours, fmt_hours, fmt_span, fmt_usd, owned_lead
 from gpuwiz.i18n import N_, _, cells, ljust
 
 Format = Literal["text", "md", "json"]
@@ -385,8 +385,14 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
     out += [h1 + _("gpuwiz recommendation: {n}x {gpu} for {model}").format(n=n_gpus, gpu=build.gpu_name,
                                                                            model=model_name), ""]
     said = _("Verdict: {verdict}.").format(verdict=verdict)
-    summary = (f"{'**' + said + '**' if md else said} "
-               + (cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""))
+    reason = cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""
+    lead = owned_lead(rec)
+    if lead is not None:  # owned hardware does the run: use it; the rent-vs-buy verdict is for adding capacity
+        said = _("Verdict: {verdict}.").format(verdict=_(OWNED_VERDICT).upper())
+        more = _("To add capacity: {verdict}.").format(verdict=verdict)
+        said_owned = _("{sentence}.").format(sentence=lead[:1].upper() + lead[1:])
+        reason = f"{said_owned} {'**' + more + '**' if md else more} {reason}"
+    summary = f"{'**' + said + '**' if md else said} {reason}"
     out += [summary, ""]
     tr, cr, mr = est.time.wall_hours_range, rec.cost_per_run_usd_range, est.memory.per_gpu_gib_range
     out += [_("Time per run {wall}{wall_range} ({gpuh} GPU-hours), cost per run {cost}{cost_range}, "

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from gpuwiz.core import pitfall_titles
 from gpuwiz.core.models import SEVERITY_ORDER, CurrencyInfo, Pitfall, Range, Recommendation, Requirements
-from gpuwiz.i18n import _
+from gpuwiz.i18n import N_, _
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16", "fp8", "fp16", "tf32", "fp32")
@@ -137,6 +137,22 @@ def fmt_span(r: Range | None, fmt: Callable[[float], str], prefix: str = "") -> 
     """' (9.5 h–22.8 h)' for a P10-P90 range, '' without one (the live panel and the memo alike)."""
     return f" ({prefix}{fmt(r.low)}–{fmt(r.high)})" if r is not None else ""
 
+
+OWNED_VERDICT = N_("use what you own")  # the verdict where owned hardware does the run (Recommendation.owned_pick)
+
+
+def owned_lead(rec: Recommendation) -> str | None:
+    """The verdict's sentence for ``rec.owned_pick`` ('8 of the 100000x NVIDIA H100 SXM5 80GB you own do this run in
+    1.0 h for $1.84 of energy'), or None without one (core.owned sets it)."""
+    pick = rec.owned_pick
+    if pick is None:
+        return None
+    what = dict(n=pick.count, total=pick.owned, gpu=pick.gpu_name, h=fmt_hours(pick.wall_hours),
+                usd=fmt_money(pick.energy_usd, rec.currency))
+    return (_("the {n}x {gpu} you own does this run in {h} for {usd} of energy") if pick.count >= pick.owned else
+            _("{n} of the {total}x {gpu} you own do this run in {h} for {usd} of energy")).format(**what)
+
+
 @dataclass(frozen=True)
 class KeyNumbers:
     found: bool
@@ -211,7 +227,7 @@ def key_numbers(rec: Recommendation | None, req: Requirements | None = None) -> 
         # the money to own the hardware: the build to own (= the chosen build when buying; the owned
         # alternative when renting wins), not the rented build's notional price
         capex_usd=_capex(rec.buy_build or build),
-        verdict=rec.cost.verdict if rec.cost else None,
+        verdict=OWNED_VERDICT if rec.owned_pick is not None else rec.cost.verdict if rec.cost else None,
         worst_pitfall=worst_pitfall(rec.pitfalls),
         currency=rec.currency,
     )

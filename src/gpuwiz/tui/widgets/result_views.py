@@ -12,6 +12,7 @@ from rich.text import Text
 from gpuwiz.core.models import Build, CurrencyInfo, Recommendation
 from gpuwiz.core.report import pareto_against_pick, pick_point, where_it_may_run
 from gpuwiz.core.whatif import (
+    OWNED_VERDICT,
     Delta,
     currency_symbol,
     fmt_gib,
@@ -19,6 +20,7 @@ from gpuwiz.core.whatif import (
     fmt_hours,
     fmt_span,
     money_fmt,
+    owned_lead,
     pitfalls_by_severity,
 )
 from gpuwiz.i18n import _
@@ -302,6 +304,11 @@ def cost_summary(rec: Recommendation) -> RenderableType:
         return Text(_("No rent-vs-buy analysis for this answer."), style="dim")
     t = Text()
     t.append(_("Verdict: "), style="bold")
+    lead = owned_lead(rec)
+    if lead is not None:  # owned hardware does the run: use it; the rent-vs-buy verdict is for adding capacity
+        t.append(f" {_(OWNED_VERDICT).upper()} ", style="bold reverse")
+        t.append(" " + _("{sentence}.").format(sentence=lead[:1].upper() + lead[1:]) + " ")
+        t.append(_("To add capacity: "), style="bold")
     t.append(f" {_(c.verdict).upper()} ", style="bold reverse")
     t.append(" " + c.verdict_reason)
     rows = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
