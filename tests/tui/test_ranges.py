@@ -80,3 +80,43 @@ def shown(widget: object, width: int) -> str:
     with console.capture() as cap:
         console.print(content)
     return " ".join(cap.get().split())
+
+
+OWNED = """\
+version: 1
+model: {preset: mistral-7b, seq_len: 4096}
+training: {method: lora, global_batch: 64}
+data: {tokens: 300M}
+schedule: {runs_per_month: 6, deadline_days: 3}
+deployment: {mode: either, country: US}
+have:
+  - {gpu: h100-sxm, count: 100000}
+"""
+
+
+async def test_result_screen_leads_with_the_owned_hardware_that_does_the_run(
+        make_app: Callable[..., GpuwizApp], tmp_path: Path) -> None:
+    """A team with a fleet of H100 that does the run: the live panel's verdict, the Build tab and the rent-vs-buy
+    tab say to use it (the part of the fleet the run takes) before the build to add capacity."""
+    from textual.widgets import Static
+
+    from gpuwiz.tui.screens.result import ResultScreen
+
+    cfg = tmp_path / "fleet.yaml"
+    cfg.write_text(OWNED, encoding="utf-8")
+    app = make_app(cfg)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        scr = app.screen
+        assert isinstance(scr, ResultScreen)
+        rec = app.recommendation
+        assert rec is not None and rec.owned_pick is not None and rec.owned_pick.count == 8
+        said = "8 of the 100000x NVIDIA H100 SXM5 80GB you own do this run in"
+        build = shown(scr.query_one("#build", Static), 80)
+        assert build.startswith("Use what you own: " + said) and "To add capacity:" in build
+        assert "use what you own" in shown(scr.query_one("#whatif", Static), 80)
+        await pilot.press("4")
+        await settle(pilot, app)
+        summary = shown(scr.query_one("#cost-summary", Static), 80)
+        assert summary.startswith("Verdict: USE WHAT YOU OWN " + said)
+        assert f"To add capacity: {rec.cost.verdict.upper() if rec.cost else ''}" in summary

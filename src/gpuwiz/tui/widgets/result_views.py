@@ -121,6 +121,11 @@ def build_view(rec: Recommendation) -> RenderableType:
             head.append(f" ZeRO-{p.zero_stage}", style="dim")
         if p.offload != "none":
             head.append(_(" offload {what}").format(what=p.offload), style="dim")
+    lead = owned_lead(rec)
+    if lead is not None:  # owned hardware does the run: the build below is for adding capacity
+        owned = Text.assemble((_("Use what you own: "), "bold"), _("{sentence}.").format(sentence=lead),
+                              "\n", (_("To add capacity: "), "bold"))
+        head = Text.assemble(owned, head)
     tight: list[RenderableType] = []
     if rec.binding_constraint is not None:  # found, but e.g. no build ends with slack before the deadline
         bc = rec.binding_constraint
