@@ -14,6 +14,7 @@ from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import Catalog, load_catalog
 from gpuwiz.core.estimate import estimate
 from gpuwiz.core.models import CostAnalysis, Estimate, Range, Requirements
+from gpuwiz.core.recommend import recommend
 
 CAT: Catalog = load_catalog()
 
@@ -551,3 +552,26 @@ def test_the_deadline_rules_count_a_rented_runs_staging() -> None:
     late = rent_offer(ctx(req=tight_req, verdict="rent", est_update=slow(10.0)), "AWS", overhead_hours=11.0)
     (miss,) = fired(late, "underprovisioned")
     assert "past the" in miss.message and "11.0 h of provisioning" in miss.message
+
+
+def test_no_claim_about_renting_where_no_rental_was_priced() -> None:
+    """A desk team that asked to buy (mode: buy), whose only builds are used RTX 3090 boxes -- GPUs the catalog
+    rents nowhere: no rented build was priced, yet the memo said 'no cloud offer in the catalog can run this
+    workload', 'Renting is cheaper.' and 'Buying never pays back: renting is cheaper every month'. With no rental
+    priced, the verdict says why none was and the pitfalls make no claim about renting; with one, they still do."""
+    req = make_req({"model": {"preset": "llama-3-8b"}, "training": {"method": "full"},
+                    "data": {"tokens": 5e8}, "schedule": {"runs_per_month": 2, "deadline_days": 5},
+                    "deployment": {"mode": "buy", "site": "desk", "country": "US", "budget_usd": 10_000,
+                                   "used_hardware": True}})
+    rec = recommend(req, CAT)
+    assert rec.found and rec.cost is not None and rec.build is not None and rec.build.gpu == "rtx-3090"
+    assert rec.cost.rent_usd_per_gpu_hour is None and rec.cost.verdict == "buy"
+    assert "deployment.mode: buy" in rec.cost.verdict_reason and "can run this workload" not in rec.cost.verdict_reason
+    said = " ".join(p.message for p in rec.pitfalls)
+    assert "Renting is cheaper" not in said and "renting is cheaper" not in said
+    idle = next(p for p in rec.pitfalls if p.id == "overprovisioned")
+    assert "no rental was priced to compare" in idle.message
+    # a priced rental keeps both claims
+    (p,) = fired(buy_cost(0.02, None, payback=None)(ctx()), "overprovisioned")
+    assert "Renting at " in p.message and "no utilisation breaks even at this cloud price" in p.message
+    assert fired(buy_cost(0.02, None, payback=None)(ctx()), "short-horizon")

@@ -574,9 +574,11 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
 
     if rent is None:
         series = MonthPoint.series(months, 0.0, parts.capex, opex_year / 12)
-        return CostAnalysis(cloud=cloud, onprem=tco, verdict="buy",
-                            verdict_reason=_("no cloud offer in the catalog can run this workload; buying is the "
-                                             "only option priced"),
+        # (mode buy: the ranking priced no rented build; the catalog may well rent GPUs that run it)
+        why = (_("you asked to buy (deployment.mode: buy) and no build ranked has a cloud offer: no rental was "
+                 "priced to compare") if mode == "buy" else
+               _("no cloud offer in the catalog can run this workload; buying is the only option priced"))
+        return CostAnalysis(cloud=cloud, onprem=tco, verdict="buy", verdict_reason=why,
                             monthly=series, buy_option=buy_label)
 
     rent_year = rent_per_year(req, rent, gpu_hours_per_run, busy)

@@ -277,10 +277,13 @@ def _over(c: Context) -> tuple[Severity, str] | None:  # P04
         return None
     gpus = c.nodes * c.gpus_per_node
     need = u * gpus * HOURS_PER_YEAR
+    # (no rented build priced -- mode buy and no cloud offer for the builds ranked: no claim about renting)
+    priced = bool(c.cost.rent_usd_per_gpu_hour)
     rent = (_(" Renting at {rate}/GPU-h is cheaper.").format(rate=c.cash(c.cost.rent_usd_per_gpu_hour, 2))
-            if c.cost.rent_usd_per_gpu_hour else _(" Renting is cheaper."))
+            if priced else "")
     be_txt = (_("below the {be:.0%} break-even").format(be=be) if be is not None and be <= 1
-              else _("and no utilisation breaks even at this cloud price"))
+              else _("and no utilisation breaks even at this cloud price") if priced
+              else _("no rental was priced to compare"))
     # High only when the owned build would sit idle most of the time (under half the break-even, or
     # under 30 % busy); near the break-even it is a judgement call, not a mistake.
     sev: Severity = "high" if (u < 0.3 or (be is not None and u < 0.5 * be)) else "medium"
@@ -301,6 +304,8 @@ def _short_horizon(c: Context) -> str | None:  # P05
         return None
     if pb is None and c.cost.verdict != "buy" and c.req.deployment.mode != "buy":
         return None
+    if pb is None and not c.cost.rent_usd_per_gpu_hour:
+        return None  # no rented build was priced: nothing says renting is cheaper
     if pb is None:
         return _("Buying never pays back: renting is cheaper every month of the {months:.0f}-month horizon. "
                  "Rent or lease instead of buying.").format(months=months)
