@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from textual.widgets import Input, Static
-from wizhelp import settle
+from wizhelp import settle, written
 
 from gpuwiz.core.models import Requirements
 from gpuwiz.tui.app import GpuwizApp
@@ -123,9 +123,7 @@ async def test_the_chart_draws_no_buy_line_when_nothing_can_be_bought(make_app: 
     crossing rent as `◆ both`. Now only rent is drawn and the legend says there is nothing to own."""
     from gpuwiz.tui.widgets.cost_plot import CostPlot
 
-    cfg = tmp_path / "nobuy.yaml"
-    cfg.write_text(NO_BUY, encoding="utf-8")
-    app = make_app(cfg)
+    app = make_app(written(tmp_path / "nobuy.yaml", NO_BUY))
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         rec = app.recommendation

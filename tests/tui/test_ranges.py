@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from wizhelp import settle
+from wizhelp import settle, written
 
 from gpuwiz.core.whatif import fmt_hours, fmt_usd
 from gpuwiz.tui.app import GpuwizApp
@@ -102,9 +102,7 @@ async def test_result_screen_leads_with_the_owned_hardware_that_does_the_run(
 
     from gpuwiz.tui.screens.result import ResultScreen
 
-    cfg = tmp_path / "fleet.yaml"
-    cfg.write_text(OWNED, encoding="utf-8")
-    app = make_app(cfg)
+    app = make_app(written(tmp_path / "fleet.yaml", OWNED))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         scr = app.screen

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from gpuwiz.tui.app import GpuwizApp
+
+
+def written(path: Path, text: str) -> Path:
+    """``path`` with ``text`` written to it (a config a test opens the wizard on)."""
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 async def settle(pilot: Any, app: GpuwizApp) -> None:
