@@ -298,3 +298,56 @@ async def test_typing_in_a_field_repaints_only_what_changed(make_app: Any, confi
         await pilot.pause()
         assert inp.value == text and inp.scroll_x > 0  # type: ignore[attr-defined]
         assert "config.json" in inp.render_line(0).text
+
+
+async def test_owned_gpus_typed_in_the_wizard_become_have_and_lead_the_answer(make_app: MakeApp,
+                                                                             config_file: Path) -> None:
+    """Owned hardware (have:) had no field in the wizard: a team could say what it owns only in the YAML. Typed
+    on the Deploy step ('8x h100-sxm'), it lands in the requirements, the answer prices it at its energy (first
+    among the alternatives), a typo is refused with the nearest id, and the text comes back on reopening."""
+    app = make_app(config_file)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert app.requirements.have == ()
+        app.goto("deploy")
+        await settle(pilot, app)
+        field = app.screen.query_one("#f-have", Input)
+        field.focus()
+        await pilot.press(*list("8x h100-sx"))
+        await settle(pilot, app)
+        scr = app.screen
+        assert isinstance(scr, StepScreen)
+        assert "did you mean h100-sxm" in scr.invalid["f-have"]
+        assert app.requirements.have == ()  # the last valid value
+        await pilot.press("m")
+        await settle(pilot, app)
+        assert [(h.gpu, h.count) for h in app.requirements.have] == [("h100-sxm", 8)]
+        rec = app.recommendation
+        assert rec is not None and rec.alternatives and rec.alternatives[0].gpu == "h100-sxm"
+        assert "already owned" in rec.alternatives[0].reason
+        saved = config_file.parent / "owned.yaml"
+        assert app.save_to(str(saved)) is None
+        await pilot.press("ctrl+u")  # empty = owns nothing
+        await settle(pilot, app)
+        assert app.requirements.have == ()
+        assert app.open_config(str(saved)) is None
+        app.goto("deploy")
+        await settle(pilot, app)
+        assert app.screen.query_one("#f-have", Input).value == "8x h100-sxm"
+
+
+def test_owned_gpus_field_reads_counts_and_ids() -> None:
+    from gpuwiz.core.models import HaveSpec
+    from gpuwiz.tui.forms import parse_have
+
+    ids = {g.id for g in load_catalog().gpus}
+    assert parse_have("8x h100-sxm, 2 × RTX-4090, a100-80gb-sxm", ids) == [
+        {"gpu": "h100-sxm", "count": 8}, {"gpu": "rtx-4090", "count": 2}, {"gpu": "a100-80gb-sxm", "count": 1}]
+    # a key the field does not show (gpus_per_node) stays with the same GPU and count
+    kept = (HaveSpec(gpu="h100-sxm", count=16, gpus_per_node=4),)
+    assert parse_have("16x h100-sxm", ids, kept) == [{"gpu": "h100-sxm", "count": 16, "gpus_per_node": 4}]
+    assert parse_have("32x h100-sxm", ids, kept) == [{"gpu": "h100-sxm", "count": 32}]
+    for bad, why in (("8x", "is not a count and a GPU id"), ("1,000x h100-sxm", "is not a count and a GPU id"),
+                     ("8x h100", "no GPU in the catalog has this id")):
+        got = parse_have(bad, ids)
+        assert isinstance(got, str) and why in got, (bad, got)

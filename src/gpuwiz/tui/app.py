@@ -19,7 +19,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -610,7 +610,8 @@ class GpuwizApp(App[None]):
         """Apply one field's text; returns why it is invalid, or None (requirements updated)."""
         from gpuwiz.tui.forms import apply_edit
 
-        known = self.engine.region_ids() if spec.parse == "list" else None
+        known: Collection[str] | None = (self.engine.region_ids() if spec.parse == "list" else
+                                         (set(self.engine.gpu_ids()) or None) if spec.parse == "have" else None)
         new, error = apply_edit(self.requirements, spec, raw, known)
         if error is not None or new is None:
             return error or _("invalid value")

@@ -93,7 +93,7 @@ class FieldSpec:
     bytes_unit: bool = False  # numbers shown without K/M/B suffixes (those mean bytes here)
     integer: bool = False  # a whole-number field: shown as 2,048 (not 2.048K)
     default: Any = None  # the schema's default (shown as placeholder, never typed into the input)
-    parse: Literal["", "schedule", "list"] = ""  # a field-specific reading of the typed text
+    parse: Literal["", "schedule", "list", "have"] = ""  # a field-specific reading of the typed text
 
     @property
     def id(self) -> str:
@@ -101,7 +101,8 @@ class FieldSpec:
 
 
 def F(dotted: str, label: str, help: str = "", *, placeholder: str = "", none_label: str = "auto",
-      source: Literal["", "presets", "gpus"] = "", parse: Literal["", "schedule", "list"] = "") -> FieldSpec:
+      source: Literal["", "presets", "gpus"] = "",
+      parse: Literal["", "schedule", "list", "have"] = "") -> FieldSpec:
     """One form field, its kind, options and default derived from the schema at ``dotted``."""
     path = tuple(dotted.split("."))
     info = schema_field(path)
@@ -120,7 +121,7 @@ def F(dotted: str, label: str, help: str = "", *, placeholder: str = "", none_la
     integer = inner is int
     if not placeholder:
         placeholder = N_("none") if default is None else _plain(default, bytes_unit, integer)
-    elif default is not None:
+    elif default is not None and default != ():  # (an empty list's default is the placeholder's "none")
         placeholder = f"{placeholder} (default {_plain(default, bytes_unit, integer)})"
     return FieldSpec(path, label, help, placeholder=placeholder, bytes_unit=bytes_unit, integer=integer,
                      default=default, parse=parse)
@@ -232,6 +233,8 @@ DEPLOY_STEP = StepSpec(
         F("deployment.site", "Site", "where a bought machine would live (noise, power, cooling differ)"),
         F("deployment.used_hardware", "Used hardware", "allow second-hand GPUs in bought builds"),
         F("deployment.require_cuda", "CUDA only", "yes if your code needs CUDA (custom kernels): NVIDIA only"),
+        F("have", "Owned GPUs", "GPUs you already own, priced at their energy alone, e.g. 8x h100-sxm, 2x rtx-4090",
+          placeholder="none, e.g. 8x h100-sxm", parse="have"),
         F("hardware.gpu", "Pin GPU", "use this GPU type instead of the automatic pick", source="gpus"),
         F("hardware.count", "Pin GPU count", "use exactly this many GPUs; empty = automatic", placeholder="auto"),
     ),
@@ -267,6 +270,8 @@ def display(spec: FieldSpec, value: Any) -> str:
         return str(value)
     if value is None or (spec.default is not None and value == spec.default):
         return ""
+    if spec.parse == "have":  # owned hardware: "8x h100-sxm, 2x rtx-4090"
+        return ", ".join(f"{h.count}x {h.gpu}" for h in value)
     return _plain(value, spec.bytes_unit, spec.integer)
 
 
@@ -376,6 +381,41 @@ def parse_list(raw: str, known: Collection[str] | None) -> list[str] | str:
     return list(dict.fromkeys(out))
 
 
+_OWNED = re.compile(r"^(?:(\d+)\s*[x×*]\s*)?([A-Za-z][A-Za-z0-9._-]*)$")  # (catalog GPU ids start with a letter)
+
+
+def parse_have(raw: str, known: Collection[str] | None,
+               current: tuple[m.HaveSpec, ...] = ()) -> list[dict[str, Any]] | str:
+    """``8x h100-sxm, 2x rtx-4090`` → ``[{gpu: h100-sxm, count: 8}, {gpu: rtx-4090, count: 2}]`` (``have:``), or
+    why an item is refused. A bare id is one GPU; with ``known`` (the catalog's GPU ids) an unknown id is refused,
+    with the nearest. An item the config already holds with the same GPU and count keeps its gpus_per_node (a key
+    this field does not show)."""
+    lower = {k.lower(): k for k in known} if known is not None else None
+    out: list[dict[str, Any]] = []
+    for item in (x.strip() for x in raw.split(",")):
+        if not item:
+            continue
+        got = _OWNED.match(item)
+        if got is None:
+            return _("{item!r} is not a count and a GPU id, e.g. 8x h100-sxm").format(item=item)
+        count = int(got.group(1)) if got.group(1) else 1
+        gpu = got.group(2)
+        if lower is not None:
+            if gpu.lower() not in lower:
+                import difflib
+
+                near = difflib.get_close_matches(gpu.lower(), list(lower), n=1, cutoff=0.6)
+                hint = _(" (did you mean {id}?)").format(id=lower[near[0]]) if near else ""
+                return _("{item!r}: no GPU in the catalog has this id{hint}").format(item=gpu, hint=hint)
+            gpu = lower[gpu.lower()]
+        row: dict[str, Any] = {"gpu": gpu, "count": count}
+        kept = next((h for h in current if h.gpu == gpu and h.count == count and h.gpus_per_node), None)
+        if kept is not None:
+            row["gpus_per_node"] = kept.gpus_per_node
+        out.append(row)
+    return out
+
+
 def apply_edit(req: m.Requirements, spec: FieldSpec, raw: str,
                known: Collection[str] | None = None) -> tuple[m.Requirements | None, str | None]:
     """(new requirements, None) or (None, why the value is not accepted). ``known``: the values a
@@ -389,6 +429,11 @@ def apply_edit(req: m.Requirements, spec: FieldSpec, raw: str,
         value = parse_schedule(raw, req.deployment.horizon_years)
     elif spec.parse == "list" and not unset:
         value = parse_list(raw, known)
+        if isinstance(value, str):
+            return None, value
+        unset = not value
+    elif spec.parse == "have" and not unset:
+        value = parse_have(raw, known, req.have)
         if isinstance(value, str):
             return None, value
         unset = not value
