@@ -183,7 +183,10 @@ def test_owned_hardware_that_does_the_job_leads_the_verdict(catalog):
     plain = recommend(loads_config(base, catalog=catalog), catalog)
     assert plain.cost is not None and plain.owned_pick is None
     assert rec.cost.verdict_reason == plain.cost.verdict_reason  # the rent-vs-buy verdict: for adding capacity
-    said = render_recommendation(rec, req, "text").splitlines()[2]
+    memo = render_recommendation(rec, req, "text").splitlines()
+    assert memo[0].startswith("gpuwiz recommendation: your 8x NVIDIA A100 80GB SXM4 for Mistral 7B")
+    assert memo[0].endswith(f"(to add capacity: {rec.build.gpus_per_node * rec.build.nodes}x {rec.build.gpu_name})")
+    said = memo[2]
     assert said.startswith("Verdict: USE WHAT YOU OWN. The 8x NVIDIA A100 80GB SXM4 you own does this run in ")
     assert f"To add capacity: {rec.cost.verdict.upper()}. " in said
     assert '"owned_pick": {' in render_recommendation(rec, req, "json")
@@ -207,8 +210,10 @@ def test_a_big_owned_fleet_is_costed_for_the_part_the_run_takes(catalog):
     assert est.plan.global_batch <= est.plan.batch_limit
     assert rec.owned_pick is not None and (rec.owned_pick.count, rec.owned_pick.owned) == (8, 100000)
     req = loads_config(HAVE + "have:\n  - {gpu: h100-sxm, count: 100000}\n", catalog=catalog)
-    assert render_recommendation(rec, req, "text").splitlines()[2].startswith(
-        "Verdict: USE WHAT YOU OWN. 8 of the 100000x NVIDIA H100 SXM5 80GB you own do this run in ")
+    memo = render_recommendation(rec, req, "text").splitlines()
+    assert memo[0].startswith("gpuwiz recommendation: 8 of your 100000x NVIDIA H100 SXM5 80GB for ")
+    assert memo[2].startswith("Verdict: USE WHAT YOU OWN. 8 of the 100000x NVIDIA H100 SXM5 80GB you own do this run "
+                              "in ")
 
 
 def test_an_owned_fleet_takes_more_nodes_where_one_does_not_do_the_run(catalog):

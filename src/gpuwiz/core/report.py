@@ -382,8 +382,17 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
 
     n_gpus = build.gpus_per_node * build.nodes
     verdict = _(cost.verdict).upper() if cost else "n/a"
-    out += [h1 + _("gpuwiz recommendation: {n}x {gpu} for {model}").format(n=n_gpus, gpu=build.gpu_name,
-                                                                           model=model_name), ""]
+    own = rec.owned_pick
+    if own is None:
+        title = _("gpuwiz recommendation: {n}x {gpu} for {model}").format(n=n_gpus, gpu=build.gpu_name,
+                                                                          model=model_name)
+    else:  # owned hardware does the run: that first; the build below is to add capacity
+        title = (_("gpuwiz recommendation: your {owned}x {gpu} for {model} (to add capacity: {n}x {other})")
+                 if own.count >= own.owned else
+                 _("gpuwiz recommendation: {used} of your {owned}x {gpu} for {model} (to add capacity: {n}x {other})")
+                 ).format(used=own.count, owned=own.owned, gpu=own.gpu_name, model=model_name, n=n_gpus,
+                          other=build.gpu_name)
+    out += [h1 + title, ""]
     said = _("Verdict: {verdict}.").format(verdict=verdict)
     reason = cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""
     lead = owned_lead(rec)
