@@ -608,6 +608,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from gpuwiz.core.errors import GpuwizError
     from gpuwiz.core.recommend import recommend
     from gpuwiz.launch import generate, job_from
+    from gpuwiz.launch.job import owned_run
     from gpuwiz.launch.write import write_files
 
     catalog = load_catalog(args.catalog)
@@ -615,9 +616,15 @@ def cmd_launch(args: argparse.Namespace) -> int:
     inputs_loaded()
     try:
         rec = recommend(req, catalog)
+        owned = owned_run(req, rec, catalog)
     except GpuwizError as exc:
         raise _in_config(exc, args.config) from None
-    files = generate(args.target, job_from(req, rec, catalog, os.path.basename(args.config)))
+    if owned is not None and rec.owned_pick is not None:  # the team's own GPUs do the run: files for them
+        own = rec.owned_pick
+        emit(_("owned hardware does this run: launch files for {n} of your {total}x {gpu}\n").format(
+            n=own.count, total=own.owned, gpu=own.gpu_name))
+        req, rec = owned
+    files = generate(args.target, job_from(req, rec, catalog, os.path.basename(args.config), owned=owned is not None))
     out = args.output or f"launch-{args.target}"
     paths = write_files(out, files, force=args.force)
     for path in paths:

@@ -932,6 +932,7 @@ class OwnedPick(Result):
     count: int  # GPUs the run takes
     owned: int  # GPUs of this type the team owns
     nodes: int
+    gpus_per_node: int
     wall_hours: float
     energy_usd: float  # per run: what owning adds (no purchase)
 

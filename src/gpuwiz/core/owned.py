@@ -156,6 +156,7 @@ def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommen
     if doing is not None:
         alt, have = doing
         update["owned_pick"] = OwnedPick(gpu=alt.gpu, gpu_name=alt.gpu_name, count=alt.count, owned=have.count,
-                                         nodes=alt.nodes, wall_hours=alt.wall_hours, energy_usd=alt.cost_per_run_usd)
+                                         nodes=alt.nodes, gpus_per_node=-(-alt.count // alt.nodes),
+                                         wall_hours=alt.wall_hours, energy_usd=alt.cost_per_run_usd)
     return rec.model_copy(update=update)
 

@@ -101,8 +101,25 @@ def slurm_time(hours: float) -> str:
     return f"{d}-{h:02d}:{m:02d}:00"
 
 
-def job_from(req: Requirements, rec: Recommendation, catalog: Catalog, config_name: str = "config.yaml") -> Job:
-    """The launch facts of a recommendation; GpuwizError when it found no plan."""
+def owned_run(req: Requirements, rec: Recommendation, catalog: Catalog) -> tuple[Requirements, Recommendation] | None:
+    """Where owned hardware does the run (``rec.owned_pick``), the requirements pinned to the part of it the run
+    takes and their recommendation: the launch files are for the GPUs the team runs on, not for the build to add
+    capacity. None otherwise."""
+    own = rec.owned_pick
+    if own is None:
+        return None
+    from gpuwiz.core.models import HardwareSpec
+    from gpuwiz.core.recommend import recommend
+
+    pinned = req.model_copy(update={
+        "hardware": HardwareSpec(gpu=own.gpu, count=own.count, gpus_per_node=own.gpus_per_node), "have": ()})
+    return pinned, recommend(pinned, catalog)
+
+
+def job_from(req: Requirements, rec: Recommendation, catalog: Catalog, config_name: str = "config.yaml",
+             owned: bool = False) -> Job:
+    """The launch facts of a recommendation; GpuwizError when it found no plan. ``owned``: the plan runs on owned
+    hardware (``owned_run``), never on a rented instance."""
     est = rec.estimate
     if not rec.found or est is None or rec.build is None:
         raise GpuwizError("launch: the recommendation found no feasible plan, so there is nothing to launch "
@@ -113,7 +130,7 @@ def job_from(req: Requirements, rec: Recommendation, catalog: Catalog, config_na
     offer = cost.cloud[0] if (cost is not None and cost.cloud) else None
     if offer is not None and offer.gpu != est.gpu:
         offer = None
-    renting = renting and offer is not None
+    renting = renting and offer is not None and not owned
     fam = est.model.family
     return Job(
         config_name=config_name,
