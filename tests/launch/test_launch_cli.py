@@ -77,23 +77,14 @@ def test_unknown_target_and_missing_config(tmp_path):
     assert r.returncode == 2 and "no such file" in r.stderr
 
 
-OWNED_FLEET = """\
-version: 1
-model: {preset: mistral-7b, seq_len: 4096}
-training: {method: lora, global_batch: 64}
-data: {tokens: 300M}
-schedule: {runs_per_month: 6, deadline_days: 3}
-deployment: {mode: either, country: US}
-"""
 
 
 def test_owned_hardware_that_does_the_run_gets_the_launch_files(tmp_path):
     """The answer's verdict is to use 8 of the team's 100000x H100; launch wrote files for the 1x H100 to rent
     beside it (the build to add capacity). It now writes them for the owned GPUs the run takes, and says so."""
-    plain = tmp_path / "plain.yaml"
-    plain.write_text(OWNED_FLEET)
+    plain = EXAMPLES / "small-team-lora-7b.yaml"
     fleet = tmp_path / "fleet.yaml"
-    fleet.write_text(OWNED_FLEET + "have:\n  - {gpu: h100-sxm, count: 100000}\n")
+    fleet.write_text(plain.read_text() + "have:\n  - {gpu: h100-sxm, count: 100000}\n")
     r = run_cli("launch", plain, "--target", "torchrun", "-o", tmp_path / "a")
     assert r.returncode == 0, r.stderr
     assert "--nproc-per-node=1 " in (tmp_path / "a" / "launch.sh").read_text() + " "
