@@ -351,3 +351,27 @@ def test_owned_gpus_field_reads_counts_and_ids() -> None:
                      ("8x h100", "no GPU in the catalog has this id")):
         got = parse_have(bad, ids)
         assert isinstance(got, str) and why in got, (bad, got)
+
+
+async def test_saving_keeps_the_comment_lines_a_config_starts_with(make_app: MakeApp, tmp_path: Path) -> None:
+    """Saving an opened example replaced its opening comment ('A small research team fine-tunes 7B-class models
+    ...') with gpuwiz's one-line header: a save keeps the comment lines a file starts with (other comments still go,
+    as the README says), and a file without them gets gpuwiz's header."""
+    from gpuwiz.core.config_io import CONFIG_HEADER, load_config
+
+    src = (Path(__file__).resolve().parents[2] / "examples" / "small-team-lora-7b.yaml").read_text()
+    head = "".join(line + "\n" for line in src.splitlines()[:3])
+    assert head.startswith("# A small research team") and head.count("\n") == 3
+    cfg = tmp_path / "team.yaml"
+    cfg.write_text(src, encoding="utf-8")
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("version: 1\nmodel: {preset: mistral-7b}\ndata: {tokens: 1B}\n", encoding="utf-8")
+    app = make_app(cfg)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert app.save_to(str(cfg)) is None
+        text = cfg.read_text()
+        assert text.startswith(head) and CONFIG_HEADER not in text
+        assert load_config(str(cfg)) == app.requirements
+        assert app.save_to(str(bare)) is None
+        assert bare.read_text().startswith(CONFIG_HEADER)

@@ -190,7 +190,7 @@ async def test_a_config_that_would_not_reopen_is_never_written(make_app: MakeApp
         await settle(pilot, app)
         await pilot.press("m")
         await settle(pilot, app)
-        monkeypatch.setattr(cio, "dumps_config", lambda req: "model: [unclosed\n")
+        monkeypatch.setattr(cio, "dumps_config", lambda req, header=None: "model: [unclosed\n")
         await pilot.press("ctrl+s")
         await settle(pilot, app)
         assert config_file.read_bytes() == before

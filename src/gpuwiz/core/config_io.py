@@ -274,10 +274,29 @@ def _str_repr(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str_repr)
 
 
-def dumps_config(req: Requirements) -> str:
+CONFIG_HEADER = "# gpuwiz config - edit freely; `gpuwiz FILE` opens it, `gpuwiz recommend FILE` answers it\n"
+
+
+def dumps_config(req: Requirements, header: str | None = None) -> str:
+    """The config as YAML, after ``header`` (comment lines: ``leading_comments`` of the file it replaces) or
+    gpuwiz's one-line header."""
     body = yaml.dump(config_data(req), Dumper=_Dumper, sort_keys=False, default_flow_style=False,
                      allow_unicode=True, width=100)
-    return "# gpuwiz config - edit freely; `gpuwiz FILE` opens it, `gpuwiz recommend FILE` answers it\n" + body
+    return (header or CONFIG_HEADER) + body
+
+
+def leading_comments(text: str) -> str:
+    """The comment lines (and blank lines between them) a YAML file starts with, ending in a newline; '' when it
+    starts otherwise. A save keeps them: the lines people write to say what a config is for."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#") or (kept and not line.strip()):
+            kept.append(line)
+        else:
+            break
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "".join(f"{line}\n" for line in kept)
 
 
 def save_config(req: Requirements, path: str | os.PathLike[str]) -> None:

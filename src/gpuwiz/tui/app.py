@@ -843,10 +843,16 @@ class GpuwizApp(App[None]):
         self.replace_requirements(Requirements(), N_("new config"))
 
     def save_to(self, path: str) -> str | None:
-        from gpuwiz.core.config_io import dumps_config, loads_config
-        from gpuwiz.core.yamlio import atomic_write_text
+        from gpuwiz.core.config_io import dumps_config, leading_comments, loads_config
+        from gpuwiz.core.yamlio import atomic_write_text, read_text
 
-        text = dumps_config(self.requirements)
+        header = None
+        if os.path.isfile(path):  # the file replaced: its opening comment lines stay (other comments do not)
+            try:
+                header = leading_comments(read_text(path, what="config file")) or None
+            except GpuwizError:
+                header = None  # unreadable (too big, not UTF-8, gone): gpuwiz's own header
+        text = dumps_config(self.requirements, header)
         try:  # never write a file this wizard could not open again
             back = loads_config(text, path)
         except GpuwizError as exc:
