@@ -373,5 +373,10 @@ async def test_saving_keeps_the_comment_lines_a_config_starts_with(make_app: Mak
         text = cfg.read_text()
         assert text.startswith(head) and CONFIG_HEADER not in text
         assert load_config(str(cfg)) == app.requirements
-        assert app.save_to(str(bare)) is None
+        assert app.save_to(str(bare)) is None  # (an existing file: its own opening lines, here none)
         assert bare.read_text().startswith(CONFIG_HEADER)
+        new = tmp_path / "copy.yaml"  # saved as a new file: the opening lines of the config open (bare.yaml now)
+        assert app.save_to(str(new)) is None and new.read_text().startswith(CONFIG_HEADER)
+        app.config_path = str(cfg)
+        newer = tmp_path / "copy2.yaml"
+        assert app.save_to(str(newer)) is None and newer.read_text().startswith(head)

@@ -846,12 +846,16 @@ class GpuwizApp(App[None]):
         from gpuwiz.core.config_io import dumps_config, leading_comments, loads_config
         from gpuwiz.core.yamlio import atomic_write_text, read_text
 
+        # the opening comment lines of the file replaced, or (saved as a new file) of the config opened, stay
+        # (other comments do not)
         header = None
-        if os.path.isfile(path):  # the file replaced: its opening comment lines stay (other comments do not)
-            try:
-                header = leading_comments(read_text(path, what="config file")) or None
-            except GpuwizError:
-                header = None  # unreadable (too big, not UTF-8, gone): gpuwiz's own header
+        for where in (path, self.config_path):
+            if where and os.path.isfile(where):
+                try:
+                    header = leading_comments(read_text(where, what="config file")) or None
+                except GpuwizError:
+                    header = None  # unreadable (too big, not UTF-8, gone): gpuwiz's own header
+                break
         text = dumps_config(self.requirements, header)
         try:  # never write a file this wizard could not open again
             back = loads_config(text, path)
