@@ -620,9 +620,9 @@ def cmd_launch(args: argparse.Namespace) -> int:
     except GpuwizError as exc:
         raise _in_config(exc, args.config) from None
     if owned is not None and rec.owned_pick is not None:  # the team's own GPUs do the run: files for them
-        own = rec.owned_pick
-        emit(_("owned hardware does this run: launch files for {n} of your {total}x {gpu}\n").format(
-            n=own.count, total=own.owned, gpu=own.gpu_name))
+        from gpuwiz.core.whatif import owned_part
+
+        emit(_("owned hardware does this run: launch files for {owned}\n").format(owned=owned_part(rec.owned_pick)))
         req, rec = owned
     files = generate(args.target, job_from(req, rec, catalog, os.path.basename(args.config), owned=owned is not None))
     out = args.output or f"launch-{args.target}"

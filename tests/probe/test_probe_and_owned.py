@@ -231,3 +231,12 @@ def test_an_owned_fleet_takes_more_nodes_where_one_does_not_do_the_run(catalog):
     assert fast.count > cheap.count and fast.wall_hours < cheap.wall_hours
     plan = estimate(fast_req, catalog, gpu="h100-sxm", count=fast.count, gpus_per_node=8).plan
     assert plan.global_batch <= plan.batch_limit
+
+
+def test_the_owned_pick_keeps_the_plans_gpus_per_node(catalog):
+    """A fleet of 17 H100 (8 per node) taken whole under the fastest objective: three nodes of 8 -- the pick's
+    gpus_per_node is the plan's, not the count over the nodes (6), which pinned launch files to another layout."""
+    req = loads_config(HAVE + "deployment: {objective: fastest}\nhave:\n  - {gpu: h100-sxm, count: 17}\n",
+                       catalog=catalog)
+    pick = recommend(req, catalog).owned_pick
+    assert pick is not None and (pick.count, pick.nodes, pick.gpus_per_node) == (17, 3, 8)

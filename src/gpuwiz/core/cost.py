@@ -242,13 +242,8 @@ def cheapest_of(offers: tuple[tuple[CloudInstance, float], ...], gpus_total: int
     best: tuple[float, CloudInstance, int] | None = None
     least = math.inf
     for inst, usd_h in offers:
-        # (``instance_count`` inline: the ranking prices every shape against every offer of its GPU)
-        k = inst.gpu_count
-        if k >= gpus_total:
-            n = 1
-        elif k >= gpus_per_node and inst.rdma:
-            n = -(-gpus_total // k)
-        else:
+        n = instance_count(inst, gpus_total, gpus_per_node)
+        if n is None:
             continue
         rate = usd_h * n
         if not rate < least and best is not None:

@@ -82,10 +82,11 @@ def _sized(req: Requirements, cat: Catalog, have: HaveSpec, gpn: int) -> Estimat
     return best if best is not None else why
 
 
-def _option(req: Requirements, cat: Catalog, have: HaveSpec, rec: Recommendation) -> tuple[Alternative, bool] | Pitfall:
-    """The owned hardware (the part of it the run takes: ``_sized``) as an alternative, and whether it does the job --
-    ends with slack before the deadline and keeps up with the month's runs (``fits_schedule``) -- or a pitfall when
-    it cannot run."""
+def _option(req: Requirements, cat: Catalog, have: HaveSpec,
+            rec: Recommendation) -> tuple[Alternative, Estimate, bool] | Pitfall:
+    """The owned hardware (the part of it the run takes: ``_sized``) as an alternative, its estimate, and whether it
+    does the job -- ends with slack before the deadline and keeps up with the month's runs (``fits_schedule``) -- or
+    a pitfall when it cannot run."""
     g = cat.gpu(have.gpu)
     gpn = max(1, min(have.gpus_per_node or min(have.count, g.max_per_node), have.count))
     owned = _("{n}x {gpu} (owned)").format(n=have.count, gpu=g.name)
@@ -118,7 +119,7 @@ def _option(req: Requirements, cat: Catalog, have: HaveSpec, rec: Recommendation
                      _("about as fast as the pick"))
     alt = Alternative(gpu=g.id, gpu_name=g.name, count=est.plan.gpus, nodes=est.plan.nodes,
                       wall_hours=round(hours, 3), cost_per_run_usd=round(usd, 2), reason="; ".join(parts))
-    return alt, fits_schedule(req, est)
+    return alt, est, fits_schedule(req, est)
 
 
 def fits_schedule(req: Requirements, est: Estimate) -> bool:
@@ -142,21 +143,20 @@ def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommen
         return rec
     alts: list[Alternative] = []
     pits: list[Pitfall] = []
-    doing: tuple[Alternative, HaveSpec] | None = None
+    doing: OwnedPick | None = None
     for have in req.have:
         opt = _option(req, cat, have, rec)
         if isinstance(opt, Pitfall):
             pits.append(opt)
             continue
-        alt, does = opt
+        alt, est, does = opt
         alts.append(alt)
-        if does and (doing is None or alt.cost_per_run_usd < doing[0].cost_per_run_usd):
-            doing = (alt, have)
+        if does and (doing is None or alt.cost_per_run_usd < doing.energy_usd):
+            doing = OwnedPick(gpu=alt.gpu, gpu_name=alt.gpu_name, count=alt.count, owned=have.count, nodes=alt.nodes,
+                              gpus_per_node=est.plan.gpus_per_node, wall_hours=alt.wall_hours,
+                              energy_usd=alt.cost_per_run_usd)
     update: dict[str, object] = {"alternatives": alts + list(rec.alternatives), "pitfalls": list(rec.pitfalls) + pits}
     if doing is not None:
-        alt, have = doing
-        update["owned_pick"] = OwnedPick(gpu=alt.gpu, gpu_name=alt.gpu_name, count=alt.count, owned=have.count,
-                                         nodes=alt.nodes, gpus_per_node=-(-alt.count // alt.nodes),
-                                         wall_hours=alt.wall_hours, energy_usd=alt.cost_per_run_usd)
+        update["owned_pick"] = doing
     return rec.model_copy(update=update)
 

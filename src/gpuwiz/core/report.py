@@ -12,7 +12,7 @@ from typing import Any, Literal
 from gpuwiz.core import market
 from gpuwiz.core.models import SEVERITY_ORDER, Build, Estimate, ParetoPoint, Recommendation, Requirements
 from gpuwiz.core.ranges import fmt_range
-from gpuwiz.core.whatif import OWNED_VERDICT, fmt_gpu_hours, fmt_hours, fmt_span, fmt_usd, owned_lead
+from gpuwiz.core.whatif import OWNED_VERDICT, fmt_gpu_hours, fmt_hours, fmt_span, fmt_usd, owned_lead, owned_part
 from gpuwiz.i18n import N_, _, cells, ljust
 
 Format = Literal["text", "md", "json"]
@@ -387,11 +387,8 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         title = _("gpuwiz recommendation: {n}x {gpu} for {model}").format(n=n_gpus, gpu=build.gpu_name,
                                                                           model=model_name)
     else:  # owned hardware does the run: that first; the build below is to add capacity
-        title = (_("gpuwiz recommendation: your {owned}x {gpu} for {model} (to add capacity: {n}x {other})")
-                 if own.count >= own.owned else
-                 _("gpuwiz recommendation: {used} of your {owned}x {gpu} for {model} (to add capacity: {n}x {other})")
-                 ).format(used=own.count, owned=own.owned, gpu=own.gpu_name, model=model_name, n=n_gpus,
-                          other=build.gpu_name)
+        title = _("gpuwiz recommendation: {owned} for {model} (to add capacity: {n}x {other})").format(
+            owned=owned_part(own), model=model_name, n=n_gpus, other=build.gpu_name)
     out += [h1 + title, ""]
     said = _("Verdict: {verdict}.").format(verdict=verdict)
     reason = cost.verdict_reason[:1].upper() + cost.verdict_reason[1:] if cost else ""

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from gpuwiz.core import pitfall_titles
-from gpuwiz.core.models import SEVERITY_ORDER, CurrencyInfo, Pitfall, Range, Recommendation, Requirements
+from gpuwiz.core.models import SEVERITY_ORDER, CurrencyInfo, OwnedPick, Pitfall, Range, Recommendation, Requirements
 from gpuwiz.i18n import N_, _
 
 METHODS = ("full", "lora", "qlora")
@@ -139,6 +139,12 @@ def fmt_span(r: Range | None, fmt: Callable[[float], str], prefix: str = "") -> 
 
 
 OWNED_VERDICT = N_("use what you own")  # the verdict where owned hardware does the run (Recommendation.owned_pick)
+
+
+def owned_part(pick: OwnedPick) -> str:
+    """'8 of your 100000x NVIDIA H100 SXM5 80GB', or 'your 8x ...' when the run takes all of them."""
+    return (_("your {owned}x {gpu}") if pick.count >= pick.owned else _("{used} of your {owned}x {gpu}")).format(
+        used=pick.count, owned=pick.owned, gpu=pick.gpu_name)
 
 
 def owned_lead(rec: Recommendation) -> str | None:
