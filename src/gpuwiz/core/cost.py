@@ -242,6 +242,8 @@ def cheapest_of(offers: tuple[tuple[CloudInstance, float], ...], gpus_total: int
     best: tuple[float, CloudInstance, int] | None = None
     least = math.inf
     for inst, usd_h in offers:
+        if best is not None and not usd_h < least:
+            continue  # no cheaper whatever it holds: its rate is usd_h x instances (>= 1), and a price is > 0
         n = instance_count(inst, gpus_total, gpus_per_node)
         if n is None:
             continue

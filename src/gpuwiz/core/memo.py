@@ -145,10 +145,13 @@ class Lru:
     (a dict read or store is atomic); dropping the oldest does (the TUI may run the engine in a worker
     thread: two threads must not both read the same oldest key and delete it twice)."""
 
-    __slots__ = ("__weakref__", "catalog_only", "data", "lock", "maxsize")
+    __slots__ = ("__weakref__", "catalog_only", "data", "find", "lock", "maxsize")
 
     def __init__(self, maxsize: int, catalog_only: bool = False) -> None:
         self.data: dict[Any, Any] = {}
+        # ``find(key, MISS)``: ``get`` as the dict's own method (no Python frame: the pricing asks a few hundred
+        # times an answer)
+        self.find: Callable[[Any, Any], Any] = self.data.get
         self.maxsize = maxsize
         self.catalog_only = catalog_only
         self.lock = threading.Lock()
@@ -185,7 +188,7 @@ def cached(cat: Catalog, name: str, key: Any, compute: Callable[[], T], *, maxsi
     """``compute()`` through the table ``name`` (see ``table``): the stored value for ``key``, else
     computed and stored; computed every time while the memo is off."""
     tbl = table(cat, name, maxsize, catalog_only)
-    hit = tbl.get(key) if tbl is not None else MISS
+    hit = tbl.find(key, MISS) if tbl is not None else MISS
     if hit is MISS:
         hit = compute()
         if tbl is not None:

@@ -365,7 +365,8 @@ def choice_index(rows: list[Row], want: int | None) -> ChoiceIndex:
     w = want or 1
     flat = [(i, s, dp, host, ck, fixed, per, fixed + per * w)
             for i, (s, dp, host, per_ck) in enumerate(rows) for ck, fixed, per in per_ck]
-    order = sorted(range(len(flat)), key=lambda j: flat[j][7])
+    needs = [f[7] for f in flat]
+    order = sorted(range(len(flat)), key=needs.__getitem__)  # (no Python frame per entry)
     first_of = [-1, *accumulate(order, min)]
     return ChoiceIndex(rows, want, flat, [flat[j][7] * _THRESHOLD_SLACK for j in order], order, first_of=first_of)
 

@@ -642,6 +642,7 @@ class _Recommender:
         self.not_training = {e.id for e in cat.platforms.training_excluded}
         self.buyable_cache: dict[tuple[str, int], bool] = {}
         self.sold_cache: dict[str, bool] = {}  # market.can_buy per GPU id (the country is fixed)
+        self.unit_prices: dict[str, float | None] = {}  # _unit_price per GPU id
         self.pinned = bool(req.hardware and req.hardware.gpu)
         # owning: this deployment's $/kWh and residual factor, applied to the footprints' PartsStem
         self.rates = costmod.own_rates(req, cat)
@@ -652,7 +653,7 @@ class _Recommender:
         # factor, horizon): an edit of the data, the schedule or the budget finds the last answer's floors
         floors = memo.table(cat, "buy_floors", maxsize=16)
         fkey = (self.stem_key, self.rates.kwh, self.rates.residual_factor, self.y)
-        kept = floors.get(fkey) if floors is not None else memo.MISS
+        kept = floors.find(fkey, memo.MISS) if floors is not None else memo.MISS
         if kept is memo.MISS:
             kept = {}
             if floors is not None:
@@ -728,7 +729,7 @@ class _Recommender:
             tbl = memo.table(self.cat, "no_price", maxsize=64)
             hw = self.req.hardware
             key = (self.d.mode, self.facts_key, hw.gpus_per_node if hw else None, hw.count if hw else None)
-            known = tbl.get(key) if tbl is not None else memo.MISS
+            known = tbl.find(key, memo.MISS) if tbl is not None else memo.MISS
             if known is memo.MISS:
                 known = {}
                 if tbl is not None:
@@ -790,9 +791,12 @@ class _Recommender:
         """The price of one GPU bought: used where the user takes used hardware (deployment.used_hardware) and
         the catalog has a used price, else new; None: it cannot be bought (not sold new -- catalog ``sold_new`` --
         and used hardware not asked for, or no price at all)."""
-        if self.d.used_hardware and gpu.price_used_usd:
-            return gpu.price_used_usd
-        return gpu.buy_new_usd
+        gid = gpu.id
+        if gid in self.unit_prices:  # (once per GPU: ``buy_new_usd`` is a property, and every shape priced asks)
+            return self.unit_prices[gid]
+        got = self.unit_prices[gid] = (gpu.price_used_usd if self.d.used_hardware and gpu.price_used_usd
+                                       else gpu.buy_new_usd)
+        return got
 
     def _sold_here(self, gpu: GPU) -> bool:
         """``market.can_buy`` in the deployment's country (no export rule, and sold there), once per GPU."""
@@ -1142,7 +1146,7 @@ class _Recommender:
             return last[1]
         tbl = self.shape_tables
         key = (self.facts_key, w, self.rpy, self.stem_key)
-        got = tbl.get(key) if tbl is not None else memo.MISS
+        got = tbl.find(key, memo.MISS) if tbl is not None else memo.MISS
         if got is memo.MISS:
             got = _Shapes(st_h=self.storage_per_hour(w), facts={}, sized={}, templates={})
             if tbl is not None:
@@ -1170,7 +1174,7 @@ class _Recommender:
         (rate, offer, instances) and the rough capex (None: not bought). Kept per catalog on the
         shape, the host RAM and every requirement field read (``facts_key``)."""
         key = (c.gpu.id, c.gpn, c.nodes, c.q.host_ram_gib, self.facts_key)
-        got = self.facts.get(key) if self.facts is not None else memo.MISS
+        got = self.facts.find(key, memo.MISS) if self.facts is not None else memo.MISS
         if got is memo.MISS:
             gpu, count = c.gpu, c.gpn * c.nodes
             # Only offers whose RAM holds the plan's CPU offload (per node) are priced (cost.instance_ram_ok).
@@ -1235,7 +1239,7 @@ class _Recommender:
         horizon), kept per catalog on the shape, the capex and ``stem_key``, so a candidate seen
         before builds no footprint."""
         key = (c.gpu.id, c.gpn, c.nodes, capex, self.stem_key)
-        stem = self.rough_stems.get(key) if self.rough_stems is not None else memo.MISS
+        stem = self.rough_stems.find(key, memo.MISS) if self.rough_stems is not None else memo.MISS
         if stem is memo.MISS:
             hgx = c.gpu.form_factor in ("sxm", "oam")
             gpu_w = c.gpn * c.gpu.tdp_w
@@ -1680,7 +1684,7 @@ class _Recommender:
             # The floor's PartsStem per footprint kind (no $/kWh, no horizon), kept per catalog on the
             # shape and ``stem_key``; PartsStem.total is OnPremParts.total to the bit (tests/core/test_price_tables).
             skey = (*key, self.stem_key)
-            stems = self.floor_stems.get(skey) if self.floor_stems is not None else memo.MISS
+            stems = self.floor_stems.find(skey, memo.MISS) if self.floor_stems is not None else memo.MISS
             if stems is memo.MISS:
                 prices = [p for p in (c.gpu.buy_new_usd, c.gpu.price_used_usd) if p]
                 capex = max(0.0, min(prices) * c.count - 0.01) if prices else 0.0  # capex is rounded to cents
@@ -1688,9 +1692,10 @@ class _Recommender:
                                       for rack in (False, True)))
                 if self.floor_stems is not None:
                     self.floor_stems.put(skey, stems)
-            capex, kinds = stems
-            kwh, rf = self.rates.kwh, self.rates.residual_factor
-            got = self.floors[key] = (capex, min(st.total(kwh, rf, self.y, 0.0) for st in kinds))
+            capex, (off_rack, in_rack) = stems
+            kwh, rf, y = self.rates.kwh, self.rates.residual_factor, self.y
+            a, b = off_rack.total(kwh, rf, y, 0.0), in_rack.total(kwh, rf, y, 0.0)
+            got = self.floors[key] = (capex, b if b < a else a)  # (the lesser, as min() of the two)
         return got
 
     def _may_hold(self, c: Cand) -> bool:

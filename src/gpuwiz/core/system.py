@@ -28,7 +28,9 @@ Sources for the rules (see ../shared/research/tco_and_pitfalls.md):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from gpuwiz.core import memo
 from gpuwiz.core.catalog import CPU, GPU, Catalog, Chassis, Dimm, NetworkOption, StorageTier
@@ -649,6 +651,17 @@ def office_circuit(cat: Catalog, country: str) -> Circuit:
     return Circuit(volts=120.0, amps=15.0, continuous_w=cat.fac("office_circuit_w"))
 
 
+class _Line:
+    """A bill-of-materials line of a ``Sizing`` (``_size_system`` without text): what the capex sums, without
+    ``BomLine``'s validation (the ranking sizes ~10-60 builds an answer and reads only their sums)."""
+
+    __slots__ = ("item", "note", "qty", "total_usd", "unit_usd")
+
+    def __init__(self, item: str, qty: int, unit_usd: float | None = None, total_usd: float | None = None,
+                 note: str = "") -> None:
+        self.item, self.qty, self.unit_usd, self.total_usd, self.note = item, qty, unit_usd, total_usd, note
+
+
 def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Workload, lean: bool, used: bool,
                  site: str, circuit: Circuit, text: bool = True) -> Build | Sizing:
     """The sizing rules. ``text``: the Build with its sentences; without, its numbers alone
@@ -660,6 +673,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     hgx = bool(chassis and chassis.kind == "hgx") or gpu.form_factor in ("sxm", "oam")
     vram_gb = gpus_per_node * gpu.memory_gib * GB_PER_GIB
     bom: list[BomLine] = []
+    # numbers alone: a _Line stands in for each BomLine (only its fields are read), without the validation
+    line: Callable[..., BomLine] = BomLine if text else cast("Callable[..., BomLine]", _Line)
 
     ckpt_gb = w.checkpoint_gb
     data_gb = w.dataset_gb
@@ -689,26 +704,27 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         per_gpu_gbps = net.gbps * nics / gpus_per_node
         ports, switches, topo = fabric_ports(nics * nodes, net.switch_radix)
         rails = _("{n} rails").format(n=nics) if nics > 1 else _("1 rail")
-        net_lines.append(BomLine(item=f"{net.name} NIC", qty=nics * nodes, unit_usd=net.nic_price_usd,
-                                 total_usd=net.nic_price_usd * nics * nodes,
-                                 note=_("compute fabric, one per GPU") if hgx else _("compute fabric")))
+        net_lines.append(line(item=f"{net.name} NIC", qty=nics * nodes, unit_usd=net.nic_price_usd,
+                              total_usd=net.nic_price_usd * nics * nodes,
+                              note=(_("compute fabric, one per GPU") if hgx else _("compute fabric")) if text else ""))
         if net.switch_port_usd:
-            net_lines.append(BomLine(item=_("{name} switch ports + cables").format(name=net.name), qty=ports,
-                                     unit_usd=net.switch_port_usd,
-                                     total_usd=net.switch_port_usd * ports,
-                                     note=_("{topo}, {rails}, non-blocking ({n} x {radix}-port switches)").format(
-                                         topo=topo, rails=rails, n=switches, radix=net.switch_radix)))
+            net_lines.append(line(item=_("{name} switch ports + cables").format(name=net.name), qty=ports,
+                                  unit_usd=net.switch_port_usd,
+                                  total_usd=net.switch_port_usd * ports,
+                                  note=_("{topo}, {rails}, non-blocking ({n} x {radix}-port switches)").format(
+                                      topo=topo, rails=rails, n=switches, radix=net.switch_radix) if text else ""))
         fe = [n for n in cat.network if n.kind == "ethernet" and n.gbps >= FRONTEND_GBPS]
         fe_net = min(fe, key=lambda n: (n.gbps, n.nic_price_usd)) if fe else None
         fe_txt = ""
         if fe_net:
             fe_ports, _fe_a, _fe_b = fabric_ports(nodes + 2, fe_net.switch_radix)  # + storage and login nodes
-            net_lines.append(BomLine(item=f"{fe_net.name} NIC", qty=nodes, unit_usd=fe_net.nic_price_usd,
-                                     total_usd=fe_net.nic_price_usd * nodes, note=_("storage / front-end network")))
-            net_lines.append(BomLine(item=_("{name} switch ports + cables").format(name=fe_net.name), qty=fe_ports,
-                                     unit_usd=fe_net.switch_port_usd,
-                                     total_usd=fe_net.switch_port_usd * fe_ports,
-                                     note=_("storage / front-end network")))
+            net_lines.append(line(item=f"{fe_net.name} NIC", qty=nodes, unit_usd=fe_net.nic_price_usd,
+                                  total_usd=fe_net.nic_price_usd * nodes,
+                                  note=_("storage / front-end network") if text else ""))
+            net_lines.append(line(item=_("{name} switch ports + cables").format(name=fe_net.name), qty=fe_ports,
+                                  unit_usd=fe_net.switch_port_usd,
+                                  total_usd=fe_net.switch_port_usd * fe_ports,
+                                  note=_("storage / front-end network") if text else ""))
             fe_txt = _("; separate {name} storage / front-end network").format(name=fe_net.name)
         network = ((_("{n}x {name} per node ({gbps:g} Gb/s each, {per_gpu:g} Gb/s per GPU, RDMA / GPUDirect)")
                     if net.rdma else _("{n}x {name} per node ({gbps:g} Gb/s each, {per_gpu:g} Gb/s per GPU)")).format(
@@ -717,8 +733,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         network = _("InfiniBand / RoCE RDMA, >= {gbps:g} Gb/s per GPU (not in catalog)").format(gbps=target_gbps)
     elif net and not lean:
         network = _("{name} ({gbps:g} Gb/s) for data ingest").format(name=net.name, gbps=net.gbps) if text else ""
-        net_lines.append(BomLine(item=f"{net.name} NIC", qty=1, unit_usd=net.nic_price_usd,
-                                 total_usd=net.nic_price_usd, note=_("data ingest")))
+        net_lines.append(line(item=f"{net.name} NIC", qty=1, unit_usd=net.nic_price_usd,
+                              total_usd=net.nic_price_usd, note=_("data ingest") if text else ""))
     else:
         network = _("on-board 1-2.5 GbE")
 
@@ -756,10 +772,10 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
             raid = " RAID-0" if n_nvme > 1 else ""
             storage.append(_("{n}x {name} ({tb:g} TB NVMe{raid}, ~{gbps:.0f} GB/s read)").format(
                 n=n_nvme, name=nvme.name, tb=fast_tb, raid=raid, gbps=fast_read))
-        bom.append(BomLine(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
-                           total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
-                           note=_("data + last checkpoints (RAID-0 cache)") if n_nvme > 1
-                           else _("data + last checkpoints")))
+        bom.append(line(item=nvme.name, qty=n_nvme * nodes, unit_usd=nvme.price_usd,
+                        total_usd=(nvme.price_usd or 0) * n_nvme * nodes,
+                        note=(_("data + last checkpoints (RAID-0 cache)") if n_nvme > 1
+                              else _("data + last checkpoints")) if text else ""))
     elif text:
         storage.append(_("{tb:g} TB NVMe (data + last checkpoints)").format(tb=fast_tb))
 
@@ -781,8 +797,8 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
             if text:
                 storage.append(_("{n}x {name} ({tb:g} TB HDD bulk: raw data, checkpoint history)").format(
                     n=n, name=t.name, tb=bulk_tb))
-            bom.append(BomLine(item=t.name, qty=n, unit_usd=t.price_usd, total_usd=(t.price_usd or 0) * n,
-                               note=_("bulk: raw data + checkpoint history")))
+            bom.append(line(item=t.name, qty=n, unit_usd=t.price_usd, total_usd=(t.price_usd or 0) * n,
+                            note=_("bulk: raw data + checkpoint history") if text else ""))
     elif nodes > 1:
         shared_tb = max(bulk_need_gb / 1000, 10.0)
         shared_gbps = max(read_need * nodes, ckpt_gb / CKPT_WRITE_S)
@@ -791,10 +807,10 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
             what = "NAS (NFS)" if tier.kind == "nas" else _("parallel file system (Lustre / GPFS / WEKA class)")
             storage.append(_("{name} ({units} unit(s), ~{gbps:.0f} GB/s, >= {tb:.0f} TB shared)").format(
                 name=tier.name, units=units, gbps=units * tier.read_gbps, tb=shared_tb))
-            bom.append(BomLine(item=tier.name, qty=units, unit_usd=tier.price_usd,
-                               total_usd=(tier.price_usd or 0) * units,
-                               note=_("shared {what}: {tb:,.0f} TB, {gbps:,.1f} GB/s needed (data + checkpoint "
-                                      "writes)").format(what=what, tb=shared_tb, gbps=shared_gbps)))
+            bom.append(line(item=tier.name, qty=units, unit_usd=tier.price_usd,
+                            total_usd=(tier.price_usd or 0) * units,
+                            note=_("shared {what}: {tb:,.0f} TB, {gbps:,.1f} GB/s needed (data + checkpoint "
+                                   "writes)").format(what=what, tb=shared_tb, gbps=shared_gbps) if text else ""))
         else:
             storage.append(_("shared storage, >= {tb:.0f} TB (not in catalog)").format(tb=shared_tb))
     if text:
@@ -805,19 +821,19 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
     cpu_lanes_have = 0
     if cpu:
         cpu_lanes_have = cpu_lanes(cpu, sockets)
-        bom.append(BomLine(item=cpu.name, qty=sockets * nodes, unit_usd=cpu.price_usd,
-                           total_usd=cpu.price_usd * sockets * nodes,
-                           note=_("{cores} cores/node (need {need}), {lanes} lanes (need {need_lanes})").format(
+        bom.append(line(item=cpu.name, qty=sockets * nodes, unit_usd=cpu.price_usd,
+                        total_usd=cpu.price_usd * sockets * nodes,
+                        note=_("{cores} cores/node (need {need}), {lanes} lanes (need {need_lanes})").format(
                                cores=cpu.cores * sockets, need=cores, lanes=cpu_lanes_have, need_lanes=lanes)
-                           if text else ""))
+                        if text else ""))
 
     # RAM.
     dimm, n_dimm = pick_memory(cat, cpu, sockets, ram_want, desktop)
     ram_gb = int(n_dimm * dimm.capacity_gb) if dimm else int(2 ** math.ceil(math.log2(max(rec_gb, 16))))
     if dimm:
-        bom.append(BomLine(item=dimm.name, qty=n_dimm * nodes, unit_usd=dimm.price_usd,
-                           total_usd=dimm.price_usd * n_dimm * nodes,
-                           note=(_("{gb} GB/node = {x:.1f}x VRAM").format(gb=ram_gb, x=ram_gb / max(vram_gb, 1))
+        bom.append(line(item=dimm.name, qty=n_dimm * nodes, unit_usd=dimm.price_usd,
+                        total_usd=dimm.price_usd * n_dimm * nodes,
+                        note=(_("{gb} GB/node = {x:.1f}x VRAM").format(gb=ram_gb, x=ram_gb / max(vram_gb, 1))
                                  + (_("; runs at {mts} MT/s on this CPU").format(mts=min(dimm.mts, cpu.memory_mts))
                                     if cpu else "")) if text else ""))
 
@@ -852,17 +868,17 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
             elif packed_open_air(chassis, gpu, gpus_per_node):
                 chassis_note += "; " + _("needs blower or liquid-cooled variants of the card (open-air coolers "
                                          "slot to slot recirculate each other's heat)")
-        bom.insert(0, BomLine(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
-                              note=chassis_note))
+        bom.insert(0, line(item=chassis.name, qty=nodes, unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
+                           note=chassis_note))
         psu_w = int(chassis.psu_w)
         if chassis.psu_w < psu_need:
             extra = _round_psu(psu_need - chassis.psu_w)
             unit = extra * cat.fac("psu_usd_per_w")
             how = (_("a second ATX PSU (add2psu adapter), one per GPU pair") if chassis.kind in TOWER_KINDS
                    else _("higher-rated PSU modules"))
-            bom.insert(1, BomLine(item=f"PSU capacity +{extra:,} W", qty=nodes, unit_usd=round(unit, 2),
-                                  total_usd=round(unit * nodes, 2),
-                                  note=_("{how}: {need:,.0f} W needed for {peak:,.0f} W peak").format(
+            bom.insert(1, line(item=f"PSU capacity +{extra:,} W", qty=nodes, unit_usd=round(unit, 2),
+                               total_usd=round(unit * nodes, 2),
+                               note=_("{how}: {need:,.0f} W needed for {peak:,.0f} W peak").format(
                                       how=how, need=psu_need, peak=max_w) if text else ""))
             psu_w = int(chassis.psu_w) + extra
     else:
@@ -870,15 +886,15 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         # (Epoch: server price ~1.64x GPU price).
         share = min(max(cat.fac("server_overhead_frac"), 0.0), 0.9)  # non-GPU share (Epoch: ~39 %)
         chassis_usd = (gpu_unit or 0.0) * gpus_per_node * share / (1 - share)
-        bom.insert(0, BomLine(item=f"{gpus_per_node}-GPU server platform (generic)", qty=nodes,
-                              unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
-                              note=_("no catalog chassis fits; priced as a share of GPU cost (Epoch)")))
+        bom.insert(0, line(item=f"{gpus_per_node}-GPU server platform (generic)", qty=nodes,
+                           unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
+                           note=_("no catalog chassis fits; priced as a share of GPU cost (Epoch)") if text else ""))
         psu_w = _round_psu(psu_need)
     board = (_(" ({n} board(s) of {per})").format(n=gpus_per_node // gpu.sold_as_board, per=gpu.sold_as_board)
              if gpu.sold_as_board > 1 and text else "")
-    bom.insert(0, BomLine(item=gpu.name + (_(" (used)") if used and gpu.price_used_usd else ""),
-                          qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
-                          note=(_("price unknown") if gpu_unit is None else "") + board))
+    bom.insert(0, line(item=gpu.name + (_(" (used)") if used and gpu.price_used_usd else ""),
+                       qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
+                       note=(_("price unknown") if gpu_unit is None else "") + board))
     capex = sum(b.total_usd or 0.0 for b in bom)
     build_tier = ("lean" if lean else "standard") + (USED_TIER if used and gpu.price_used_usd else "")
     if not text:
