@@ -724,20 +724,32 @@ class _Recommender:
         """``unpriced`` / ``shape_unpriced`` through a per-catalog table on every field they read (the mode,
         ``facts_key``: the data policy, used hardware, country, site; the GPUs per node asked), so an edit of
         the data or the money asks each once."""
-        known = self.no_price
-        if known is None:
-            tbl = memo.table(self.cat, "no_price", maxsize=64)
-            hw = self.req.hardware
-            key = (self.d.mode, self.facts_key, hw.gpus_per_node if hw else None, hw.count if hw else None)
-            known = tbl.find(key, memo.MISS) if tbl is not None else memo.MISS
-            if known is memo.MISS:
-                known = {}
-                if tbl is not None:
-                    tbl.put(key, known)
-            self.no_price = known
+        known = self.no_price if self.no_price is not None else self._no_price_table()
         got = known.get(what)
         if got is None:
             got = known[what] = compute()  # (a value another answer would compute alike: no lock needed)
+        return got
+
+    def _no_price_table(self) -> dict[tuple[object, ...], bool]:
+        """``_no_price``'s table for these fields (made on first use)."""
+        tbl = memo.table(self.cat, "no_price", maxsize=64)
+        hw = self.req.hardware
+        key = (self.d.mode, self.facts_key, hw.gpus_per_node if hw else None, hw.count if hw else None)
+        known = tbl.find(key, memo.MISS) if tbl is not None else memo.MISS
+        if known is memo.MISS:
+            known = {}
+            if tbl is not None:
+                tbl.put(key, known)
+        self.no_price = known
+        return known  # type: ignore[no-any-return]
+
+    def _shape_no_price(self, gpu: GPU, gpn: int, nodes: int) -> bool:
+        """``_no_price`` of ``shape_unpriced`` (asked of every shape the search tries: without a closure)."""
+        known = self.no_price if self.no_price is not None else self._no_price_table()
+        what = (gpu.id, gpn, nodes)
+        got = known.get(what)
+        if got is None:
+            got = known[what] = self.shape_unpriced(gpu, gpn, nodes)
         return got
 
     def unpriced(self, gpu: GPU, shapes: list[tuple[int, int]] | None) -> bool:
@@ -939,8 +951,7 @@ class _Recommender:
         gbps = self.stage_gbps.get(gpu.id)
         if gbps is None:  # (``overhead``'s hours fall as the staging network grows: the slowest one's are the most)
             gbps = self.stage_gbps[gpu.id] = memo.cached(
-                self.cat, "stage_gbps", (gpu.id, self.facts_key[0]),
-                lambda: min((staging_gbps(inst) for inst, _usd in self._allowed_offers(gpu)), default=0.0))
+                self.cat, "stage_gbps", (gpu.id, self.facts_key[0]), lambda: slowest_staging(self._allowed_offers(gpu)))
         return self.wait_hours(gbps, w) if gbps > 0 else 0.0
 
     def enumerated(self, scan: _Scanner) -> Enumerated:
@@ -1014,8 +1025,7 @@ class _Recommender:
         if prune and not pinned and self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
             # no desk chassis takes these GPUs: the drop below whatever the estimate, so none is made
             return booked, None
-        if (count_drops and not pinned and self._no_price((gpu.id, gpn, nodes),
-                                                           lambda: self.shape_unpriced(gpu, gpn, nodes))
+        if (count_drops and not pinned and self._shape_no_price(gpu, gpn, nodes)
                 and not (self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"))):
             # no price the mode allows at this shape (a desk shape no desk chassis takes is the site's drop,
             # made below after the estimate when not pruned): dropped as pricing would, before the estimator
@@ -2383,6 +2393,17 @@ def staging_gbps(inst: CloudInstance | None) -> float:
     if inst.network_gbps and not inst.rdma:
         return inst.network_gbps
     return STAGING_GBPS
+
+
+def slowest_staging(offers: tuple[tuple[CloudInstance, float], ...]) -> float:
+    """The least ``staging_gbps`` of the offers (0 when there are none): ``min`` over them, as a loop (no
+    generator frame per offer; the search asks it of every GPU)."""
+    least = 0.0
+    for i, (inst, _usd) in enumerate(offers):
+        g = staging_gbps(inst)
+        if i == 0 or g < least:
+            least = g
+    return least
 
 
 def trim_front(front: list[tuple[ParetoPoint, bool]], pick_usd: float, pick_nodes: int) -> list[ParetoPoint]:
