@@ -20,7 +20,6 @@ an edited overlay -- starts a new entry).
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -65,10 +64,10 @@ def _exclude() -> dict[str, Any]:
 
 
 def plan_key(req: Requirements) -> str:
-    """Digest of every requirement the per-candidate plan may read (all fields but PRICE_ONLY)."""
-    doc = req.model_dump(mode="json", exclude=_exclude())
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return blake2b(text.encode("utf-8"), digest_size=20).hexdigest()
+    """Digest of every requirement the per-candidate plan may read (all fields but PRICE_ONLY): of their JSON as
+    pydantic writes it, fields in the models' order (no requirement field is a dict or a set, whose order could
+    vary; every float is finite, so none is written as null)."""
+    return blake2b(req.model_dump_json(exclude=_exclude()).encode("utf-8"), digest_size=20).hexdigest()
 
 
 def candidates(req: Requirements, cat: Catalog, ctx: Context | None = None) -> Candidates | None:
