@@ -5,6 +5,7 @@ of edits."""
 
 from __future__ import annotations
 
+import math
 import typing
 from pathlib import Path
 from typing import Any, Literal
@@ -106,6 +107,26 @@ def test_price_only_fields_leave_the_key_and_every_other_field_changes_it() -> N
             Requirements.model_fields[section].annotation,)
         model = next(a for a in sub if isinstance(a, type) and issubclass(a, BaseModel))
         assert fields is None or fields <= model.model_fields.keys(), section
+
+
+def test_the_plan_key_text_is_canonical() -> None:
+    """plan_key digests pydantic's JSON of the requirements: one text per value only if no field is a dict or a
+    set (their order could differ between equal values) and no float field takes inf or NaN (written as null, as
+    None is). Every leaf field is tried with both."""
+    base = _base()
+    tried = 0
+    for path, ann, _value in _leaves(base):
+        kinds = {typing.get_origin(a) or a for a in (ann, *typing.get_args(ann))}
+        assert not kinds & {dict, set, frozenset}, f"{'.'.join(path)} is a mapping or a set"
+        for bad in (math.inf, -math.inf, math.nan):
+            node = doc = base.model_dump(mode="json")
+            for p in path[:-1]:
+                node = node[int(p)] if isinstance(node, list) else node[p]
+            node[path[-1]] = bad
+            with pytest.raises((ValidationError, GpuwizError)):
+                Requirements.model_validate(doc)
+            tried += 1
+    assert tried > 180
 
 
 def _valid_change(req: Requirements, path: tuple[str, ...], ann: Any, value: Any) -> Requirements | None:
