@@ -948,6 +948,8 @@ class Recommendation(Result):
     alternatives: list[Alternative] = field(default_factory=list)
     cost: CostAnalysis | None = None
     pitfalls: list[Pitfall] = field(default_factory=list)
+    # builds the search looked at: each GPU x GPUs per node x nodes sized, and one for each GPU type ruled out whole
+    # before sizing (export rule, site, no price, ...); ``dropped`` never adds up to more
     candidates_considered: int = 0
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> count
     suggestions: list[str] = field(default_factory=list)  # what would make it work

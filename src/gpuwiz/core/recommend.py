@@ -849,16 +849,22 @@ class _Recommender:
         """``enumerate`` for one GPU type: its candidates, its drops and shapes tried booked in ``t``."""
         out: list[Cand] = []
         pinned = bool(self.req.hardware and self.req.hardware.gpu)
+        # A GPU ruled out whole, before any shape of it is sized, counts as one build considered and one dropped:
+        # the drops never outnumber the builds considered ("Considered 15 candidate builds; dropped: 50 ..." read
+        # as nonsense when the GPU types were counted only among the drops).
         if not pinned:
             excluded = self.excluded(gpu)
             if excluded:
+                t.considered += 1
                 t.drop(excluded)
                 return out
             if self.d.site == "desk" and gpu.form_factor in ("sxm", "oam"):
+                t.considered += 1
                 t.drop(DROP_SITE)
                 return out
         shapes = self.shapes(gpu)
         if not pinned and self._no_price(("gpu", gpu.id), lambda: self.unpriced(gpu, shapes)):
+            t.considered += 1
             t.drop(DROP_PRICE)  # no shape of it could be rented or bought: not sized (like the exclusions above)
             return out
         if shapes is not None:
