@@ -17,6 +17,7 @@ from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.estimate import estimate
 from gpuwiz.core.models import Recommendation, Requirements
 from gpuwiz.core.recommend import DROP_EXPORT, DROP_SITE, SLACK_FRAC, recommend
+from gpuwiz.core.whatif import fmt_hours
 
 CAT: Catalog = load_catalog()
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -157,6 +158,26 @@ def test_nothing_fits_says_what_would() -> None:
     assert "QLoRA" in text or "LoRA" in text or "node" in text
     assert r.pitfalls and r.pitfalls[0].severity == "block"
     assert sum(r.dropped.values()) > 0 and r.dropped.get(DROP_SITE, 0) > 0
+
+
+def test_a_run_no_build_on_the_site_can_do_is_offered_rented_in_the_cloud() -> None:
+    """Bound by the site (a 405B full fine-tune on a desk): the first suggestion, and the blocker's hint, is the
+    same question rented in the cloud -- that search's pick, run time and price per run. A buyer is not offered
+    it (mode buy)."""
+    base: dict[str, Any] = {"model": {"preset": "llama-3.1-405b"}, "training": {"method": "full"},
+                            "data": {"tokens": 1e9}}
+    r = recommend(Requirements.model_validate({**base, "deployment": {"site": "desk"}}), CAT)
+    assert not r.found and r.binding_constraint is not None and r.binding_constraint.kind == "site"
+    cloud = recommend(Requirements.model_validate({**base, "deployment": {"site": "cloud", "mode": "rent"}}), CAT)
+    assert cloud.found and cloud.build is not None and cloud.estimate is not None
+    assert cloud.cost_per_run_usd is not None
+    first = r.suggestions[0]
+    assert "deployment.site: cloud" in first
+    assert f"{cloud.build.gpus_per_node * cloud.build.nodes}x {cloud.build.gpu_name}" in first
+    assert fmt_hours(cloud.estimate.time.wall_hours) in first and f"${cloud.cost_per_run_usd:,.0f}" in first
+    assert r.pitfalls[0].severity == "block" and first in r.pitfalls[0].message
+    buyer = recommend(Requirements.model_validate({**base, "deployment": {"site": "desk", "mode": "buy"}}), CAT)
+    assert not buyer.found and buyer.suggestions and not any("deployment.site: cloud" in s for s in buyer.suggestions)
 
 
 def test_pinned_hardware_is_recommended_with_costs() -> None:

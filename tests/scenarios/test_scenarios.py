@@ -168,6 +168,8 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         assert r.binding_constraint is not None and r.binding_constraint.kind in exp["binding_in"], r.binding_constraint
     for s in exp.get("suggestions_not", []):
         assert not any(s in x for x in r.suggestions), r.suggestions
+    for s in exp.get("site_suggestions_not", []):  # not for the site asked: a rental in the cloud may name it
+        assert not any(s in x for x in r.suggestions if "deployment.site: cloud" not in x), r.suggestions
     for s in exp.get("suggestions_has", []):
         assert any(s in x for x in r.suggestions), r.suggestions
     if not r.found:

@@ -2259,6 +2259,11 @@ class _Recommender:
         out: list[str] = []
         req = self.req
         horizon_h = self.y * HOURS_PER_YEAR
+        if self.d.site != "cloud" and self.d.mode != "buy" and self.binding(priced).kind == "site":
+            # the site is what stops every build that fits: the run rented where a data-centre GPU lives, first
+            cloud = self._cloud_fits()
+            if cloud:
+                out.append(cloud)
         gpus = [g for g in self.cat.gpus if not self.excluded(g)]
         if self.d.site == "desk":
             gpus = [g for g in gpus if sysmod.chassis_options(self.cat, g, 1, "desk")]
@@ -2326,6 +2331,19 @@ class _Recommender:
             out.append(_("{n} GPU type(s) are export-restricted for {country}: use in-market GPUs or an in-country "
                          "cloud").format(n=dropped[DROP_EXPORT], country=self.d.country))
         return out
+
+    def _cloud_fits(self) -> str | None:
+        """Bound by the site (no build that fits suits a desk, an office or a server room): the build the same
+        question finds rented in the cloud (deployment.site: cloud, mode: rent), said as a suggestion -- the run
+        done where the GPUs it needs are rented by the hour; None when none is found (no offer the data policy
+        allows, or none within the deadline)."""
+        dep = self.req.deployment.model_copy(update={"site": "cloud", "mode": "rent"})
+        win = _Recommender(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj).pick_only()
+        if win is None or win.rent_inst is None or win.rent_run is None:
+            return None
+        cash = market.cash(self.cat, self.req)
+        return _("rented in the cloud (deployment.site: cloud): {offer}, {run} and {usd} a run").format(
+            offer=win.rent_label, run=fmt_hours(win.q.wall_hours), usd=cash(win.rent_run))
 
     def _used_fits(self) -> str | None:
         """Over budget buying new: the build the same question finds with used GPUs taken
