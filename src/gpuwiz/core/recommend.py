@@ -2288,10 +2288,11 @@ class _Recommender:
                                     _("{nodes} node(s) of {gpn}x {gpu} would fit but take {run}: a deadline of "
                                       "{need} days, or more nodes")).format(
                             nodes=nodes, gpn=gpn, gpu=g.name, run=fmt_hours(q.wall_hours),
-                            need=math.ceil(q.wall_hours / 24)))
+                            need=math.ceil(q.wall_hours / 24)) + self._over_budget(g, gpn, nodes))
                     else:
                         out.append(_("{nodes} node(s) of {gpn}x {gpu} ({n} GPUs) would fit and finish in {h:,.1f} "
-                                     "h").format(nodes=nodes, gpn=gpn, gpu=g.name, n=nodes * gpn, h=q.wall_hours))
+                                     "h").format(nodes=nodes, gpn=gpn, gpu=g.name, n=nodes * gpn, h=q.wall_hours)
+                                   + self._over_budget(g, gpn, nodes))
                     break
             if out:
                 break
@@ -2331,6 +2332,21 @@ class _Recommender:
             out.append(_("{n} GPU type(s) are export-restricted for {country}: use in-market GPUs or an in-country "
                          "cloud").format(n=dropped[DROP_EXPORT], country=self.d.country))
         return out
+
+    def _over_budget(self, gpu: GPU, gpn: int, nodes: int) -> str:
+        """What a suggested build to buy costs, said where it is over the budget (its leanest box: the least the
+        search would price it at), or "" (renting only, no budget, within it, or not for sale here). A $3,000
+        buyer was told a 70B full fine-tune "would fit" on a $40k box, given ten days."""
+        budget = self.d.budget_usd
+        if budget is None or self.d.mode == "rent" or self._w0 is None or not self._buy_route(gpu) \
+                or not self._buyable_at(gpu, gpn):
+            return ""
+        capex = sysmod.size_cost(self.req, self.cat, gpu, gpn, nodes, self._w0, lean=True).capex_usd
+        if capex <= budget:
+            return ""
+        cash = market.cash(self.cat, self.req)
+        return _("; its leanest build costs {capex} to buy, over the {budget} budget").format(
+            capex=cash(capex), budget=cash(budget))
 
     def _cloud_fits(self) -> str | None:
         """Bound by the site (no build that fits suits a desk, an office or a server room): the build the same
