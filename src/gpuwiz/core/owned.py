@@ -78,7 +78,7 @@ def _sized(req: Requirements, cat: Catalog, have: HaveSpec, gpn: int) -> Estimat
             if est.feasible and not _over_batch(est):
                 best = est
             n //= 2
-        why = why or _("no part of it trains the run's batch")
+        why = _("no part of it trains the run's batch")
     return best if best is not None else why
 
 

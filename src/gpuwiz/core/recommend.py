@@ -720,36 +720,24 @@ class _Recommender:
             return DROP_TRAINING
         return None
 
-    def _no_price(self, what: tuple[object, ...], compute: Callable[[], bool]) -> bool:
-        """``unpriced`` / ``shape_unpriced`` through a per-catalog table on every field they read (the mode,
-        ``facts_key``: the data policy, used hardware, country, site; the GPUs per node asked), so an edit of
-        the data or the money asks each once."""
-        known = self.no_price if self.no_price is not None else self._no_price_table()
+    def _no_price(self, what: tuple[object, ...], compute: Callable[..., bool], *args: Any) -> bool:
+        """``unpriced`` / ``shape_unpriced`` (``compute(*args)``: no closure made for every shape the search tries)
+        through a per-catalog table on every field they read (the mode, ``facts_key``: the data policy, used
+        hardware, country, site; the GPUs per node asked), so an edit of the data or the money asks each once."""
+        known = self.no_price
+        if known is None:
+            tbl = memo.table(self.cat, "no_price", maxsize=64)
+            hw = self.req.hardware
+            key = (self.d.mode, self.facts_key, hw.gpus_per_node if hw else None, hw.count if hw else None)
+            known = tbl.find(key, memo.MISS) if tbl is not None else memo.MISS
+            if known is memo.MISS:
+                known = {}
+                if tbl is not None:
+                    tbl.put(key, known)
+            self.no_price = known
         got = known.get(what)
         if got is None:
-            got = known[what] = compute()  # (a value another answer would compute alike: no lock needed)
-        return got
-
-    def _no_price_table(self) -> dict[tuple[object, ...], bool]:
-        """``_no_price``'s table for these fields (made on first use)."""
-        tbl = memo.table(self.cat, "no_price", maxsize=64)
-        hw = self.req.hardware
-        key = (self.d.mode, self.facts_key, hw.gpus_per_node if hw else None, hw.count if hw else None)
-        known = tbl.find(key, memo.MISS) if tbl is not None else memo.MISS
-        if known is memo.MISS:
-            known = {}
-            if tbl is not None:
-                tbl.put(key, known)
-        self.no_price = known
-        return known  # type: ignore[no-any-return]
-
-    def _shape_no_price(self, gpu: GPU, gpn: int, nodes: int) -> bool:
-        """``_no_price`` of ``shape_unpriced`` (asked of every shape the search tries: without a closure)."""
-        known = self.no_price if self.no_price is not None else self._no_price_table()
-        what = (gpu.id, gpn, nodes)
-        got = known.get(what)
-        if got is None:
-            got = known[what] = self.shape_unpriced(gpu, gpn, nodes)
+            got = known[what] = compute(*args)  # (a value another answer would compute alike: no lock needed)
         return got
 
     def unpriced(self, gpu: GPU, shapes: list[tuple[int, int]] | None) -> bool:
@@ -863,7 +851,7 @@ class _Recommender:
                 t.drop(DROP_SITE)
                 return out
         shapes = self.shapes(gpu)
-        if not pinned and self._no_price(("gpu", gpu.id), lambda: self.unpriced(gpu, shapes)):
+        if not pinned and self._no_price(("gpu", gpu.id), self.unpriced, gpu, shapes):
             t.considered += 1
             t.drop(DROP_PRICE)  # no shape of it could be rented or bought: not sized (like the exclusions above)
             return out
@@ -1031,7 +1019,7 @@ class _Recommender:
         if prune and not pinned and self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"):
             # no desk chassis takes these GPUs: the drop below whatever the estimate, so none is made
             return booked, None
-        if (count_drops and not pinned and self._shape_no_price(gpu, gpn, nodes)
+        if (count_drops and not pinned and self._no_price((gpu.id, gpn, nodes), self.shape_unpriced, gpu, gpn, nodes)
                 and not (self.d.site == "desk" and not sysmod.chassis_options(self.cat, gpu, gpn, "desk"))):
             # no price the mode allows at this shape (a desk shape no desk chassis takes is the site's drop,
             # made below after the estimate when not pruned): dropped as pricing would, before the estimator
@@ -2206,13 +2194,14 @@ class _Recommender:
     # -- nothing fits --
     def nothing(self, scan: _Scanner, priced: Priced) -> Recommendation:
         """The answer when nothing fits: the binding constraint and sane suggestions."""
-        sugg = self.suggestions(scan, priced)
+        bc = self.binding(priced)
+        sugg = self.suggestions(scan, priced, bc)
         pits = pitmod.check_nothing_fits(self.req, self.cat, sugg)
         return Recommendation(objective=self.obj, found=False, pitfalls=pits,  # type: ignore[arg-type]
                               candidates_considered=priced.considered, market=market.assess(self.req, self.cat),
                               currency=market.currency_info(self.cat, self.req),
                               dropped=dict(sorted(priced.dropped, key=lambda kv: -kv[1])), suggestions=sugg,
-                              binding_constraint=self.binding(priced),
+                              binding_constraint=bc,
                               assumptions=[n for n in [turnaround_note(self.req)] if n])
 
     def binding(self, priced: Priced) -> BindingConstraint:
@@ -2253,13 +2242,14 @@ class _Recommender:
                                  + _(", ").join(_(k) for k in (DROP_EXPORT, DROP_CUDA, DROP_TRAINING, DROP_PRICE)
                                                 if d.get(k)))
 
-    def suggestions(self, scan: _Scanner, priced: Priced) -> list[str]:
+    def suggestions(self, scan: _Scanner, priced: Priced, bc: BindingConstraint | None = None) -> list[str]:
         """Changes that would make it work -- only sane ones: never LoRA for a pretraining run, never
-        a run longer than the horizon, never a data-centre server to a desk buyer."""
+        a run longer than the horizon, never a data-centre server to a desk buyer. ``bc``: ``binding(priced)``,
+        where the caller has it."""
         out: list[str] = []
         req = self.req
         horizon_h = self.y * HOURS_PER_YEAR
-        if self.d.site != "cloud" and self.d.mode != "buy" and self.binding(priced).kind == "site":
+        if self.d.site != "cloud" and self.d.mode != "buy" and (bc or self.binding(priced)).kind == "site":
             # the site is what stops every build that fits: the run rented where a data-centre GPU lives, first
             cloud = self._cloud_fits()
             if cloud:
@@ -2353,8 +2343,7 @@ class _Recommender:
         question finds rented in the cloud (deployment.site: cloud, mode: rent), said as a suggestion -- the run
         done where the GPUs it needs are rented by the hour; None when none is found (no offer the data policy
         allows, or none within the deadline)."""
-        dep = self.req.deployment.model_copy(update={"site": "cloud", "mode": "rent"})
-        win = _Recommender(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj).pick_only()
+        win = self._pick_with(site="cloud", mode="rent")
         if win is None or win.rent_inst is None or win.rent_run is None:
             return None
         cash = market.cash(self.cat, self.req)
@@ -2366,15 +2355,19 @@ class _Recommender:
         (deployment.used_hardware), said as a suggestion; None when it finds none or it is not asked."""
         if self.d.used_hardware or self.d.mode == "rent":
             return None
-        dep = self.req.deployment.model_copy(update={"used_hardware": True})
-        win = _Recommender(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj).pick_only()
-        # (the search's pick and its sized bill of materials; not the whole answer: no explanation, no suggestions)
+        win = self._pick_with(used_hardware=True)
         if win is None or win.mode != "buy" or win.build is None or not tier_bought_used(win.build.tier):
             return None
         cash = market.cash(self.cat, self.req)
         return _("with used GPUs (deployment.used_hardware: true): {n}x {gpu} (used), capex {capex}, {run} a "
                  "run").format(n=win.count, gpu=win.gpu.name, capex=cash(win.build.capex_usd),
                                run=fmt_hours(win.q.wall_hours))
+
+    def _pick_with(self, **deployment: Any) -> Cand | None:
+        """The pick of the same question with these deployment fields changed (a suggestion's what-if): the search's
+        pick and its sized bill of materials; not the whole answer (no explanation, no suggestions)."""
+        dep = self.req.deployment.model_copy(update=deployment)
+        return _Recommender(self.req.model_copy(update={"deployment": dep}), self.cat, self.obj).pick_only()
 
     def pick_only(self) -> Cand | None:
         """``search``'s pick (sized), without the answer around it; None when nothing is picked."""

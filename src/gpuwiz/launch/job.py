@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpuwiz.core.catalog import Catalog
 from gpuwiz.core.errors import GpuwizError
-from gpuwiz.core.models import Build, Plan, Recommendation, Requirements
+from gpuwiz.core.models import Build, HardwareSpec, Plan, Recommendation, Requirements
 
 # Upper range of the time estimate: gpuwiz's p90 absolute error on throughput and GPU-hours over the
 # 236 published runs of docs/VALIDATION.md is 39 % (measured by `gpuwiz validate`, 2026-12).
@@ -108,7 +108,6 @@ def owned_run(req: Requirements, rec: Recommendation, catalog: Catalog) -> tuple
     own = rec.owned_pick
     if own is None:
         return None
-    from gpuwiz.core.models import HardwareSpec
     from gpuwiz.core.recommend import recommend
 
     pinned = req.model_copy(update={

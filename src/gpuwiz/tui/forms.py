@@ -370,15 +370,21 @@ def parse_list(raw: str, known: Collection[str] | None) -> list[str] | str:
             out.append(item.upper())
             continue
         if not _REGION_ID.match(item):
-            return f"{item!r} is neither a two-letter country code nor a region id"
+            return _("{item!r} is neither a two-letter country code nor a region id").format(item=item)
         if lower is not None and item.lower() not in lower:
-            import difflib
-
-            near = difflib.get_close_matches(item.lower(), list(lower), n=1, cutoff=0.6)
-            hint = f" (did you mean {lower[near[0]]}?)" if near else ""
-            return f"{item!r}: no cloud offer in the catalog has this region{hint}"
+            return _("{item!r}: no cloud offer in the catalog has this region{hint}").format(
+                item=item, hint=_nearest(item, lower))
         out.append(lower[item.lower()] if lower is not None else item)
     return list(dict.fromkeys(out))
+
+
+def _nearest(item: str, lower: dict[str, str]) -> str:
+    """' (did you mean ID?)' with the known id nearest to ``item`` (``lower``: the known ids by their lower case),
+    or '' when none is near: what a list field says of an id it does not know."""
+    import difflib
+
+    near = difflib.get_close_matches(item.lower(), list(lower), n=1, cutoff=0.6)
+    return _(" (did you mean {id}?)").format(id=lower[near[0]]) if near else ""
 
 
 _OWNED = re.compile(r"^(?:(\d+)\s*[x×*]\s*)?([A-Za-z][A-Za-z0-9._-]*)$")  # (catalog GPU ids start with a letter)
@@ -402,11 +408,8 @@ def parse_have(raw: str, known: Collection[str] | None,
         gpu = got.group(2)
         if lower is not None:
             if gpu.lower() not in lower:
-                import difflib
-
-                near = difflib.get_close_matches(gpu.lower(), list(lower), n=1, cutoff=0.6)
-                hint = _(" (did you mean {id}?)").format(id=lower[near[0]]) if near else ""
-                return _("{item!r}: no GPU in the catalog has this id{hint}").format(item=gpu, hint=hint)
+                return _("{item!r}: no GPU in the catalog has this id{hint}").format(item=gpu,
+                                                                                  hint=_nearest(gpu, lower))
             gpu = lower[gpu.lower()]
         row: dict[str, Any] = {"gpu": gpu, "count": count}
         kept = next((h for h in current if h.gpu == gpu and h.count == count and h.gpus_per_node), None)
