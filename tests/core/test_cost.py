@@ -125,6 +125,29 @@ def test_breakeven_formula() -> None:
     assert a.breakeven_utilization == pytest.approx(expect, rel=1e-3)
 
 
+def test_a_rent_verdict_on_a_marketplace_price_says_what_a_data_centre_would_cost() -> None:
+    # Busy most of the year: $2/GPU-h (a marketplace ask) rents cheaper than owning, $12/GPU-h (a data centre) does not
+    gph = 8 * 730 * 0.6
+    r = req(runs_per_month=1, site="colo")
+    cheap, dear = rent_ref(gph * 2.0, 2.0), costmod.RentRef(usd_per_run=gph * 12.0, label="8x H100 on DC (big)",
+                                                             usd_per_gpu_hour=12.0)
+    a = costmod.analyse(r, CAT, h100_node(), gph, [], cheap, datacentre=dear)
+    assert a.verdict == "rent" and a.onprem is not None
+    assert a.datacentre_rent_usd_total == pytest.approx(gph * 12.0 * 12 * 3, rel=1e-6)
+    assert a.onprem.total_usd < 0.9 * a.datacentre_rent_usd_total  # owning wins against the data centre
+    assert a.datacentre_rent_option == "8x H100 on DC (big)"
+    assert "community marketplace host's price" in a.verdict_reason and "8x H100 on DC (big)" in a.verdict_reason
+    assert any(f.startswith("renting from a data centre") for f in a.flip_inputs)
+    # not said: without a data-centre offer, when the data centre is cheap too, when the user asked to rent
+    for other in (costmod.analyse(r, CAT, h100_node(), gph, [], cheap),
+                  costmod.analyse(r, CAT, h100_node(), gph, [], cheap, datacentre=rent_ref(gph * 2.1, 2.1)),
+                  costmod.analyse(req(runs_per_month=1, site="colo", mode="rent"), CAT, h100_node(), gph, [], cheap,
+                                  datacentre=dear)):
+        assert other.datacentre_rent_usd_total is None and other.datacentre_rent_option == ""
+        assert "marketplace" not in other.verdict_reason
+        assert not any(f.startswith("renting from a data centre") for f in other.flip_inputs)
+
+
 def test_mode_forces_the_verdict() -> None:
     a = costmod.analyse(req(mode="buy", site="colo"), CAT, h100_node(), 10.0, [], rent_ref(30.0))
     assert a.verdict == "buy"

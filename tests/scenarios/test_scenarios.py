@@ -248,6 +248,14 @@ def check_expected(req: Requirements, r: Recommendation, exp: dict[str, Any]) ->
         assert msgs and text in msgs[0], (pid, msgs)
     for pid, text in exp.get("pitfall_text_not", {}).items():
         assert not any(text in p.message for p in r.pitfalls if p.id == pid), (pid, text)
+    if "marketplace_verdict" in exp:  # a rent verdict on a community host's price that a data centre would flip
+        said = cost.datacentre_rent_usd_total is not None
+        assert said == exp["marketplace_verdict"], (cost.verdict, cost.verdict_reason)
+        if said:
+            assert cost.verdict == "rent" and cost.rent_offer is not None
+            assert cost.rent_offer.tier == "marketplace-community", cost.rent_offer
+            assert cost.onprem is not None and cost.onprem.total_usd < 0.9 * (cost.datacentre_rent_usd_total or 0)
+            assert cost.datacentre_rent_option and cost.datacentre_rent_option in cost.verdict_reason
     if "site_has" in exp:
         assert exp["site_has"] in b.site, b.site
     if "site_kind_in" in exp and not b.rented:

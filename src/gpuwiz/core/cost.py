@@ -534,14 +534,18 @@ def rent_per_year(req: Requirements, rent: RentRef, gpu_hours_per_run: float, bu
 def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_run: float,
             cloud: list[CloudOption], rent: RentRef | None, gpu_priced: bool = True,
             no_buy_reason: str = N_("no purchase price for this GPU in the catalog"),
-            decided: str | None = None, decided_why: str = "") -> CostAnalysis:
+            decided: str | None = None, decided_why: str = "", datacentre: RentRef | None = None) -> CostAnalysis:
     """Rent vs buy: owning ``build`` (which needs ``gpu_hours_per_run`` per run) against ``rent``,
     the cheapest cloud way to do the same work (possibly on another GPU type).
 
     With the choice open (mode either) the verdict is buy when owning is BUY_MARGIN cheaper. A
     caller whose ranking already weighed more than the dollars (the recommender's non-CUDA and
     simplicity rules) passes its choice as ``decided`` ("rent" / "buy") and ``decided_why``, the
-    reason it overrides the plain comparison; the verdict then follows it, saying why."""
+    reason it overrides the plain comparison; the verdict then follows it, saying why.
+
+    ``datacentre``: where ``rent`` is a community marketplace host's price, the cheapest data-centre offer of the
+    same build. A rent verdict (mode either) that owning would win against it rests on the marketplace price, and
+    the analysis says so (``datacentre_rent_usd_total``, a flip input)."""
     y = years(req)
     mode = req.deployment.mode
     months = max(1, math.ceil(y * 12))
@@ -666,6 +670,17 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
 
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus,
                         p_equiv, cash=cash)
+    dc_total: float | None = None
+    if datacentre is not None and verdict == "rent" and mode == "either":
+        dc = rent_per_year(req, datacentre, gpu_hours_per_run, busy) * y
+        if buy_total < BUY_MARGIN * dc:  # the verdict's own test, against the data-centre price
+            dc_total = dc
+            reason += _("; that is a community marketplace host's price (the host sets it and may withdraw the "
+                        "machine): from a data centre, {label} costs {dc} over {y:g} years and owning wins -- get a "
+                        "committed quote before you decide").format(label=datacentre.label, dc=cash(dc), y=y)
+            flips.append(_("renting from a data centre instead of a community marketplace host: {label} costs {dc} "
+                           "over {y:g} years vs {buy} to own, which favours buying").format(
+                label=datacentre.label, dc=cash(dc), y=y, buy=cash(buy_total)))
     series = MonthPoint.series(months, rent_year / 12, parts.capex, opex_year / 12)
     return CostAnalysis(
         cloud=cloud, onprem=tco, verdict=verdict, verdict_reason=reason,
@@ -675,6 +690,8 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         buy_option=buy_label, rent_option=rent.label, rent_usd_total=round(rent_total, 2),
         hybrid_usd_total=round(hybrid_total, 2) if hybrid_total is not None else None,
         buy_wins_only_by_resale=by_resale,
+        datacentre_rent_usd_total=round(dc_total, 2) if dc_total is not None else None,
+        datacentre_rent_option=datacentre.label if dc_total is not None and datacentre is not None else "",
     )
 
 

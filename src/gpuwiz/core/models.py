@@ -902,6 +902,11 @@ class CostAnalysis(Result):
     hybrid_usd_total: float | None = None  # own part, rent the rest, over the horizon
     rent_offer: RentOffer | None = None  # the offer the verdict prices
     buy_wins_only_by_resale: bool = False  # buying is cheaper over the horizon only because of resale value
+    # A rent verdict priced on a community marketplace host (whose owner sets the price and may withdraw the machine)
+    # that owning would beat on the cheapest data-centre offer of the same build: that offer over the horizon, and
+    # its name ("" / None otherwise: the verdict does not rest on a marketplace price)
+    datacentre_rent_usd_total: float | None = None
+    datacentre_rent_option: str = ""
 
 
 class ParetoPoint(Result):

@@ -1845,6 +1845,32 @@ class _Recommender:
         or ten use it; an owned build carries its own disks (its BOM) instead."""
         return w.dataset_gb / 1000.0 * self.cat.fac("cloud_storage_usd_per_tb_month") * 12.0 / max(self.rpy, 1e-9)
 
+    def _datacentre(self, cloud: list[CloudOption], w: sysmod.Workload, gpu: GPU) -> costmod.RentRef | None:
+        """Where the first of ``cloud`` (the offer a rent verdict prices) is a community marketplace host's, the
+        cheapest data-centre offer of the same build (another tier: its price and capacity are the provider's), as
+        the rent side of ``cost.analyse``: on demand or reserved, whichever is cheaper, with its per-run overhead.
+        None otherwise."""
+        if not cloud or cloud[0].tier != "marketplace-community":
+            return None
+        best: tuple[float, CloudOption, float] | None = None
+        for o in cloud:
+            if o.tier == "marketplace-community":
+                continue
+            over = self._overhead_usd(o, w)
+            cost = min(o.cost_per_run_usd + over, o.cost_per_run_reserved_usd or math.inf)
+            if best is None or cost < best[0]:
+                best = (cost, o, over)
+        if best is None:
+            return None
+        _cost, o, over = best
+        n = o.gpus_per_instance * o.instances
+        times = f" x{o.instances}" if o.instances > 1 else ""
+        label = _("{n}x {gpu} on {provider} ({instance})").format(
+            n=n, gpu=gpu.name, provider=o.provider, instance=o.instance + times)
+        reserved = o.cost_per_run_reserved_usd * self.rpy if o.cost_per_run_reserved_usd is not None else None
+        return costmod.RentRef(usd_per_run=o.cost_per_run_usd + over, label=label, usd_per_gpu_hour=o.usd_per_hour / n,
+                               reserved_usd_per_year=reserved)
+
     def _overhead_usd(self, o: CloudOption, w: sysmod.Workload) -> float:
         """Per-run overhead of a cloud option in dollars (``overhead`` hours at its rate + egress)."""
         hours, egress = self.overhead(self._instance(o), w)
@@ -1906,7 +1932,7 @@ class _Recommender:
                 bw = self._plan_workload(scan, buy)
                 buy_build = self._sized(buy, bw)
                 analysis = costmod.analyse(self.req, self.cat, buy_build, buy.q.gpu_hours, cloud, rent_ref,
-                                           **self._decided(win, buy))
+                                           datacentre=self._datacentre(cloud, w, win.gpu), **self._decided(win, buy))
             else:
                 buy_build = None
                 site = self.d.site not in ("any", "cloud")
