@@ -923,3 +923,53 @@ def test_a_build_whose_memory_range_is_above_its_card_ranks_after_one_that_fits(
     assert e.memory.fits and e.memory.per_gpu_gib_range is not None
     assert e.memory.per_gpu_gib_range.high > e.memory.capacity_gib  # the risk the ranking weighs
     assert e.plan.micro_batch == 1 and e.plan.activation_checkpointing == "full"  # nothing lighter in the GPU
+
+
+def _search(req: Requirements) -> tuple[Any, Any]:
+    """The recommender's stage 1 (every shape tried and kept) and its scanner, as ``recommend`` runs them."""
+    from gpuwiz.core import recommend as rmod
+
+    r = rmod._Recommender(req, CAT, req.deployment.objective)
+    scan = rmod._Scanner(req, CAT)
+    r.batch_cap = scan.ctx.batch_most
+    r._w0 = r.workload0(scan)
+    return r.enumerate(scan), scan
+
+
+def test_plain_data_parallel_is_a_plan_that_gave_up_nothing_for_memory() -> None:
+    from gpuwiz.core import estimate as emod
+
+    resnet = load_config(EXAMPLES / "resnet50-imagenet.yaml")
+    _found, scan = _search(resnet)
+    q = emod.quick(scan.ctx, "h100-sxm", 8, 8)
+    assert q.detail is not None and q.detail.choice.ckpt == "none" and q.detail.choice.shape.zero == 0
+    assert emod.plain_data_parallel(scan.ctx, q)
+    # a 7B LoRA on one H100 runs micro-batch 1 of the 4 allowed (memory): not plain
+    team = load_config(EXAMPLES / "small-team-lora-7b.yaml")
+    _found, scan = _search(team)
+    q = emod.quick(scan.ctx, "h100-sxm", 1, 1)
+    assert q.fits and q.detail is not None and q.detail.choice.mb < 4
+    assert not emod.plain_data_parallel(scan.ctx, q)
+
+
+def test_cheapest_search_adds_no_node_to_a_plain_node_that_meets_the_deadline() -> None:
+    req = load_config(EXAMPLES / "resnet50-imagenet.yaml")
+    found, scan = _search(req)
+    by_gpu: dict[str, list[Any]] = {}
+    for c in found.cands:
+        by_gpu.setdefault(c.gpu.id, []).append(c)
+    stopped = [g for g, cs in by_gpu.items()
+               if any(c.nodes == 1 and c.gpn == 8 and scan.plain(c.gpu, 8, 8) for c in cs)]
+    assert stopped  # (the rule has something to act on here)
+    for g in stopped:
+        assert all(c.nodes == 1 for c in by_gpu[g]), g
+    # the fastest objective still scales out: the 2-node shapes are tried and kept
+    fast = req.model_copy(update={"deployment": req.deployment.model_copy(update={"objective": "fastest"})})
+    found_fast, _scan = _search(fast)
+    assert any(c.nodes > 1 and c.gpu.id in stopped for c in found_fast.cands)
+    # a node that had to recompute to fit does not stop it: two B200 nodes beat one for a 70B full fine-tune
+    big = Requirements.model_validate({
+        "model": {"preset": "llama-2-70b"}, "training": {"method": "full"}, "data": {"tokens": "200M"},
+        "schedule": {"runs_per_month": 1, "deadline_days": 14}})  # (scenario full-ft-70b-either)
+    rec = recommend(big, CAT)
+    assert rec.build is not None and (rec.build.gpu, rec.build.gpus_per_node, rec.build.nodes) == ("b200", 8, 2)

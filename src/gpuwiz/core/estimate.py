@@ -1461,6 +1461,23 @@ def _speed_spread(ctx: Context, q: QuickResult, keys: dict[str, str] | None = No
     return sp
 
 
+def plain_data_parallel(ctx: Context, q: QuickResult) -> bool:
+    """The plan gave up nothing for memory: no recompute, no offload, no model-parallel split (TP, PP, CP, EP), no
+    ZeRO sharding, and the largest micro-batch the planner allows at its replicas (or the pinned one). More
+    data-parallel replicas of such a plan only add communication and split the global batch into fewer micro-batches
+    per replica; the memory they could free buys nothing -- each GPU runs it no faster (the recommender's node
+    ladder reads this)."""
+    d = q.detail
+    if d is None or not q.fits:
+        return False
+    ch = d.choice
+    s = ch.shape
+    if ch.ckpt != "none" or s.offload != "none" or s.zero != 0 or s.tp != 1 or s.pp != 1 or s.cp != 1 or s.ep != 1:
+        return False
+    want = ctx.pinned.micro_batch
+    return want is not None or ch.mb == pow2_at_most(int(ctx._mb_cap_fn(ch.dp)))
+
+
 def lightest_memory_high(ctx: Context, q: QuickResult) -> float | None:
     """The P90 end of a plan's memory per GPU (GiB), as the estimate's range will carry it (``_ranges``), when the
     plan has nothing lighter in the GPU to fall back on -- micro-batch 1, full recompute, one GPU or ZeRO-3 -- else

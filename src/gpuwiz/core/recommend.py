@@ -207,6 +207,7 @@ class _Scanner:
             self.quotes.clear()
         self._spread = getattr(est_mod, "_speed_spread", None)
         self._high = getattr(est_mod, "lightest_memory_high", None)  # (``_stem``)
+        self._plain = getattr(est_mod, "plain_data_parallel", None)  # (``_stem``)
         self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
         # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
         # the plan key leaves out), and per shape the last one made (``plan_facts``)
@@ -297,6 +298,16 @@ class _Scanner:
         mem_p90 = high(self.ctx, r) if high is not None and fits else None
         return (fits and not blocked, float(r.per_gpu_gib or 0.0), float(r.host_ram_gib or 0.0), dp if dp > 1 else 1,
                 plan_fits, batch, mem_p90)
+
+    def plain(self, gpu: GPU, count: int, gpn: int) -> bool:
+        """The shape's plan (tried: in the memo) gave up nothing for memory (estimate.plain_data_parallel): more
+        replicas of it cannot run a GPU faster. False without the fast path (unknown)."""
+        if not self.fast or self._plain is None:
+            return False
+        r = self.memo.get((gpu.id, count, gpn)) if self.memo is not None else None
+        if r is None:  # (the memo off, or the shape not tried: its plan, made again)
+            r = self.mod.quick(self.ctx, gpu, count, gpn)
+        return bool(self._plain(self.ctx, r))
 
     def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
         """What the fast path's fit test reads of a GPU besides its memory (estimate.quick: the layouts
@@ -865,11 +876,13 @@ class _Recommender:
         gpns = _gpn_options(gpu)
         if self.req.hardware and self.req.hardware.gpus_per_node:
             gpns = [min(self.req.hardware.gpus_per_node, gpu.max_per_node)]
+        c = None
         for gpn in gpns:
             t.considered += 1
             c = self._try(scan, t, gpu, gpn, 1)
             if c:
                 out.append(c)
+        whole = c  # the fullest node (its shape, when it passed)
         # Scale out with full nodes: keep every shape that meets the deadline, and stop once a
         # shape also meets the tighter of (deadline, an owned build's time per run -- the month's
         # runs must fit in the month). Stopping at the deadline alone made the search depend on
@@ -892,6 +905,15 @@ class _Recommender:
 
         def meets(q: Quick) -> bool:
             return not late(q.wall_hours, q.wall_hours_p90, wait, slack_h, self.stop_h)
+
+        if (self.obj == "cheapest" and whole is not None and whole.nodes == 1 and whole.q.fits and meets(whole.q)
+                and scan.plain(gpu, whole.gpn, whole.gpn)):
+            # The fullest node meets the deadline with a plan that gave up nothing for memory: more nodes run each
+            # GPU no faster (estimate.plain_data_parallel), so they cost at least as much per run, rented (the same
+            # $/GPU-h, GPU-hours no fewer) or bought; none could be the cheapest pick. (A node that had to recompute
+            # or shard can be beaten by two that do not: a 70B full fine-tune on 2x8 B200 is cheaper per run than
+            # on one node with full recompute.)
+            return out
 
         i = 0
         batch = scan.global_batch()
