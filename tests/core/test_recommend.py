@@ -936,7 +936,7 @@ def _search(req: Requirements) -> tuple[Any, Any]:
     return r.enumerate(scan), scan
 
 
-def test_plain_data_parallel_is_a_plan_that_gave_up_nothing_for_memory() -> None:
+def test_plain_data_parallel_is_a_plan_more_replicas_cannot_speed_up() -> None:
     from gpuwiz.core import estimate as emod
 
     resnet = load_config(EXAMPLES / "resnet50-imagenet.yaml")
@@ -944,11 +944,31 @@ def test_plain_data_parallel_is_a_plan_that_gave_up_nothing_for_memory() -> None
     q = emod.quick(scan.ctx, "h100-sxm", 8, 8)
     assert q.detail is not None and q.detail.choice.ckpt == "none" and q.detail.choice.shape.zero == 0
     assert emod.plain_data_parallel(scan.ctx, q)
-    # a 7B LoRA on one H100 runs micro-batch 1 of the 4 allowed (memory): not plain
+    # a 7B LoRA on one H100: micro-batch 1 of the 4 allowed, but 64 micro-batches a step -- doubled replicas keep
+    # accumulating, the memory stays what it is: plain
     team = load_config(EXAMPLES / "small-team-lora-7b.yaml")
     _found, scan = _search(team)
     q = emod.quick(scan.ctx, "h100-sxm", 1, 1)
-    assert q.fits and q.detail is not None and q.detail.choice.mb < 4
+    assert q.fits and q.detail is not None and q.detail.choice.mb < 4 and q.detail.ga >= 3
+    assert emod.plain_data_parallel(scan.ctx, q)
+    # a 13B LoRA on 8x H100 with full recompute and 2 micro-batches a step: more replicas would leave one, whose
+    # freed accumulation buffer could buy less recompute -- not plain
+    lora13 = Requirements.model_validate({
+        "model": {"preset": "llama-2-13b", "seq_len": 4096}, "training": {"method": "lora", "global_batch": 64},
+        "data": {"tokens": "500M"}, "schedule": {"runs_per_month": 4, "deadline_days": 3},
+        "deployment": {"mode": "rent"}})  # (scenario lora-13b-rent)
+    _found, scan = _search(lora13)
+    q = emod.quick(scan.ctx, "h100-sxm", 8, 8)
+    assert q.fits and q.detail is not None and q.detail.choice.shape.zero == 0 and q.detail.ga < 3
+    assert q.detail.choice.ckpt == "full"
+    assert not emod.plain_data_parallel(scan.ctx, q)
+    # a sharded or model-parallel plan is not plain (more replicas shard further)
+    big = Requirements.model_validate({
+        "model": {"preset": "llama-2-70b"}, "training": {"method": "full"}, "data": {"tokens": "200M"},
+        "schedule": {"runs_per_month": 1, "deadline_days": 14}})
+    _found, scan = _search(big)
+    q = emod.quick(scan.ctx, "b200", 8, 8)
+    assert q.fits and q.detail is not None and q.detail.choice.shape.tp > 1
     assert not emod.plain_data_parallel(scan.ctx, q)
 
 

@@ -1462,20 +1462,27 @@ def _speed_spread(ctx: Context, q: QuickResult, keys: dict[str, str] | None = No
 
 
 def plain_data_parallel(ctx: Context, q: QuickResult) -> bool:
-    """The plan gave up nothing for memory: no recompute, no offload, no model-parallel split (TP, PP, CP, EP), no
-    ZeRO sharding, and the largest micro-batch the planner allows at its replicas (or the pinned one). More
-    data-parallel replicas of such a plan only add communication and split the global batch into fewer micro-batches
-    per replica; the memory they could free buys nothing -- each GPU runs it no faster (the recommender's node
-    ladder reads this)."""
+    """More data-parallel replicas of this plan cannot run a GPU faster: it is the first layout the planner tries
+    (plain data parallelism: no ZeRO sharding, TP/PP/CP/EP split or offload), which more replicas leave the first
+    to fit, at the same recompute and micro-batch -- data parallelism shards nothing, so a GPU holds the same bytes
+    -- or a smaller micro-batch where the cap falls with the replicas; they only add communication and split the
+    global batch into fewer micro-batches per replica. One exception is ruled out: a step whose replicas come down
+    to a single micro-batch keeps no gradient-accumulation buffer, and the memory that frees could buy a larger
+    micro-batch or less recompute; so either at least 3 micro-batches per replica (double the replicas, still 2),
+    or nothing left to buy (no recompute, the largest micro-batch allowed, or the pinned one). The recommender's
+    node ladder reads this."""
     d = q.detail
     if d is None or not q.fits:
         return False
     ch = d.choice
     s = ch.shape
-    if ch.ckpt != "none" or s.offload != "none" or s.zero != 0 or s.tp != 1 or s.pp != 1 or s.cp != 1 or s.ep != 1:
+    if (ch.shapes_tried != 1 or s.zero != 0 or s.offload != "none" or s.tp != 1 or s.pp != 1 or s.cp != 1
+            or s.ep != 1 or s.vp != 1):
         return False
+    if d.ga >= 3:
+        return True
     want = ctx.pinned.micro_batch
-    return want is not None or ch.mb == pow2_at_most(int(ctx._mb_cap_fn(ch.dp)))
+    return ch.ckpt == "none" and (want is not None or ch.mb == pow2_at_most(int(ctx._mb_cap_fn(ch.dp))))
 
 
 def lightest_memory_high(ctx: Context, q: QuickResult) -> float | None:
