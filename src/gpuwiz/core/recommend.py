@@ -227,6 +227,8 @@ class _Scanner:
             self.enumerated.clear()
         # ... and the part of each plan's Quick that the data size does not change (``_stem``)
         # ... and each plan's cross-validated speed P10 (``_p90``; None: no range), which the data size leaves alone
+        self.plains: dict[tuple[str, int, int], bool] = (  # (``plain``)
+            hit[1].setdefault("recommend.plains", {}) if hit is not None else {})
         self.p10s: dict[tuple[object, ...], float | None] = (
             hit[1].setdefault("recommend.p10s", {}) if hit is not None else {})
         self.stems: dict[tuple[str, int, int], tuple[bool, float, float, int, bool, int, float | None]] = (
@@ -304,10 +306,14 @@ class _Scanner:
         replicas of it cannot run a GPU faster. False without the fast path (unknown)."""
         if not self.fast or self._plain is None:
             return False
-        r = self.memo.get((gpu.id, count, gpn)) if self.memo is not None else None
-        if r is None:  # (the memo off, or the shape not tried: its plan, made again)
-            r = self.mod.quick(self.ctx, gpu, count, gpn)
-        return bool(self._plain(self.ctx, r))
+        key = (gpu.id, count, gpn)
+        got = self.plains.get(key)  # (a plan's: kept with the plan key's tables, so an edit asks none again)
+        if got is None:
+            r = self.memo.get(key) if self.memo is not None else None
+            if r is None:  # (the memo off, or the shape not tried: its plan, made again)
+                r = self.mod.quick(self.ctx, gpu, count, gpn)
+            got = self.plains[key] = bool(self._plain(self.ctx, r))
+        return got
 
     def fit_class(self, gpu: GPU, gpn: int) -> tuple[Any, ...] | None:
         """What the fast path's fit test reads of a GPU besides its memory (estimate.quick: the layouts
