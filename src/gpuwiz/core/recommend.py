@@ -207,7 +207,7 @@ class _Scanner:
             self.quotes.clear()
         self._spread = getattr(est_mod, "_speed_spread", None)
         self._high = getattr(est_mod, "lightest_memory_high", None)  # (``_stem``)
-        self._plain = getattr(est_mod, "plain_data_parallel", None)  # (``_stem``)
+        self._plain = getattr(est_mod, "plain_data_parallel", None)  # (``plain``)
         self._wall = getattr(est_mod, "wall_hours", None)  # what requote recomputes (the data size's one entry)
         # Full estimates of a plan key: per shape and data section (an Estimate reads nothing else
         # the plan key leaves out), and per shape the last one made (``plan_facts``)
@@ -915,10 +915,11 @@ class _Recommender:
         if (self.obj == "cheapest" and whole is not None and whole.nodes == 1 and whole.q.fits and meets(whole.q)
                 and scan.plain(gpu, whole.gpn, whole.gpn)):
             # The fullest node meets the deadline with a plan that gave up nothing for memory: more nodes run each
-            # GPU no faster (estimate.plain_data_parallel), so they cost at least as much per run, rented (the same
-            # $/GPU-h, GPU-hours no fewer) or bought; none could be the cheapest pick. (A node that had to recompute
-            # or shard can be beaten by two that do not: a 70B full fine-tune on 2x8 B200 is cheaper per run than
-            # on one node with full recompute.)
+            # GPU no faster (estimate.plain_data_parallel): more GPU-hours a run, bought or rented (at no lower $/GPU-h:
+            # several instances rent from the RDMA offers among the same ones), so none could be the cheapest pick.
+            # (A node that had to recompute or shard can be beaten by two that do not: a 70B full fine-tune on 2x8
+            # B200 is cheaper per run than on one node with full recompute.) The one exception is the offer's
+            # staging time: the RDMA offer may stage the data faster than the lowest-rate one the node is priced on.
             return out
 
         i = 0
