@@ -671,10 +671,11 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     flips = flip_inputs(req, parts, rent, gpu_hours_per_run, busy, breakeven, rent_total, buy_total, verdict, gpus,
                         p_equiv, cash=cash)
     dc_total: float | None = None
+    dc_label = ""
     if datacentre is not None and verdict == "rent" and mode == "either":
         dc = rent_per_year(req, datacentre, gpu_hours_per_run, busy) * y
         if buy_total < BUY_MARGIN * dc:  # the verdict's own test, against the data-centre price
-            dc_total = dc
+            dc_total, dc_label = dc, datacentre.label
             reason += _("; that is a community marketplace host's price (the host sets it and may withdraw the "
                         "machine): from a data centre, {label} costs {dc} over {y:g} years and owning wins -- get a "
                         "committed quote before you decide").format(label=datacentre.label, dc=cash(dc), y=y)
@@ -691,7 +692,7 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
         hybrid_usd_total=round(hybrid_total, 2) if hybrid_total is not None else None,
         buy_wins_only_by_resale=by_resale,
         datacentre_rent_usd_total=round(dc_total, 2) if dc_total is not None else None,
-        datacentre_rent_option=datacentre.label if dc_total is not None and datacentre is not None else "",
+        datacentre_rent_option=dc_label,
     )
 
 

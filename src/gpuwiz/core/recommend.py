@@ -464,9 +464,7 @@ class Cand:
         inst = self.rent_inst
         if inst is None:
             return ""
-        times = f" x{self.rent_n}" if self.rent_n > 1 else ""
-        return _("{n}x {gpu} on {provider} ({instance})").format(
-            n=self.count, gpu=self.gpu.name, provider=inst.provider, instance=inst.instance_type + times)
+        return rent_label(self.count, self.gpu.name, inst.provider, inst.instance_type, self.rent_n)
 
     @property
     def count(self) -> int:
@@ -912,7 +910,7 @@ class _Recommender:
         def meets(q: Quick) -> bool:
             return not late(q.wall_hours, q.wall_hours_p90, wait, slack_h, self.stop_h)
 
-        if (self.obj == "cheapest" and whole is not None and whole.nodes == 1 and whole.q.fits and meets(whole.q)
+        if (self.obj == "cheapest" and whole is not None and whole.q.fits and meets(whole.q)
                 and scan.plain(gpu, whole.gpn, whole.gpn)):
             # The fullest node meets the deadline with a plan that gave up nothing for memory: more nodes run each
             # GPU no faster (estimate.plain_data_parallel): more GPU-hours a run, bought or rented (at no lower $/GPU-h:
@@ -1893,12 +1891,10 @@ class _Recommender:
             return None
         _cost, o, over = best
         n = o.gpus_per_instance * o.instances
-        times = f" x{o.instances}" if o.instances > 1 else ""
-        label = _("{n}x {gpu} on {provider} ({instance})").format(
-            n=n, gpu=gpu.name, provider=o.provider, instance=o.instance + times)
         reserved = o.cost_per_run_reserved_usd * self.rpy if o.cost_per_run_reserved_usd is not None else None
-        return costmod.RentRef(usd_per_run=o.cost_per_run_usd + over, label=label, usd_per_gpu_hour=o.usd_per_hour / n,
-                               reserved_usd_per_year=reserved)
+        return costmod.RentRef(usd_per_run=o.cost_per_run_usd + over,
+                               label=rent_label(n, gpu.name, o.provider, o.instance, o.instances),
+                               usd_per_gpu_hour=o.usd_per_hour / n, reserved_usd_per_year=reserved)
 
     def _overhead_usd(self, o: CloudOption, w: sysmod.Workload) -> float:
         """Per-run overhead of a cloud option in dollars (``overhead`` hours at its rate + egress)."""
@@ -2481,6 +2477,13 @@ def staging_gbps(inst: CloudInstance | None) -> float:
     if inst.network_gbps and not inst.rdma:
         return inst.network_gbps
     return STAGING_GBPS
+
+
+def rent_label(n: int, gpu_name: str, provider: str, instance: str, instances: int) -> str:
+    """A rented build as the answer names it: "8x NVIDIA H100 ... on Lambda (gpu_8x_h100_sxm5 x2)"."""
+    times = f" x{instances}" if instances > 1 else ""
+    return _("{n}x {gpu} on {provider} ({instance})").format(n=n, gpu=gpu_name, provider=provider,
+                                                            instance=instance + times)
 
 
 def slowest_staging(offers: tuple[tuple[CloudInstance, float], ...]) -> float:
