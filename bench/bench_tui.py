@@ -50,7 +50,7 @@ MinApp().run(headless=True, size=(80, 24))
 
 GPUWIZ = """
 import sys
-from gpuwiz._pyc import install_codegen
+from gpuwiz._codegen import install_codegen
 install_codegen("wizard")  # as gpuwiz.cli.main does for the wizard: generated code from the cache folder
 from gpuwiz.tui.app import GpuwizApp, create_app
 class Timed(GpuwizApp):
@@ -65,7 +65,7 @@ app.run(headless=True, size=(80, 24))
 
 GPUWIZ_OPEN = """
 import sys
-from gpuwiz._pyc import install_codegen
+from gpuwiz._codegen import install_codegen
 install_codegen("wizard")  # as gpuwiz.cli.main does for the wizard: generated code from the cache folder
 # as `gpuwiz FILE.yaml` does (gpuwiz.cli.cmd_wizard): the engine's child first, the catalog checked, then the app
 from gpuwiz.tui.engine import prestart_engine_process

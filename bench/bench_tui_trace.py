@@ -230,7 +230,7 @@ def inner(config: str, out: str, engine_process: bool) -> None:
 def child(out: str, argv: list[str]) -> int:
     import atexit
 
-    from gpuwiz._pyc import install_codegen
+    from gpuwiz._codegen import install_codegen
 
     # what engine_child.main does only when it is the process itself (argv None), as the wizard's child:
     install_codegen("engine")  # the code dataclasses & co. generate, compiled, from the cache folder

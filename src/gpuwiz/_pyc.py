@@ -2,24 +2,29 @@
 
 Python compiles every module it imports and, unless told not to, keeps the bytecode in
 ``__pycache__`` beside the source, so the next start only reads it. Under ``PYTHONDONTWRITEBYTECODE=1``
-(common in containers and CI) a checkout or editable install without ``__pycache__`` compiles all of
-gpuwiz again on every start: ~40 % of a headless ``gpuwiz estimate`` (bench/bench_cli.py). There,
-and only there, :func:`install` puts a finder in front of the import system for ``gpuwiz.*`` modules
-whose loader keeps the bytecode in gpuwiz's user cache folder (``GPUWIZ_CACHE_DIR``, see core/cache.py),
-never beside the source.
+(common in containers and CI) a checkout or editable install compiles every gpuwiz module whose
+``__pycache__`` entry is missing or stale on every start: ~40 % of a headless ``gpuwiz estimate``
+(bench/bench_cli.py). There :func:`install` puts a finder in front of the import system for ``gpuwiz.*``
+modules whose loader reads Python's own bytecode as Python does when it matches the source, and
+otherwise keeps the bytecode in gpuwiz's user cache folder (``GPUWIZ_CACHE_DIR``, see core/cache.py),
+never beside the source. (A ``__pycache__`` left by an earlier run without the variable goes stale
+module by module as the sources change -- a ``git pull`` -- and Python then compiles those modules at
+every start: 180 M more instructions for `gpuwiz recommend`, measured on 2026-12-07.)
 
 An entry ``<cache>/pyc/<mirrored source path>.<tag>.pyc`` starts with a header naming the interpreter
 (``sys.version``, cache tag, optimisation level) and the source's size and modification time in
 nanoseconds; an entry whose header does not match the source as it is now is recompiled and
 replaced (written to a temporary file and renamed, so a concurrent start sees a whole file or none).
-Every failure falls back to compiling the source, as Python would: the cache only makes a start
-faster, it never changes what runs. An installed wheel ships its ``__pycache__``: then nothing is
-installed and Python reads its own files.
+Entries are read without blocking and only from regular files (a FIFO or device planted there is a
+miss, never a hang). Every failure falls back to compiling the source, as Python would: the cache only
+makes a start faster, it never changes what runs.
+
+This module is compiled from source at every such start (nothing can cache the code that installs the
+cache), so it holds only the finder; the generated-code table is gpuwiz._codegen, loaded through it.
 """
 
 from __future__ import annotations
 
-import builtins
 import marshal
 import os
 import sys
@@ -31,7 +36,25 @@ from typing import Any
 
 FORMAT = b"gpuwiz-pyc 1"
 PREFIX = "gpuwiz."
+MAX_ENTRY_BYTES = 16 << 20  # the largest module's bytecode is ~200 KB
 stats = {"hits": 0, "compiled": 0}  # for tests and bench/: entries read / sources compiled this process
+
+
+def read_regular(path: str, limit: int) -> bytes | None:
+    """The bytes of the regular file ``path`` (None: absent, not a regular file, over ``limit`` bytes or
+    unreadable). Opened without blocking: a FIFO or device planted there is never waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        try:
+            if not S_ISREG(os.fstat(fd).st_mode):
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(limit + 1)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    return data if len(data) <= limit else None
 
 
 def header(source_path: str, st: os.stat_result) -> bytes:
@@ -50,34 +73,38 @@ def entry_path(folder: str, source_path: str) -> str:
 
 
 class CachedLoader(SourceFileLoader):
-    """A source loader that keeps the module's bytecode under ``folder``."""
+    """A source loader that reads Python's own bytecode when it matches the source (``SourceFileLoader``'s
+    rules: timestamp or hash) and otherwise keeps the module's bytecode under ``folder``."""
 
     def __init__(self, fullname: str, path: str, folder: str) -> None:
         super().__init__(fullname, path)
         self.folder = folder
+        self.st: os.stat_result | None = None
 
-    def get_code(self, fullname: str) -> CodeType | None:
-        source_path = self.get_filename(fullname)
-        try:
-            st = os.stat(source_path)
-        except OSError:
-            return super().get_code(fullname)
-        target = entry_path(self.folder, source_path)
-        head = header(source_path, st)
-        try:
-            with open(target, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = b""
-        if data.startswith(head):
+    def path_stats(self, path: str) -> dict[str, Any]:
+        st = self.st = os.stat(path)
+        return {"mtime": st.st_mtime, "size": st.st_size}
+
+    def source_to_code(self, data: Any, path: Any, *, _optimize: int = -1) -> CodeType:  # type: ignore[override]
+        # reached only when Python has no bytecode for the source as it is now (get_code checked its own first)
+        st = self.st
+        if st is None:
             try:
-                code = marshal.loads(memoryview(data)[len(head):])
+                st = os.stat(path)
+            except OSError:
+                return super().source_to_code(data, path, _optimize=_optimize)
+        target = entry_path(self.folder, path)
+        head = header(path, st)
+        blob = read_regular(target, MAX_ENTRY_BYTES)
+        if blob is not None and blob.startswith(head):
+            try:
+                code = marshal.loads(memoryview(blob)[len(head):])
             except (EOFError, ValueError, TypeError):  # a damaged entry: compile again
                 code = None
             if isinstance(code, CodeType):
                 stats["hits"] += 1
                 return code
-        code = self.source_to_code(self.get_data(source_path), source_path)
+        code = super().source_to_code(data, path, _optimize=_optimize)
         stats["compiled"] += 1
         write_entry(target, head + marshal.dumps(code))
         return code
@@ -117,16 +144,10 @@ class CachedFinder:
         return spec
 
 
-def ships_bytecode() -> bool:
-    """Whether this installation has Python's own bytecode beside the sources (a wheel pip installed)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    opt = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
-    return os.path.exists(os.path.join(here, "__pycache__", f"cli.{sys.implementation.cache_tag}{opt}.pyc"))
-
-
 def install() -> bool:
-    """Put the finder in place when Python keeps no bytecode for gpuwiz; True when it did."""
-    if not sys.dont_write_bytecode or sys.implementation.cache_tag is None or ships_bytecode():
+    """Put the finder in place when Python writes no bytecode; True when it did. (An installed wheel's
+    ``__pycache__`` is read through it as Python reads it: each module's own entry when it matches.)"""
+    if not sys.dont_write_bytecode or sys.implementation.cache_tag is None:
         return False
     if any(isinstance(f, CachedFinder) for f in sys.meta_path):
         return True
@@ -154,133 +175,3 @@ def cache_folder() -> str | None:
     except ImportError:  # pragma: no cover - platformdirs is a dependency
         return None
     return str(platformdirs.user_cache_dir("gpuwiz", appauthor=False))
-
-
-# ---- generated code (issue 16) -----------------------------------------------------------------------------
-#
-# Some libraries write Python source at import and compile it: dataclasses (each class's __init__, __repr__,
-# __eq__, ...), typing (each string annotation of a TypedDict or NamedTuple, a ForwardRef) and namedtuple.
-# pydantic and gpuwiz define hundreds of such classes, so a headless `gpuwiz estimate` spent a fifth of its
-# instructions in Python's parser and compiler on text that is the same at every start. :func:`install_codegen`
-# gives those three modules an ``exec`` / ``compile`` / ``eval`` that first looks the text up in a table of
-# code objects compiled from it in an earlier run (one file per process kind in the cache folder, marshal);
-# a text not in the table is compiled as the builtin would (the same mode and flags, '<string>'), and the
-# table is rewritten at exit when it grew. The key is the whole text, so an entry is never stale: a changed
-# class makes another text. Every failure falls back to the builtin.
-
-CODEGEN_FORMAT = b"gpuwiz-codegen 1"
-CODEGEN_MAX_ENTRIES = 20_000  # a table past this is started afresh (each process kind needs ~1-2k)
-CODEGEN_MAX_BYTES = 32 << 20
-# (module, builtin it stands in for): the generated-code sites named above (Python 3.11-3.13)
-CODEGEN_SITES = (("dataclasses", "exec"), ("typing", "compile"), ("collections", "eval"))
-_real_compile, _real_exec, _real_eval = builtins.compile, builtins.exec, builtins.eval
-
-
-class CodeCache:
-    """Code objects compiled from generated source text, by (mode, text); see the section's comment."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.codes: dict[tuple[str, str], CodeType] = {}
-        self.loaded = False
-        self.added = 0
-        self.hits = 0
-
-    def header(self) -> bytes:
-        tag = f"{sys.version}|{sys.implementation.cache_tag}|O{sys.flags.optimize}"
-        return CODEGEN_FORMAT + b"\n" + tag.encode("utf-8", "backslashreplace") + b"\n"
-
-    def load(self) -> None:
-        self.loaded = True
-        try:  # a FIFO or device planted there is a miss, not a hang: open without blocking, read regular files only
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-            try:
-                if not S_ISREG(os.fstat(fd).st_mode):
-                    return
-                with os.fdopen(fd, "rb", closefd=False) as fh:
-                    data = fh.read(CODEGEN_MAX_BYTES + 1)
-            finally:
-                os.close(fd)
-        except OSError:
-            return
-        head = self.header()
-        if len(data) > CODEGEN_MAX_BYTES or not data.startswith(head):
-            return
-        try:
-            table = marshal.loads(memoryview(data)[len(head):])
-        except (EOFError, ValueError, TypeError):
-            return
-        if type(table) is dict and all(type(k) is tuple and len(k) == 2 and type(k[0]) is str
-                                       and type(k[1]) is str and type(v) is CodeType for k, v in table.items()):
-            self.codes = table
-
-    def code(self, source: str, mode: str) -> CodeType:
-        """The code of ``source`` compiled in ``mode`` with no inherited flags, from the table when it is there."""
-        if not self.loaded:
-            self.load()
-        key = (mode, source)
-        code = self.codes.get(key)
-        if code is not None:
-            self.hits += 1
-            return code
-        code = _real_compile(source, "<string>", mode, 0, True)
-        if not self.added:
-            import atexit
-
-            atexit.register(self.save)
-        self.added += 1
-        self.codes[key] = code
-        return code
-
-    def save(self) -> bool:
-        """Rewrite the table when this process compiled something new; False (silently) when it cannot."""
-        if not self.added:
-            return False
-        table = self.codes if len(self.codes) <= CODEGEN_MAX_ENTRIES else {}
-        try:
-            blob = self.header() + marshal.dumps(table)
-        except ValueError:
-            return False
-        self.added = 0
-        return len(blob) <= CODEGEN_MAX_BYTES and write_entry(self.path, blob)
-
-    # the stand-ins: generated text through the table, anything else to the builtin unchanged
-    def exec(self, source: Any, globals: Any = None, locals: Any = None, /) -> None:
-        if globals is None:  # the builtin's default: the caller's namespaces
-            frame = sys._getframe(1)
-            globals, locals = frame.f_globals, frame.f_locals if locals is None else locals
-        if type(source) is str and type(globals) is dict:
-            source = self.code(source, "exec")
-        _real_exec(source, globals, locals)
-
-    def eval(self, source: Any, globals: Any = None, locals: Any = None, /) -> Any:
-        if globals is None:
-            frame = sys._getframe(1)
-            globals, locals = frame.f_globals, frame.f_locals if locals is None else locals
-        if type(source) is str and type(globals) is dict:
-            source = self.code(source, "eval")
-        return _real_eval(source, globals, locals)
-
-    def compile(self, source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False,
-                optimize: int = -1, **kwargs: Any) -> Any:
-        if type(source) is str and filename == "<string>" and not flags and optimize == -1 and not kwargs:
-            return self.code(source, mode)
-        return _real_compile(source, filename, mode, flags, True, optimize, **kwargs)
-
-
-def install_codegen(kind: str) -> CodeCache | None:
-    """Route the generated-code sites through a :class:`CodeCache` kept as ``codegen-<kind>`` in the cache
-    folder; None (nothing changed) when there is no cache folder or another cache is in place."""
-    import importlib
-
-    folder = cache_folder()
-    if folder is None or sys.implementation.cache_tag is None:
-        return None
-    cache = CodeCache(os.path.join(folder, "codegen", f"{kind}.{sys.implementation.cache_tag}.bin"))
-    for module_name, name in CODEGEN_SITES:
-        module = importlib.import_module(module_name)
-        if name in module.__dict__:  # already routed (or the module defines its own): leave it
-            return None
-    for module_name, name in CODEGEN_SITES:
-        setattr(sys.modules[module_name], name, getattr(cache, name))
-    return cache

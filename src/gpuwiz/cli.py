@@ -863,7 +863,7 @@ def emit(text: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None and not {"-h", "--help", "--version"} & set(sys.argv[1:]):
         # gpuwiz is the process: the code that dataclasses & co. generate, compiled, from the cache folder
-        from gpuwiz._pyc import install_codegen
+        from gpuwiz._codegen import install_codegen
 
         install_codegen("cli" if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS else "wizard")
     try:

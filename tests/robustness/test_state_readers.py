@@ -1,7 +1,7 @@
 """The files gpuwiz reads on its own (recent-files list, catalog cache, the config's fingerprint for
 "changed on disk since opened") go through the one safe reader too, and the generated-code table
-(gpuwiz/_pyc.py) reads the same way: a FIFO, a device node or a folder planted where one of them
-lives is treated as absent, at once, never waited on."""
+(gpuwiz/_codegen.py) and the bytecode cache (gpuwiz/_pyc.py) read the same way: a FIFO, a device node or a
+folder planted where one of them lives is treated as absent, at once, never waited on."""
 
 from __future__ import annotations
 
@@ -67,9 +67,27 @@ def test_fingerprint_of_a_regular_file(tmp_path):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_generated_code_table(tmp_path, kind):
-    from gpuwiz import _pyc
+    from gpuwiz import _codegen
 
     _plant(tmp_path / "t.bin", kind)
-    table = _pyc.CodeCache(str(tmp_path / "t.bin"))
+    table = _codegen.CodeCache(str(tmp_path / "t.bin"))
     table.load()
     assert table.codes == {} and table.loaded
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bytecode_entry(tmp_path, monkeypatch, kind):
+    """A module whose cache-folder entry is a FIFO (a start of gpuwiz waited on it for ever), a device or a
+    folder is compiled from its source."""
+    from gpuwiz import _pyc
+
+    monkeypatch.setattr("sys.dont_write_bytecode", True)
+    src = tmp_path / "mod.py"
+    src.write_text("VALUE = 7\n", encoding="utf-8")
+    loader = _pyc.CachedLoader("mod", str(src), str(tmp_path / "cache"))
+    entry = Path(_pyc.entry_path(loader.folder, str(src)))
+    entry.parent.mkdir(parents=True)
+    _plant(entry, kind)
+    ns: dict[str, object] = {}
+    exec(loader.get_code("mod"), ns)
+    assert ns["VALUE"] == 7

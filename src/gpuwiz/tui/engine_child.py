@@ -21,7 +21,7 @@ from typing import IO, Any
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the child is the process: the code dataclasses & co. generate, compiled, from the
-        from gpuwiz._pyc import install_codegen  # cache folder (as gpuwiz.cli.main does), before the core loads
+        from gpuwiz._codegen import install_codegen  # cache folder (as gpuwiz.cli.main does), before the core loads
 
         install_codegen("engine")
     import pickle
