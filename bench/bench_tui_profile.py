@@ -17,6 +17,7 @@ import asyncio
 import cProfile
 import io
 import pstats
+import shutil
 import statistics
 import tempfile
 import time
@@ -25,12 +26,19 @@ from pathlib import Path
 
 
 async def drive(config: str, keys: int, prof: cProfile.Profile, engine_process: bool = False) -> dict[str, float]:
+    state = tempfile.mkdtemp(prefix="gpuwiz-prof-")
+    try:
+        return await _drive(state, config, keys, prof, engine_process)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+async def _drive(state: str, config: str, keys: int, prof: cProfile.Profile, engine_process: bool) -> dict[str, float]:
     from textual import events
 
     from gpuwiz.tui.app import create_app
     from gpuwiz.tui.widgets.live_panel import LivePanel
 
-    state = tempfile.mkdtemp(prefix="gpuwiz-prof-")
     example = Path(state) / config
     example.write_text(resources.files("gpuwiz").joinpath("examples", config).read_text())
     app = create_app(example, state_dir=state, handle_signals=False, offer_restore=False,

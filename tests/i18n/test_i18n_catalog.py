@@ -69,9 +69,10 @@ def test_the_checker_catches_an_outdated_mo(po_copy: tuple[Path, Path]) -> None:
     assert any("gpuwiz.mo is not the compiled gpuwiz.po" in p for p in tools.problems(po, mo))
 
 
-def test_po_round_trip_and_the_stdlib_reads_the_compiled_mo() -> None:
+def test_po_round_trip_and_the_stdlib_reads_the_compiled_mo(tmp_path: Path) -> None:
     entries = tools.read_po()
-    again = tools.read_po(_written(entries))
+    tools.write_po(entries, tmp_path / "x.po")
+    again = tools.read_po(tmp_path / "x.po")
     assert [(e.msgid, e.msgstr, e.fuzzy, e.obsolete) for e in again] == [
         (e.msgid, e.msgstr, e.fuzzy, e.obsolete) for e in entries]
     tr = gettext.GNUTranslations(io.BytesIO(tools.compile_mo(entries)))
@@ -79,14 +80,6 @@ def test_po_round_trip_and_the_stdlib_reads_the_compiled_mo() -> None:
         if e.msgid and e.msgstr:
             assert tr.gettext(e.msgid) == e.msgstr
     assert tr.info()["content-type"] == "text/plain; charset=UTF-8"
-
-
-def _written(entries: list[tools.Entry]) -> Path:
-    import tempfile
-
-    path = Path(tempfile.mkdtemp()) / "x.po"
-    tools.write_po(entries, path)
-    return path
 
 
 def test_an_fstring_inside_underscore_is_reported(tmp_path: Path) -> None:

@@ -14,8 +14,10 @@ Inputs that found bugs are kept as ``@example`` regression cases.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import string
 import tempfile
@@ -117,8 +119,16 @@ HOSTILE_STRINGS = st.sampled_from(["", " ", "2T", "1e999", "NaN", "inf", "-inf",
                                    "yes", "no", "null", "2024-01-01", "!!python/name:os.system", "../../etc/passwd"])
 scalars = st.one_of(st.none(), st.booleans(), HOSTILE_INTS, st.integers(), HOSTILE_FLOATS, st.floats(),
                     HOSTILE_STRINGS, st.text(max_size=20))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-    st.text(string.ascii_lowercase + "_", min_size=1, max_size=12), inner, max_size=3), max_leaves=8)
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Lists and mappings of ``inner`` (a named function: hypothesis reads a multi-line lambda's source wrongly
+    and warned that it did not use its argument)."""
+    return st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(string.ascii_lowercase + "_", min_size=1, max_size=12), inner, max_size=3)
+
+
+values = st.recursive(scalars, _nested, max_leaves=8)
 
 
 def _section_keys() -> dict[str, list[str]]:
@@ -242,6 +252,7 @@ def overlays(draw: st.DrawFn) -> dict[str, Any]:
 
 
 _TMP = Path(tempfile.mkdtemp(prefix="gpuwiz-fuzz-"))
+atexit.register(shutil.rmtree, _TMP, True)  # (each run left its inputs, ~2 MB a worker, in the temp folder)
 _COUNTER = [0]
 
 
