@@ -39,6 +39,33 @@ def test_cloud_options_match_gpu_and_count() -> None:
         assert o.cost_per_year_usd == pytest.approx(o.usd_per_hour * 10.0 * 24, abs=0.05)
 
 
+def test_a_run_of_minutes_lists_the_lowest_rate_offer_first() -> None:
+    """Rounded to the cent, a 2-minute run costs $0.01 on every offer: the order (and the offer the answer
+    quotes, the first) is the unrounded cost's, not the provider's name."""
+    opts = costmod.cloud_options(req(), CAT, "rtx-3090", 1, 1, wall_hours=0.03)
+    rates = [o.usd_per_hour for o in opts]
+    assert len(set(rates)) > 1 and len({o.cost_per_run_usd for o in opts}) == 1  # the case: one rounded cost
+    assert rates == sorted(rates)
+
+
+def test_the_answer_quotes_the_offer_its_ranking_priced() -> None:
+    """A BERT-base pretrain of minutes: the answer quoted RunPod's $0.43/h (first by name among $0.01 runs) while
+    the ranking had priced Vast.ai's $0.25/h, and called a $0.23 alternative 48 % dearer than the $0.24 pick."""
+    from gpuwiz.core.recommend import recommend
+
+    r = recommend(Requirements.model_validate({
+        "model": {"preset": "bert-base"}, "training": {"method": "pretrain"}, "data": {"tokens": 7.3e6},
+        "schedule": {"runs_per_month": 8, "deadline_days": 1},
+        "deployment": {"mode": "either", "site": "cloud", "country": "JP", "horizon_years": 1}}), CAT)
+    assert r.cost is not None and r.cost.verdict == "rent" and r.cost.rent_offer is not None
+    same = [o for o in r.cost.cloud if o.gpu == r.build.gpu]  # type: ignore[union-attr]
+    assert len({o.usd_per_hour for o in same}) > 1
+    assert r.cost.rent_offer.usd_per_hour == min(o.usd_per_hour for o in same)
+    assert r.cost_per_run_usd is not None
+    for a in r.alternatives:
+        assert (a.cost_per_run_usd < r.cost_per_run_usd) == ("cheaper" in a.reason), (a, r.cost_per_run_usd)
+
+
 def test_multi_instance_needs_rdma() -> None:
     opts = costmod.cloud_options(req(), CAT, "h100-sxm", 32, 8, wall_hours=10.0)
     assert opts

@@ -130,7 +130,7 @@ def _cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int
     spot_over = cat.fac("spot_overhead_frac")
     r1 = cat.fac("reserved_1y_discount")
     st_rate = cat.fac("cloud_storage_usd_per_tb_month")
-    rows: list[tuple[CloudOption, bool, bool]] = []  # (option, split over Ethernet, paid-but-idle GPUs)
+    rows: list[tuple[float, CloudOption, bool, bool]] = []  # (run $ unrounded, option, split over Ethernet, idle GPUs)
     for _inst, n, slow, fixed, is_split, idle, usd_h, spot_h, res_h in _offer_rows(
             req, cat, gpu_id, gpus_total, gpus_per_node, split, host_ram_gib):
         # Time scales with GPUs actually used; extra GPUs in a bigger instance are paid but idle.
@@ -143,19 +143,21 @@ def _cloud_options(req: Requirements, cat: Catalog, gpu_id: str, gpus_total: int
         # Reservations are whole instance-years; the year's runs may need several (billed 24/7).
         reservations = max(1, math.ceil(hours * rpy / HOURS_PER_YEAR))
         res_per_run = res_rate * HOURS_PER_YEAR * reservations / max(rpy, 1e-9) + storage
-        rows.append((CloudOption.from_fields(  # the offer's own fields (``fixed``) and the run's costs
+        rows.append((per_run, CloudOption.from_fields(  # the offer's own fields (``fixed``) and the run's costs
             fixed, cost_per_run_usd=round(per_run, 2),
             cost_per_run_spot_usd=round(spot, 2) if spot is not None else None,
             cost_per_run_reserved_usd=round(res_per_run, 2), cost_per_year_usd=round(per_run * rpy, 2),
         ), is_split, idle > 0))
-    rows.sort(key=lambda r: (r[0].cost_per_run_usd, r[0].provider))
+    # Cheapest run first, by the unrounded cost: a run of minutes costs $0.01 on every offer once rounded to
+    # the cent, and the tie went to the provider's name -- the answer then quoted a $0.43/h offer while the
+    # ranking had priced the $0.25/h one (the first row is the offer a rent verdict prices).
+    rows.sort(key=lambda r: (r[0], r[1].provider))
     # A bigger box with idle GPUs is worth listing only when nothing holds the job exactly for less.
-    exact = [o.cost_per_run_usd for o, is_split, _idle in rows
-             if o.gpus_per_instance * o.instances == gpus_total or is_split]
+    exact = [run for run, o, is_split, _idle in rows if o.gpus_per_instance * o.instances == gpus_total or is_split]
     if exact:
         least = min(exact)
-        return [o for o, _split, idle in rows if not idle or o.cost_per_run_usd < least]
-    return [o for o, _split, _idle in rows]
+        return [o for run, o, _split, idle in rows if not idle or run < least]
+    return [o for _run, o, _split, _idle in rows]
 
 
 _OfferRow = tuple[CloudInstance, int, float, dict[str, Any], bool, int, float, float | None, float | None]
