@@ -925,6 +925,26 @@ def test_a_build_whose_memory_range_is_above_its_card_ranks_after_one_that_fits(
     assert e.plan.micro_batch == 1 and e.plan.activation_checkpointing == "full"  # nothing lighter in the GPU
 
 
+def test_a_build_whose_memory_range_is_above_its_card_is_not_on_the_time_cost_front() -> None:
+    """A 7B full fine-tune in FP8, rented from China with confidential data: one H200 (its memory range above
+    141 GiB, nothing lighter in the GPU) ranks after the builds that fit -- and sat on the front at 0.66 h and
+    $5.36 beside a pick of 1.5 h and $6.31, an option faster and cheaper than the answer, unexplained."""
+    req = Requirements.model_validate({
+        "model": {"preset": "mistral-7b"}, "training": {"method": "full", "precision": "fp8"},
+        "data": {"samples": 2365}, "schedule": {"runs_per_month": 4, "deadline_days": 90},
+        "deployment": {"mode": "rent", "site": "colo", "country": "CN", "data_sensitivity": "confidential",
+                       "horizon_years": 5}})
+    r = recommend(req, CAT)
+    assert r.found and r.build and r.estimate and r.cost_per_run_usd and len(r.pareto) > 2
+    e = estimate(req, CAT, gpu="h200-sxm", count=1)
+    assert e.memory.fits and e.memory.per_gpu_gib_range is not None
+    assert e.memory.per_gpu_gib_range.high > e.memory.capacity_gib  # the risk the ranking weighs
+    assert ("h200-sxm", 1) not in {(p.gpu, p.count) for p in r.pareto}
+    pick = r.build.gpus_per_node * r.build.nodes
+    assert not [p for p in r.pareto if p.count <= pick and p.wall_hours < r.estimate.time.wall_hours
+                and p.cost_per_run_usd < r.cost_per_run_usd]
+
+
 def _search(req: Requirements) -> tuple[Any, Any]:
     """The recommender's stage 1 (every shape tried and kept) and its scanner, as ``recommend`` runs them."""
     from gpuwiz.core import recommend as rmod

@@ -1759,7 +1759,9 @@ class _Recommender:
         best = self._best_buy(shortlist)
         border = self._buy_order(best)
         point, isinf = self._point, math.isinf
-        pts = sorted([point(p) for p in final if p is not win and not isinf(p.score) and (p.exact or p.mode == "rent")])
+        # (the points ``pareto`` takes: exact prices, builds the site takes as they are, memory ranges that fit)
+        pts = sorted([point(p) for p in final if p is not win and not isinf(p.score) and (p.exact or p.mode == "rent")
+                      and not (p.mode == "buy" and self.needs_circuit(p)) and not self.oom_risk(p)])
         walls = [w for w, _run in pts]
         least: list[float] = []  # the lowest cost per run up to each point (by run time)
         for _w, run in pts:
@@ -2086,10 +2088,11 @@ class _Recommender:
     def pareto(self, priced: tuple[Cand, ...], win: Cand, win_run: float | None,
                win_rented: bool) -> list[ParetoPoint]:
         """The time / cost front over every exact-priced candidate (several shapes of one GPU may be
-        on it): no point is both slower and dearer per run than another. The pick carries the price
-        the answer quotes."""
+        on it) the ranking would offer: no point is both slower and dearer per run than another. The pick
+        carries the price the answer quotes."""
         pts: list[tuple[float, float, Cand, bool]] = []  # models only for the points on the front
-        point, isinf, isfinite, needs_circuit = self._point, math.isinf, math.isfinite, self.needs_circuit
+        point, isinf, isfinite, needs_circuit, oom_risk = (self._point, math.isinf, math.isfinite, self.needs_circuit,
+                                                          self.oom_risk)
         for c in priced:
             # Only exact prices: a rent price is exact once priced, a bought build once sized. On a desk,
             # only builds the site takes as they are (no dedicated circuit: ``off_site``), the pick aside.
@@ -2103,6 +2106,8 @@ class _Recommender:
             mode = c.mode
             if not (c.exact or mode == "rent") or (mode == "buy" and needs_circuit(c)):  # (``off_site``)
                 continue
+            if oom_risk(c):  # a build whose memory range does not fit (``oom_risk``) is no option the ranking
+                continue  # offers: on the front it read as faster and cheaper than the pick, unexplained
             wall, rounded = point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
             if isfinite(rounded):
                 pts.append((wall, rounded, c, mode == "rent"))
