@@ -242,6 +242,25 @@ def test_software_stack_by_architecture() -> None:
     assert any("PEFT" in s for s in hop)  # LoRA plan implies PEFT
 
 
+def test_adapters_on_a_model_parallel_plan_train_with_nemo_not_bitsandbytes() -> None:
+    """QLoRA of DeepSeek-V3 on 16 B200 plans TP=8 PP=2: its software line read 'Megatron-LM TP=8 PP=2 + PEFT +
+    bitsandbytes', a stack that does not exist (bitsandbytes' 4-bit layers are not Megatron's parallel ones).
+    Such a plan trains with NeMo's PEFT recipes, as `gpuwiz launch` says; a data-parallel QLoRA keeps
+    bitsandbytes."""
+    from gpuwiz.core.recommend import recommend
+
+    moe = Requirements.model_validate({
+        "model": {"preset": "deepseek-v3"}, "training": {"method": "qlora"}, "data": {"samples": 20_000},
+        "schedule": {"runs_per_month": 8, "deadline_days": 2},
+        "deployment": {"mode": "rent", "objective": "perf-per-watt", "budget_usd": 150_000}})
+    r = recommend(moe, CAT)
+    assert r.build is not None and r.estimate is not None and r.estimate.plan.tp * r.estimate.plan.pp > 1
+    line = r.build.software[-1]
+    assert "NeMo PEFT (QLoRA" in line and "bitsandbytes" not in line, line
+    small = build(req(training={"method": "qlora"}), "rtx-4090", 1).software[-1]
+    assert small.endswith("+ PEFT + bitsandbytes") and "NeMo" not in small, small
+
+
 def test_bom_sums_to_capex_and_prices_the_gpus() -> None:
     b = build(req(), "a100-80gb-pcie", 4)
     assert b.capex_usd == pytest.approx(sum(x.total_usd or 0 for x in b.bom))

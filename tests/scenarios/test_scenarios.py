@@ -147,7 +147,11 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
         sw = " ".join(b.software)
         if est.plan.offload != "none":
             assert "DeepSpeed" in sw or "offload" in sw
-        if req.training.method == "qlora":
+        if req.training.method in ("lora", "qlora") and (est.plan.tp > 1 or est.plan.pp > 1 or est.plan.cp > 1
+                                                         or est.plan.ep > 1):
+            # adapters on a model-parallel plan: NeMo's PEFT recipes, whose QLoRA is not bitsandbytes
+            assert "NeMo PEFT" in sw and "bitsandbytes" not in sw, sw
+        elif req.training.method == "qlora":
             assert "bitsandbytes" in sw and "Megatron" not in sw
         if gpu.architecture in ("ampere", "volta", "turing"):
             assert "R470+" not in sw and "R535+" in sw

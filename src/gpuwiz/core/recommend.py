@@ -396,7 +396,7 @@ class _Scanner:
         s = d.choice.shape
         return sysmod.PlanFacts(model.family, model.params_total, self.ctx.p_trainable, r.tokens_per_s_per_gpu,
                                 r.samples_per_s_per_gpu, s.offload, r.host_ram_gib, s.framework(d.count), s.zero,
-                                s.tp, s.pp)
+                                s.tp, s.pp, s.model_parallel)
 
 
 # ---- candidates ----------------------------------------------------------------------------------

@@ -74,6 +74,7 @@ class Workload:
     zero_stage: int = 0
     tp: int = 1
     pp: int = 1
+    model_parallel: bool = False  # tensor, pipeline, context or expert parallelism
 
     @property
     def checkpoint_gb(self) -> float:
@@ -108,12 +109,15 @@ class PlanFacts:
     zero_stage: int
     tp: int
     pp: int
+    model_parallel: bool  # tensor, pipeline, context or expert parallelism (Shape.model_parallel)
 
     @staticmethod
     def of(est: Estimate) -> PlanFacts:
+        p = est.plan
         return PlanFacts(est.model.family, est.model.params_total, est.model.params_trainable,
-                         est.throughput.tokens_per_s_per_gpu, est.throughput.samples_per_s_per_gpu, est.plan.offload,
-                         est.memory.host_ram_gib, est.plan.framework, est.plan.zero_stage, est.plan.tp, est.plan.pp)
+                         est.throughput.tokens_per_s_per_gpu, est.throughput.samples_per_s_per_gpu, p.offload,
+                         est.memory.host_ram_gib, p.framework, p.zero_stage, p.tp, p.pp,
+                         p.tp > 1 or p.pp > 1 or p.cp > 1 or p.ep > 1)
 
 
 def workload_from(req: Requirements, cat: Catalog, est: Estimate | PlanFacts | None) -> Workload:
@@ -157,6 +161,7 @@ def workload_from(req: Requirements, cat: Catalog, est: Estimate | PlanFacts | N
         zero_stage=f.zero_stage if f else 0,
         tp=f.tp if f else 1,
         pp=f.pp if f else 1,
+        model_parallel=f.model_parallel if f else False,
     )
 
 
@@ -501,7 +506,13 @@ def framework_line(w: Workload) -> str:
         fw = _("DeepSpeed ZeRO-{zero} with CPU offload ({what})").format(zero=max(w.zero_stage, 2), what=w.offload)
     if (w.tp > 1 or w.pp > 1) and "Megatron" not in fw:
         fw = _("{fw} (Megatron-style TP={tp}, PP={pp})").format(fw=fw, tp=w.tp, pp=w.pp)
-    if w.method in ("lora", "qlora"):
+    if w.method in ("lora", "qlora") and w.model_parallel:
+        # Adapters on a tensor / pipeline / expert-parallel plan train with NeMo's PEFT recipes on Megatron-Core (as
+        # `gpuwiz launch` says); its QLoRA quantises the base to NF4 with NVIDIA's Model Optimizer, not bitsandbytes,
+        # whose 4-bit layers are not Megatron's parallel ones (NeMo QLoRA guide, NeMo Framework 24.07 and later)
+        fw = (_("{fw} + NeMo PEFT (QLoRA: NF4 base via NVIDIA Model Optimizer)") if w.method == "qlora"
+              else _("{fw} + NeMo PEFT (LoRA)")).format(fw=fw)
+    elif w.method in ("lora", "qlora"):
         fw += " + PEFT" + (" + bitsandbytes" if w.method == "qlora" else "")
     return fw
 
