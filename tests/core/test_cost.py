@@ -66,6 +66,51 @@ def test_the_answer_quotes_the_offer_its_ranking_priced() -> None:
         assert (a.cost_per_run_usd < r.cost_per_run_usd) == ("cheaper" in a.reason), (a, r.cost_per_run_usd)
 
 
+def test_a_reservation_that_wins_once_the_wait_is_counted_is_the_price_quoted() -> None:
+    """SDXL pretrained 20 times a month on one rented H100 PCIe (the perf-per-watt pick): each run waits 1.2 h
+    (provisioning, staging), paid at the hourly rate on demand and already paid on a reservation. The rent total
+    counted it (a reservation, $16,569 a year) while the cost per run compared without it and quoted on demand
+    ($70.28 x 240 = $16,867)."""
+    from gpuwiz.core.recommend import recommend
+    from gpuwiz.core.report import render_recommendation
+
+    q = Requirements.model_validate({
+        "model": {"preset": "sdxl"}, "training": {"method": "pretrain"}, "data": {"samples": 1.3e6},
+        "schedule": {"runs_per_month": 20, "deadline_days": 3},
+        "deployment": {"mode": "rent", "objective": "perf-per-watt", "horizon_years": 1, "used_hardware": True}})
+    r = recommend(q, CAT)
+    assert r.cost is not None and r.cost.rent_offer is not None and r.cost_per_run_usd is not None
+    top, offer = r.cost.cloud[0], r.cost.rent_offer
+    assert top.cost_per_run_reserved_usd is not None
+    assert top.cost_per_run_usd < top.cost_per_run_reserved_usd  # the case: on demand is cheaper without the wait
+    assert top.cost_per_run_reserved_usd < top.cost_per_run_usd + offer.overhead_hours * top.usd_per_hour
+    assert r.cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * 240, rel=0.002)
+    assert r.build is not None and "1-year reservation" in r.build.site
+    text = render_recommendation(r, q, "text")
+    row = next(line for line in text.splitlines() if offer.instance in line and offer.provider in line
+               and "/h" in line)  # the table's row (the Rent line names the offer too)
+    assert "not worth it" not in row, row
+
+
+def test_with_nothing_to_buy_the_rent_total_takes_the_reservation_too() -> None:
+    """SDXL pretrained at a desk in China, rent only: no build to weigh, and the rent total and the verdict's price
+    per run were on demand ($841 a run, $80,750 a year) while the ranking and the answer's cost per run took the
+    reservation its 8 runs of 190 h a month fill ($828.36 a run)."""
+    from gpuwiz.core.recommend import recommend
+
+    q = Requirements.model_validate({
+        "model": {"preset": "sdxl"}, "training": {"method": "pretrain"}, "data": {"samples": 1e7},
+        "schedule": {"runs_per_month": 8, "deadline_days": 30},
+        "deployment": {"mode": "rent", "site": "desk", "country": "CN", "currency": "USD", "horizon_years": 1,
+                       "used_hardware": True}})
+    r = recommend(q, CAT)
+    assert r.cost is not None and r.cost.onprem is None and r.cost_per_run_usd is not None
+    top = r.cost.cloud[0]
+    assert top.cost_per_run_reserved_usd is not None and r.build is not None and "reservation" in r.build.site
+    assert r.cost.rent_usd_total == pytest.approx(r.cost_per_run_usd * 96, rel=0.002)
+    assert f"${r.cost_per_run_usd:,.0f} per run" in r.cost.verdict_reason, r.cost.verdict_reason
+
+
 def test_multi_instance_needs_rdma() -> None:
     opts = costmod.cloud_options(req(), CAT, "h100-sxm", 32, 8, wall_hours=10.0)
     assert opts

@@ -555,12 +555,14 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     if build is None or not gpu_priced:
         if rent is None:
             return CostAnalysis(verdict="rent", verdict_reason=_("no priced hardware or cloud offer in the catalog"))
-        rent_year = rent.usd_per_run * runs_per_year(req)
+        # on demand, or the reservation when the year's runs make it cheaper (as with a build to weigh)
+        rent_year = rent_per_year(req, rent, gpu_hours_per_run, 0.0)
+        runs = runs_per_year(req)
+        per_run = rent_year / runs if runs > 0 else rent.usd_per_run
         return CostAnalysis(
             cloud=cloud, verdict="rent",
             verdict_reason=_("{why}; rent {label} at {usd} per run").format(
-                why=_(no_buy_reason), label=rent.label,
-                usd=cash(rent.usd_per_run, 2 if rent.usd_per_run < 100 else 0)),
+                why=_(no_buy_reason), label=rent.label, usd=cash(per_run, 2 if per_run < 100 else 0)),
             rent_option=rent.label, rent_usd_total=round(rent_year * y, 2),
             rent_usd_per_gpu_hour=round(rent.usd_per_gpu_hour, 4),
             monthly=MonthPoint.series(months, rent_year / 12, 0.0, 0.0),

@@ -834,6 +834,13 @@ class CloudOption(Result):
     observed: str = ""  # when the price was true (ISO date / month / year)
     tradeoff: str = ""  # what renting it accepts for internal/public data (community host, data abroad)
 
+    def reserved_wins(self, overhead_hours: float = 0.0) -> bool:
+        """A 1-year reservation is cheaper per run than on demand, once the hours a rented run waits before it
+        trains (provisioning, data staging) are counted: on demand they are paid at the hourly rate, on a
+        reservation (billed all year) they are already paid -- as the ranking and the rent total count them."""
+        return (self.cost_per_run_reserved_usd is not None
+                and self.cost_per_run_reserved_usd < self.cost_per_run_usd + overhead_hours * self.usd_per_hour)
+
 
 class OnPremTCO(Result):
     capex_usd: float

@@ -1998,7 +1998,7 @@ class _Recommender:
             inst = self._instance(o) if o else None
             label = ((f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o
                      else win.rent_label)
-            if o and _reserved_wins(o):
+            if o and o.reserved_wins(offer.overhead_hours if offer is not None else 0.0):
                 label += _(", 1-year reservation")
             if o and o.note:
                 label += f" ({o.note})"
@@ -2014,10 +2014,13 @@ class _Recommender:
             # What renting costs the way the ranking priced it: on demand, or a reservation when
             # the year's runs fill it well enough to be cheaper; plus the per-run overhead.
             o = cloud[0]
-            per_run = (o.cost_per_run_reserved_usd if _reserved_wins(o) and o.cost_per_run_reserved_usd is not None
-                       else o.cost_per_run_usd)
+            over_h = offer.overhead_hours if offer is not None else 0.0
+            if o.reserved_wins(over_h) and o.cost_per_run_reserved_usd is not None:
+                per_run = o.cost_per_run_reserved_usd  # (the reservation's hours include the wait)
+            else:
+                per_run = o.cost_per_run_usd + over_h * o.usd_per_hour
             if offer is not None:
-                per_run += offer.overhead_hours * offer.usd_per_hour + offer.egress_usd + offer.storage_usd
+                per_run += offer.egress_usd + offer.storage_usd
         elif analysis.onprem is not None and not renting:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
@@ -2532,11 +2535,6 @@ def trim_front(front: list[tuple[ParetoPoint, bool]], pick_usd: float, pick_node
             continue
         out.append((p, is_pick))
     return [p for p, _is_pick in out]
-
-
-def _reserved_wins(o: Any) -> bool:
-    """A 1-year reservation is cheaper per run than on-demand for this cloud option."""
-    return o.cost_per_run_reserved_usd is not None and o.cost_per_run_reserved_usd < o.cost_per_run_usd
 
 
 def late(wall: float, hi: float | None, wait: float, slack_h: float, deadline_h: float) -> bool:

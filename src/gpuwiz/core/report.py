@@ -467,12 +467,16 @@ def render_recommendation(rec: Recommendation, req: Requirements | None = None, 
         if cost.cloud:
             noted = any(c.note for c in cost.cloud)
             # A reservation is billed 24/7: its per-run share only means something when it is
-            # cheaper than on-demand; otherwise say so rather than print a $30k "run".
+            # cheaper than on-demand; otherwise say so rather than print a $30k "run". (The offer the verdict
+            # prices counts its wait before training, which a reservation has already paid.)
+            ro = cost.rent_offer
             rows = [[c.provider, f"{c.instances}x {c.instance}", f"{c.instances * c.gpus_per_instance}",
                      (c.country or "-") + (f" {c.tier}" if c.tier else ""),
                      _price_cell(c.usd_per_hour, c.currency, c.price_per_hour_local),
                      fmt_usd(c.cost_per_run_usd), fmt_usd(c.cost_per_run_spot_usd),
-                     fmt_usd(c.cost_per_run_reserved_usd) if (c.cost_per_run_reserved_usd or 0) < c.cost_per_run_usd
+                     fmt_usd(c.cost_per_run_reserved_usd) if c.reserved_wins(
+                         ro.overhead_hours if ro is not None and (ro.provider, ro.instance, ro.region)
+                         == (c.provider, c.instance, c.region) else 0.0)
                      else _("not worth it"), fmt_usd(c.cost_per_year_usd), c.observed or "-"]
                     + ([c.note] if noted else []) for c in cost.cloud]
             out += _table([_("Cloud"), _("Instances"), _("GPUs"), _("Where"), _("Price"), _("Run (on-demand)"),
