@@ -2,8 +2,9 @@
 a catalog model, a method, a precision, a data size, a schedule and a deployment (mode, objective, site, country,
 data policy, horizon, budget, used hardware), drawn together. The 83 scenarios are what reviewers thought of; this
 is what they did not. It found a quoted offer that was not the one the ranking priced (runs of minutes), a build
-that may run out of memory on the time / cost front beside the pick, and QLoRA on a Megatron plan said to use
-bitsandbytes (the @examples below).
+that may run out of memory on the time / cost front beside the pick, QLoRA on a Megatron plan said to use
+bitsandbytes, a cost per run on demand beside a rent total on a reservation, and a front point faster and cheaper
+than the pick with no word of why it was not picked (the @examples below).
 
 Derandomized in the suite (the same examples every run); ``GPUWIZ_FUZZ=long`` (bench/fuzz_long.py) draws anew."""
 
@@ -69,6 +70,16 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
 @example(cfg={"model": {"preset": "deepseek-v3"}, "training": {"method": "qlora"}, "data": {"samples": 20_000},
               "schedule": {"runs_per_month": 8, "deadline_days": 2},
               "deployment": {"mode": "rent", "objective": "perf-per-watt", "budget_usd": 150_000}})
+@example(cfg={"model": {"preset": "sdxl"}, "training": {"method": "pretrain"}, "data": {"samples": 1.3e6},
+              "schedule": {"runs_per_month": 20, "deadline_days": 3},
+              "deployment": {"mode": "rent", "objective": "perf-per-watt", "horizon_years": 1, "used_hardware": True}})
+@example(cfg={"model": {"preset": "sdxl"}, "training": {"method": "pretrain"}, "data": {"samples": 1e7},
+              "schedule": {"runs_per_month": 8, "deadline_days": 30},
+              "deployment": {"mode": "rent", "site": "desk", "country": "CN", "horizon_years": 1,
+                             "used_hardware": True}})
+@example(cfg={"model": {"preset": "llama-2-13b"}, "training": {"method": "pretrain"},
+              "data": {"tokens": 2e10, "epochs": 2}, "schedule": {"runs_per_month": 0.25, "deadline_days": 7},
+              "deployment": {"mode": "buy", "horizon_years": 1, "used_hardware": True}})
 def test_random_configs_get_answers_an_expert_would_sign(cfg: dict[str, Any]) -> None:
     note(repr(cfg))
     req = Requirements.model_validate(cfg)

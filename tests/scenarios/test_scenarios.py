@@ -113,11 +113,11 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
         # faster and cheaper per run (the ranking priced the build the answer quotes). A non-CUDA point
         # may be: the ranking adds the documented software-stack handicap (recommend.effective); so may one
         # that fits only inside the memory headroom asked beside a pick that keeps it (recommend.pick: the
-        # alternatives say so).
+        # alternatives say so), and one that may miss the deadline (``late``: the front says so).
         if r.objective == "cheapest" and not pinned and r.cost_per_run_usd is not None:
             count = b.gpus_per_node * b.nodes
             same_stack = CAT.gpu(b.gpu).vendor == "nvidia"
-            beaten = [p for p in r.pareto if p.count <= count and p.nodes <= b.nodes
+            beaten = [p for p in r.pareto if p.count <= count and p.nodes <= b.nodes and not p.late
                       and (not same_stack or CAT.gpu(p.gpu).vendor == "nvidia")
                       and p.wall_hours < 0.98 * est.time.wall_hours
                       and p.cost_per_run_usd < 0.995 * r.cost_per_run_usd]

@@ -925,6 +925,9 @@ class ParetoPoint(Result):
     wall_hours: float
     cost_per_run_usd: float
     rented: bool
+    # it ends past the deadline's slack, or the slow (P90) end of its time range misses the deadline (recommend.tight):
+    # the ranking puts it after the builds that end in time, so it can be faster and cheaper than the pick
+    late: bool = False
 
 
 class BindingConstraint(Result):

@@ -2119,7 +2119,7 @@ class _Recommender:
         for wall, run, c, rented in pts:
             if not front or run < front[-1][0].cost_per_run_usd:
                 front.append((ParetoPoint(gpu=c.gpu.id, count=c.count, nodes=c.nodes, wall_hours=wall,
-                                          cost_per_run_usd=run, rented=rented), c is win))
+                                          cost_per_run_usd=run, rented=rented, late=self.tight(c)), c is win))
         pick_run = win_run if win_run is not None else self.per_run(win)
         return trim_front(front, pick_run, win.nodes)
 

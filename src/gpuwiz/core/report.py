@@ -318,6 +318,8 @@ def pareto_against_pick(rec: Recommendation) -> list[tuple[ParetoPoint, str]]:
         else:
             what = (_("{x:.1f}x slower, {pct} cheaper").format(x=1 / speed, pct=f"{-dc:.0%}") if dc < 0
                     else _("{x:.1f}x slower").format(x=1 / speed))
+        if p.late and p is not me:  # why the ranking put it after the pick (it may be faster and cheaper)
+            what = _("{what}; may miss the deadline").format(what=what)
         out.append((p, what))
     return out
 
