@@ -194,3 +194,46 @@ def test_help_is_as_wide_as_argparse_would_make_it(monkeypatch, columns):
         monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.delenv("LINES", raising=False)
     assert help_width() == shutil.get_terminal_size().columns - 2
+
+
+def _readme_samples() -> list[tuple[list[str], list[str]]]:
+    """The README's ```console samples: (the command's arguments, the lines shown after it), per `$ gpuwiz` line."""
+    import shlex
+
+    text = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    out: list[tuple[list[str], list[str]]] = []
+    for block in text.split("```console")[1:]:
+        for line in block.split("```", 1)[0].strip("\n").splitlines():
+            if line.startswith("$ gpuwiz "):
+                out.append((shlex.split(line[2:], comments=True)[1:], []))
+            elif out:
+                out[-1][1].append(line)
+    return out
+
+
+@pytest.mark.parametrize("args, shown", _readme_samples(), ids=lambda x: " ".join(x)[:60] if x else "")
+def test_the_readme_shows_what_the_command_prints(args, shown):
+    """Every line the README shows after a `$ gpuwiz ...` command (its own wrapping aside; '...' marks a cut)
+    is in what the command prints today: the front door's figures are the product's, not a past run's. A
+    `| jq` sample compares the fields it shows with the JSON's (the first name of the jq path picks the part)."""
+    import re
+
+    part = None
+    if "|" in args:  # `... --format json | jq -c '.build | {...}'`
+        part = next(a for a in args[args.index("|"):] if a.startswith(".")).lstrip(".").split(" ")[0].split("|")[0]
+        args = args[: args.index("|")]
+    out = run_cli(*args, cwd=EXAMPLES.parent)
+    assert out.returncode == 0, out.stderr
+    flat = " ".join(out.stdout.split())
+    for line in shown:
+        text = " ".join(line.split()).removesuffix("...").strip()
+        if not text or set(text) <= set("|. "):
+            continue
+        if part is not None:
+            got = json.loads(out.stdout)[part]
+            pairs = re.findall(r'"(\w+)":\s*("[^"]*"|[\w.]+)', text)
+            assert pairs, text
+            for key, value in pairs:
+                assert got[key] == json.loads(value), (part, key, value)
+            continue
+        assert text in flat, text
