@@ -198,6 +198,16 @@ CASES: dict[str, tuple[Callable[[], pit.Context], Callable[[], pit.Context]]] = 
         lambda: buy_cost(0.02, 0.4)(ctx()),
         lambda: buy_cost(0.8, 0.4)(ctx()),
     ),
+    "over-budget": (  # 2 H100 SXM asked for by name, bought, on a $20,000 budget; the same on $200,000
+        lambda: ctx(make_req(deployment={"mode": "buy", "budget_usd": 20_000}, hardware={"gpu": "h100-sxm"}),
+                    gpu="h100-sxm", gpn=2, verdict="buy"),
+        lambda: ctx(make_req(deployment={"mode": "buy", "budget_usd": 200_000}, hardware={"gpu": "h100-sxm"}),
+                    gpu="h100-sxm", gpn=2, verdict="buy"),
+    ),
+    "baseboard-gpu": (  # 2 B200 SXM modules in a generic server (none sells them so); 8 on an HGX baseboard
+        lambda: ctx(make_req(deployment={"mode": "buy"}), gpu="b200", gpn=2, verdict="buy"),
+        lambda: ctx(make_req(deployment={"mode": "buy"}), gpu="b200", gpn=8, verdict="buy"),
+    ),
     "short-horizon": (
         lambda: buy_cost(0.8, 0.4, payback=60.0)(ctx(req=make_req(deployment={"horizon_years": 2}))),
         lambda: buy_cost(0.8, 0.4, payback=10.0)(ctx(req=make_req(deployment={"horizon_years": 2}))),

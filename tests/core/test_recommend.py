@@ -1036,3 +1036,65 @@ def test_cheapest_search_adds_no_node_to_a_plain_node_that_meets_the_deadline() 
         "schedule": {"runs_per_month": 1, "deadline_days": 14}})  # (scenario full-ft-70b-either)
     rec = recommend(big, CAT)
     assert rec.build is not None and (rec.build.gpu, rec.build.gpus_per_node, rec.build.nodes) == ("b200", 8, 2)
+
+
+# ---- hardware asked for by name (hardware.gpu): the search's guarantees do not apply, the answer says so ----------
+
+
+def _pinned(gpu: str, count: int, **deployment: Any) -> Requirements:
+    return Requirements.model_validate({
+        "model": {"preset": "bert-large"}, "training": {"method": "full"}, "data": {"tokens": 3e8},
+        "schedule": {"runs_per_month": 4, "deadline_days": 7}, "deployment": deployment,
+        "hardware": {"gpu": gpu, "count": count}})
+
+
+def test_a_gpu_asked_for_with_no_price_and_no_offer_is_not_called_a_rental() -> None:
+    """8 Ascend 910C in India with confidential data: no purchase price, no offer the policy allows. The answer
+    said 'RENT' and listed a rental with no provider ('- : 8x ...'), and a capex of $32.1k that left out the GPUs."""
+    req = _pinned("ascend-910c", 8, country="IN", data_sensitivity="confidential", site="desk")
+    r = recommend(req, CAT)
+    assert r.cost is not None and r.build is not None
+    assert r.cost.verdict == "buy" and r.cost.rent_offer is None and not r.build.rented
+    assert "no price" in r.cost.verdict_reason and "quote" in r.cost.verdict_reason
+    assert not r.build.capex_known
+    from gpuwiz.core.report import render_recommendation
+
+    text = render_recommendation(r, req, "text")
+    assert "- : " not in text and "without the items whose price is unknown" in text
+    rented = recommend(_pinned("ascend-910c", 8, country="IN", data_sensitivity="confidential", mode="rent"), CAT)
+    assert rented.cost is not None and rented.cost.verdict == "rent" and "no price" in rented.cost.verdict_reason
+    assert rented.build is not None and not rented.build.rented  # nothing to rent: the hardware one would need
+
+
+def test_a_gpu_asked_for_whose_only_offer_is_split_over_ethernet_is_priced_on_it() -> None:
+    """16 GB200 NVL72 GPUs rented for a small ViT LoRA: the only offer holds them as 4 nodes over plain Ethernet (a
+    split). The rental was listed while the verdict said no cloud offer existed and the cost per run was $0."""
+    req = Requirements.model_validate({
+        "model": {"preset": "vit-b-16"}, "training": {"method": "lora", "precision": "fp8"}, "data": {"samples": 2000},
+        "schedule": {"runs_per_month": 4, "deadline_days": 30}, "hardware": {"gpu": "gb200-nvl", "count": 16},
+        "deployment": {"mode": "rent", "objective": "fastest", "data_sensitivity": "confidential"}})
+    r = recommend(req, CAT)
+    assert r.cost is not None and r.cost.rent_offer is not None and r.cost.verdict == "rent"
+    assert r.cost_per_run_usd and r.cost_per_run_usd > 0
+    assert r.cost.rent_offer.instances * r.cost.rent_offer.gpus_per_instance == 16
+    assert r.build is not None and r.cost.rent_offer.provider in r.build.site
+
+
+def test_gpus_sold_on_a_board_are_bought_a_whole_board_at_a_time() -> None:
+    """2 A16 asked for: the A16 is a board of four. The bill listed 2 at a quarter board each, '(0 board(s) of 4)'."""
+    r = recommend(_pinned("a16", 2, mode="buy", site="server-room"), CAT)
+    assert r.build is not None and not r.build.rented
+    line = next(x for x in r.build.bom if x.item.startswith(CAT.gpu("a16").name))
+    assert line.qty == 4 and line.total_usd == pytest.approx(4 * (line.unit_usd or 0))
+    assert "1 board(s) of 4" in line.note and "2 of its GPUs idle" in line.note
+
+
+def test_a_gpu_asked_for_over_the_budget_or_in_no_baseboard_count_is_warned_about() -> None:
+    """2 B200 SXM bought on a $5,000 budget: a $125k generic 2-GPU server, neither over-budget nor 'no such product'
+    said (SXM modules ship on 8-GPU HGX baseboards)."""
+    r = recommend(_pinned("b200", 2, mode="buy", budget_usd=5_000), CAT)
+    assert r.build is not None and r.build.capex_usd > 5_000
+    ids = {p.id for p in r.pitfalls}
+    assert {"over-budget", "baseboard-gpu"} <= ids
+    whole = recommend(_pinned("b200", 8, mode="buy", budget_usd=5_000_000), CAT)
+    assert not {"over-budget", "baseboard-gpu"} & {p.id for p in whole.pitfalls}

@@ -1,6 +1,7 @@
 """The expert checks every scenario's answer passes (test_scenarios.check_universal), on random plausible configs:
 a catalog model, a method, a precision, a data size, a schedule and a deployment (mode, objective, site, country,
-data policy, horizon, budget, used hardware), drawn together. The 83 scenarios are what reviewers thought of; this
+data policy, horizon, budget, used hardware, utilisation), and at times a GPU asked for by name or hardware the
+team owns, drawn together. The 83 scenarios are what reviewers thought of; this
 is what they did not. It found a quoted offer that was not the one the ranking priced (runs of minutes), a build
 that may run out of memory on the time / cost front beside the pick, QLoRA on a Megatron plan said to use
 bitsandbytes, a cost per run on demand beside a rent total on a reservation, and a front point faster and cheaper
@@ -27,6 +28,7 @@ SETTINGS = settings(max_examples=int(2_000 * float(os.environ.get("GPUWIZ_FUZZ_S
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TEXT = [m.id for m in CAT.models if m.modality == "text" and m.family not in ("cnn", "vit", "diffusion", "speech")]
 OTHER = [m.id for m in CAT.models if m.id not in TEXT]
+GPUS = [g.id for g in CAT.gpus]
 
 
 @st.composite
@@ -49,7 +51,14 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
         deployment["budget_usd"] = draw(st.sampled_from([3e3, 2e4, 1.5e5, 1e6, 3e7]))
     if draw(st.integers(0, 4)) == 0:
         deployment["used_hardware"] = True
-    return {"model": {"preset": model},
+    if draw(st.integers(0, 4)) == 0:
+        deployment["utilization"] = draw(st.sampled_from([0.1, 0.5, 0.9]))
+    extra: dict[str, Any] = {}
+    if draw(st.integers(0, 4)) == 0:  # a GPU asked for by name: the answer prices it as asked, and says what it costs
+        extra["hardware"] = {"gpu": draw(st.sampled_from(GPUS)), "count": draw(st.sampled_from([1, 2, 4, 8, 16]))}
+    if draw(st.integers(0, 4)) == 0:  # hardware the team owns
+        extra["have"] = [{"gpu": draw(st.sampled_from(GPUS)), "count": draw(st.sampled_from([1, 2, 4, 8]))}]
+    return {**extra, "model": {"preset": model},
             "training": {"method": draw(st.sampled_from(["pretrain", "full", "lora", "qlora"])),
                          "precision": draw(st.sampled_from(["bf16", "bf16", "fp16", "fp8"]))},
             "data": data,

@@ -80,7 +80,7 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
                     assert "blower" in next(x.note for x in b.bom if x.item == b.chassis)
                 if chassis.kind == "hgx":
                     assert b.gpus_per_node == chassis.max_gpus  # baseboards are sold whole
-            assert b.gpus_per_node % gpu.sold_as_board == 0
+            assert next(x for x in b.bom if x.item.startswith(gpu.name)).qty % gpu.sold_as_board == 0  # whole boards
             if req.deployment.site == "desk":
                 assert chassis is None or chassis.kind in ("desktop", "workstation")
             if b.nodes > 1:
@@ -90,15 +90,22 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
                 assert pfs if b.nodes > 4 else "NAS" in shared
                 assert "storage / front-end" in b.network
             if cost.verdict in ("buy", "hybrid") and req.deployment.budget_usd is not None:
-                assert b.capex_usd <= req.deployment.budget_usd
+                # within the budget, or the GPU was asked for by name and the answer says it is over
+                over = pinned and "over-budget" in {p.id for p in r.pitfalls}
+                assert b.capex_usd <= req.deployment.budget_usd or over
             # A consumer-density warning only where the cards sit packed (not in a spaced GPU chassis).
             if chassis is not None and chassis.max_slot_width > gpu.slot_width:
                 assert "consumer-density" not in {p.id for p in r.pitfalls}
-        # Every cloud row for the pick's GPU holds the plan's CPU offload in its RAM.
+        # Every cloud row for the pick's GPU holds the plan's CPU offload in its RAM (not the row of another shape
+        # of it that a bought pick is weighed against: its plan is that shape's).
+        ro = cost.rent_offer
         for o in cost.cloud:
             key = (o.provider, o.instance, o.gpu, o.region)
             inst = next((i for i in CAT.cloud_instances if (i.provider, i.instance_type, i.gpu, i.region) == key), None)
-            if o.gpu == b.gpu and inst is not None and est.feasible:
+            other_shape = (not b.rented and ro is not None
+                           and (ro.provider, ro.instance, ro.region) == (o.provider, o.instance, o.region)
+                           and ro.instances * ro.gpus_per_instance != b.gpus_per_node * b.nodes)
+            if o.gpu == b.gpu and inst is not None and est.feasible and not other_shape:
                 assert instance_ram_ok(inst, est.memory.host_ram_gib), (o.provider, o.instance, inst.ram_gb)
         # The plan trains with the batch asked: no more data-parallel replicas than samples per step.
         if req.training.global_batch and not pinned:

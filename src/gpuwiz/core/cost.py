@@ -553,8 +553,11 @@ def analyse(req: Requirements, cat: Catalog, build: Build | None, gpu_hours_per_
     months = max(1, math.ceil(y * 12))
     cash = market.cash(cat, req)  # money in the sentences: the user's currency
     if build is None or not gpu_priced:
-        if rent is None:
-            return CostAnalysis(verdict="rent", verdict_reason=_("no priced hardware or cloud offer in the catalog"))
+        if rent is None:  # (a GPU asked for by name: the search drops such builds): neither way has a price
+            return CostAnalysis(
+                verdict="rent" if req.deployment.mode == "rent" else "buy",
+                verdict_reason=_("no price: the catalog has no purchase price for this hardware here and no cloud "
+                                 "offer of it that the data policy allows; ask vendors for a quote"))
         # on demand, or the reservation when the year's runs make it cheaper (as with a build to weigh)
         rent_year = rent_per_year(req, rent, gpu_hours_per_run, 0.0)
         runs = runs_per_year(req)

@@ -799,6 +799,13 @@ class Build(Result):
     max_power_w: int = 0  # per node, worst case (PSU sizing)
 
 
+    @property
+    def capex_known(self) -> bool:
+        """Every line of the bill of materials has a price (a GPU the catalog has no price for leaves the GPUs, and a
+        server priced as a share of them, unknown: the capex is then what the priced lines add up to)."""
+        return all(x.total_usd is not None for x in self.bom)
+
+
 class Alternative(Result):
     gpu: str
     gpu_name: str

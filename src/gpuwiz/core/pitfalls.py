@@ -25,7 +25,14 @@ from gpuwiz.core.models import (
     tier_bought_used,
 )
 from gpuwiz.core.ranges import FAMILY_LABEL
-from gpuwiz.core.system import DIMM_TOLERANCE, dedicated_circuit, office_circuit, packed_open_air, workload_from
+from gpuwiz.core.system import (
+    DIMM_TOLERANCE,
+    chassis_options,
+    dedicated_circuit,
+    office_circuit,
+    packed_open_air,
+    workload_from,
+)
 from gpuwiz.core.units import GB_PER_GIB, HOURS_PER_MONTH, HOURS_PER_YEAR
 from gpuwiz.i18n import _
 
@@ -294,6 +301,21 @@ def _over(c: Context) -> tuple[Severity, str] | None:  # P04
                      u=u, be=be_txt, idle=1 - u) + rent)
 
 
+@rule("over-budget", "high", "deployment.budget_usd; the build's bill of materials")
+def _over_budget(c: Context) -> str | None:
+    """The hardware asked for by name (hardware.gpu) costs more to buy than the budget: the search keeps every build
+    it picks within the budget, a pinned GPU it prices as asked -- which an answer must say, not pass over."""
+    budget = c.req.deployment.budget_usd
+    b = c.build
+    if budget is None or not c.buying or b is None or b.rented or b.capex_usd <= budget:
+        return None
+    pinned = bool(c.req.hardware and c.req.hardware.gpu)
+    return (_("Buying {n}x {gpu} costs {capex}, over the {budget} budget (deployment.budget_usd).").format(
+        n=b.gpus_per_node * b.nodes, gpu=b.gpu_name, capex=c.cash(b.capex_usd), budget=c.cash(budget))
+        + (" " + _("It is the hardware asked for (hardware.gpu): leave that out and gpuwiz searches within the "
+                   "budget, or raise it.") if pinned else ""))
+
+
 @rule("short-horizon", "high", "tco_and_pitfalls §C3 (payback)")
 def _short_horizon(c: Context) -> str | None:  # P05
     if not c.buying or not c.cost:
@@ -370,6 +392,24 @@ def _gddr6x(c: Context) -> str | None:  # P08
     return _("{gpu} GDDR6X is rated to ~95 C; mining and dense builds ({n} per box) have seen 104-110 C. Monitor "
              "memory-junction temperature and re-pad cards that run above 100 C.").format(
         gpu=c.gpu.name, n=c.gpus_per_node)  # type: ignore[union-attr]
+
+
+@rule("baseboard-gpu", "high", "NVIDIA HGX / AMD OAM platform specs (SXM / OAM modules ship on 4- or 8-GPU "
+      "baseboards); catalog platforms.chassis")
+def _baseboard_gpu(c: Context) -> str | None:
+    """SXM / OAM modules are sold on baseboards (HGX, OAM UBB), not one by one: a count asked for by name that no
+    baseboard server in the catalog holds (2 B200 SXM) was sized as a generic 2-GPU server, a product no one sells.
+    (A module with no server in the catalog at all, an Ascend 910C, is the catalog's gap, not the count's.)"""
+    b, g = c.build, c.gpu
+    if b is None or g is None or b.rented or b.chassis or g.form_factor not in ("sxm", "oam") or not c.owns_hardware:
+        return None
+    sizes = [k for k in range(1, 9) if chassis_options(c.cat, g, k, "any")]
+    if not sizes:
+        return None
+    return _("{n}x {gpu} per node is no product: {form} modules are sold on {sizes}-GPU baseboard servers, not one "
+             "by one. Buy a whole baseboard server (its other GPUs idle or shared), choose a PCIe card, or rent "
+             "{n}.").format(n=b.gpus_per_node, gpu=g.name, form=g.form_factor.upper(),
+                            sizes=" / ".join(map(str, sizes)))
 
 
 @rule("consumer-no-p2p", "medium",

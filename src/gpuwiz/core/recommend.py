@@ -1891,12 +1891,17 @@ class _Recommender:
                 best = (cost, o, over)
         if best is None:
             return None
-        _cost, o, over = best
+        return self._rent_ref(best[1], best[2], gpu)
+
+    def _rent_ref(self, o: CloudOption, over: float, gpu: GPU) -> costmod.RentRef:
+        """The rent side of ``cost.analyse`` for one cloud option: on demand with its per-run overhead ``over``
+        ($, ``_overhead_usd``), its reservation and spot prices."""
         n = o.gpus_per_instance * o.instances
         reserved = o.cost_per_run_reserved_usd * self.rpy if o.cost_per_run_reserved_usd is not None else None
         return costmod.RentRef(usd_per_run=o.cost_per_run_usd + over,
                                label=rent_label(n, gpu.name, o.provider, o.instance, o.instances),
-                               usd_per_gpu_hour=o.usd_per_hour / n, reserved_usd_per_year=reserved)
+                               usd_per_gpu_hour=o.usd_per_hour / n, reserved_usd_per_year=reserved,
+                               spot_usd_per_run=o.cost_per_run_spot_usd)
 
     def _overhead_usd(self, o: CloudOption, w: sysmod.Workload) -> float:
         """Per-run overhead of a cloud option in dollars (``overhead`` hours at its rate + egress)."""
@@ -1988,12 +1993,15 @@ class _Recommender:
                     label=ref.rent_label,
                     usd_per_gpu_hour=ref.rent_gpu_hour, reserved_usd_per_year=ref.reserved_year,
                     spot_usd_per_run=ref.spot_run)
+            elif cloud:  # a GPU asked for by name whose only offers hold it over Ethernet (a split): none priced it
+                ref_offer = cloud[0]
+                rent_ref = self._rent_ref(cloud[0], self._overhead_usd(cloud[0], w), win.gpu)
             analysis = costmod.analyse(self.req, self.cat, build, gph, cloud, rent_ref,
                                        gpu_priced=win.capex is not None,
                                        **(self._decided(win, ref) if ref is not None else {}))
         offer = self._offer(ref_offer, offer_w)
         analysis = analysis.model_copy(update={"rent_offer": offer})
-        if analysis.verdict == "rent":
+        if analysis.verdict == "rent" and cloud:  # (no offer: the build stays what one would buy)
             o = cloud[0] if cloud else None
             inst = self._instance(o) if o else None
             label = ((f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o

@@ -268,8 +268,9 @@ def _build_lines(build: Build, md: bool, h2: str, title: str) -> list[str]:
     out = [f"{h2}{title}" if md else title]
     rows = [[b.item, str(b.qty), fmt_usd(b.unit_usd), fmt_usd(b.total_usd), b.note] for b in build.bom]
     out += _table([_("Item"), _("Qty"), _("Unit"), _("Total"), _("Note")], rows, md)
-    out += ["", f"{'**' if md else ''}" + _("Capex {money}").format(money=fmt_usd(build.capex_usd))
-            + f"{'**' if md else ''}", ""]
+    capex = (_("Capex {money}") if build.capex_known else
+             _("Capex {money} without the items whose price is unknown")).format(money=fmt_usd(build.capex_usd))
+    out += ["", f"{'**' if md else ''}" + capex + f"{'**' if md else ''}", ""]
     sysrows = [
         (_("GPUs"), _("{nodes} node(s) x {per}x {gpu}").format(nodes=build.nodes, per=build.gpus_per_node,
                                                               gpu=build.gpu_name)),

@@ -866,7 +866,12 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
 
     # Chassis / board / PSUs. A chassis whose PSU is too small gets the extra PSU capacity in the BOM.
     gpu_unit = (gpu.price_used_usd if used and gpu.price_used_usd else gpu.buy_new_usd)
-    gpu_total = (gpu_unit or 0.0) * gpus_per_node * nodes
+    # A GPU sold on a board of several (A16: four) is bought a whole board at a time: 2 asked for (hardware.count)
+    # is one board with 2 of its GPUs idle (the search only makes whole boards)
+    per_board = gpu.sold_as_board
+    boards = -(-gpus_per_node // per_board)
+    bought = boards * per_board  # GPUs per node paid for
+    gpu_total = gpu_unit * bought * nodes if gpu_unit is not None else None
     psu_w: int
     if chassis:
         chassis_usd = chassis.price_usd
@@ -896,15 +901,21 @@ def _size_system(cat: Catalog, gpu: GPU, gpus_per_node: int, nodes: int, w: Work
         # No catalog chassis takes these GPUs: price the platform as a share of the GPU cost
         # (Epoch: server price ~1.64x GPU price).
         share = min(max(cat.fac("server_overhead_frac"), 0.0), 0.9)  # non-GPU share (Epoch: ~39 %)
-        chassis_usd = (gpu_unit or 0.0) * gpus_per_node * share / (1 - share)
+        platform_usd = gpu_unit * gpus_per_node * share / (1 - share) if gpu_unit is not None else None
         bom.insert(0, line(item=f"{gpus_per_node}-GPU server platform (generic)", qty=nodes,
-                           unit_usd=chassis_usd, total_usd=chassis_usd * nodes,
-                           note=_("no catalog chassis fits; priced as a share of GPU cost (Epoch)") if text else ""))
+                           unit_usd=platform_usd, total_usd=platform_usd * nodes if platform_usd is not None else None,
+                           note=(_("no catalog chassis fits; priced as a share of GPU cost (Epoch)")
+                                 if platform_usd is not None else
+                                 _("no catalog chassis fits; price unknown (a share of the GPUs' price)"))
+                           if text else ""))
         psu_w = _round_psu(psu_need)
-    board = (_(" ({n} board(s) of {per})").format(n=gpus_per_node // gpu.sold_as_board, per=gpu.sold_as_board)
-             if gpu.sold_as_board > 1 and text else "")
+    board = ""
+    if per_board > 1 and text:
+        board = _(" ({n} board(s) of {per})").format(n=boards, per=per_board)
+        if bought > gpus_per_node:
+            board += _(": {idle} of its GPUs idle").format(idle=bought - gpus_per_node)
     bom.insert(0, line(item=gpu.name + (_(" (used)") if used and gpu.price_used_usd else ""),
-                       qty=gpus_per_node * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
+                       qty=bought * nodes, unit_usd=gpu_unit, total_usd=gpu_total,
                        note=(_("price unknown") if gpu_unit is None else "") + board))
     capex = sum(b.total_usd or 0.0 for b in bom)
     build_tier = ("lean" if lean else "standard") + (USED_TIER if used and gpu.price_used_usd else "")

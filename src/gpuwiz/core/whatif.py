@@ -197,7 +197,8 @@ def pitfalls_by_severity(pitfalls: list[Pitfall]) -> list[Pitfall]:
 
 
 def _capex(build: Any) -> float | None:
-    return build.capex_usd if build is not None and build.capex_usd else None
+    """The build's capex, or None (shown as unknown) when there is none or a line of it has no price."""
+    return build.capex_usd if build is not None and build.capex_usd and build.capex_known else None
 
 
 def key_numbers(rec: Recommendation | None, req: Requirements | None = None) -> KeyNumbers:

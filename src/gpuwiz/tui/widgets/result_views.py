@@ -228,7 +228,8 @@ def _build_block(b: Build, title: str, cur: CurrencyInfo | None = None) -> list[
         if line.note:
             item.append_text(plain(f" ({line.note})", "dim"))
         add_row(bom, item, str(line.qty), m(line.unit_usd), m(line.total_usd))
-    add_row(bom, plain(_("Capex"), "bold"), "", "", plain(m(b.capex_usd), "bold"))
+    add_row(bom, plain(_("Capex") if b.capex_known else _("Capex without the items whose price is unknown"), "bold"),
+            "", "", plain(m(b.capex_usd), "bold"))
     return [spec, Text(""), bom]
 
 
