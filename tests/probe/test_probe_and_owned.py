@@ -240,3 +240,16 @@ def test_the_owned_pick_keeps_the_plans_gpus_per_node(catalog):
                        catalog=catalog)
     pick = recommend(req, catalog).owned_pick
     assert pick is not None and (pick.count, pick.nodes, pick.gpus_per_node) == (17, 3, 8)
+
+
+def test_owned_hardware_far_cheaper_than_the_pick_is_never_called_free(catalog):
+    """4 owned RTX PRO 6000 beside a rented cluster picked for the fastest run: energy is 0.2 % of the pick's cost
+    per run, which read '100% cheaper per run than the pick' -- as if it cost nothing."""
+    req = loads_config("version: 1\nmodel: {preset: whisper-large-v3}\ntraining: {method: pretrain}\n"
+                       "data: {samples: 1e8, epochs: 1}\nschedule: {runs_per_month: 1, deadline_days: 90}\n"
+                       "deployment: {mode: either, objective: fastest, site: cloud, country: FR,\n"
+                       "  data_sensitivity: confidential}\nhave: [{gpu: rtx-pro-6000, count: 4}]\n", "t.yaml")
+    r = recommend(req, catalog)
+    owned = next(a for a in r.alternatives if "already owned" in a.reason)
+    assert r.cost_per_run_usd and owned.cost_per_run_usd < 0.01 * r.cost_per_run_usd
+    assert "99% cheaper per run than the pick" in owned.reason and "100%" not in owned.reason

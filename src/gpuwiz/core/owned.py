@@ -110,7 +110,7 @@ def _option(req: Requirements, cat: Catalog, have: HaveSpec,
         parts.append(_("misses the {days:g}-day deadline").format(days=req.schedule.deadline_days))
     if rec.cost_per_run_usd:
         ratio = usd / rec.cost_per_run_usd
-        parts.append(_("{pct:.0%} cheaper per run than the pick").format(pct=1 - ratio) if ratio < 1 else
+        parts.append(_("{pct:.0%} cheaper per run than the pick").format(pct=min(1 - ratio, 0.99)) if ratio < 1 else
                      _("{x:,.1f}x the pick's cost per run").format(x=ratio))
     if rec.estimate is not None and rec.estimate.time.wall_hours > 0:
         t = hours / rec.estimate.time.wall_hours

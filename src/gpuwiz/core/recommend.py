@@ -2233,7 +2233,7 @@ class _Recommender:
         if win_run > 0:
             r = p / win_run
             if r <= 0.97:
-                money = _("{pct:.0%} cheaper per run").format(pct=1 - r)
+                money = _("{pct:.0%} cheaper per run").format(pct=min(1 - r, 0.99))  # (never "100 %": not free)
             elif r < 1.03:
                 money = _("about the same cost per run")
             elif r < 1.95:
