@@ -1,9 +1,10 @@
-"""Long fuzzing run: the targets of tests/robustness/test_fuzz.py with many more (random) examples,
+"""Long fuzzing run: the targets of tests/robustness/test_fuzz.py, and the expert checks on random configs
+(tests/scenarios/test_expert_random.py), with many more (random) examples,
 plus the hostile-input timings that tests may not assert (99,000 unknown keys, a 1 MB overlay, FIFOs,
 a ~110 MB training log streamed by `gpuwiz calibrate`).
 
 Prints examples and seconds per target; exits non-zero if any target failed (hypothesis prints the
-falsifying example -- add it to test_fuzz.py as an ``@example`` regression case).
+falsifying example -- add it to the test file as an ``@example`` regression case).
 
 Usage: python bench/fuzz_long.py [SCALE]    (SCALE multiplies the long budgets; default 1 = ~30 min
 on one core; 0.05 is a 2-minute smoke run)
@@ -19,8 +20,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ["test_fuzz_config_text", "test_fuzz_config_structured", "test_fuzz_overlay", "test_fuzz_hf_config",
-           "test_fuzz_recommend"]
+TARGETS = ["robustness/test_fuzz.py::" + t for t in ("test_fuzz_config_text", "test_fuzz_config_structured",
+                                                     "test_fuzz_overlay", "test_fuzz_hf_config", "test_fuzz_recommend")]
+TARGETS.append("scenarios/test_expert_random.py::test_random_configs_get_answers_an_expert_would_sign")
 
 
 def timed_cli(label: str, args: list[str]) -> None:
@@ -40,12 +42,13 @@ def main() -> int:
         t0 = time.perf_counter()
         # (-n 0: one process -- pyproject's addopts pass -n to xdist, so xdist must stay loaded)
         res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
-                              "--hypothesis-show-statistics", f"tests/robustness/test_fuzz.py::{target}"],
+                              "--hypothesis-show-statistics", f"tests/{target}"],
                              cwd=ROOT, env=env, capture_output=True, text=True)
         dt = time.perf_counter() - t0
         stats = [ln.strip(" -*") for ln in res.stdout.splitlines()
                  if "passing" in ln or "accepted" in ln or "refused" in ln]
-        print(f"{target:<32} {dt:8.1f} s  {'ok' if res.returncode == 0 else 'FAILED'}  " + "; ".join(stats))
+        name = target.rsplit("::", 1)[1][:40]
+        print(f"{name:<40} {dt:8.1f} s  {'ok' if res.returncode == 0 else 'FAILED'}  " + "; ".join(stats))
         if res.returncode != 0:
             failed += 1
             print(res.stdout[-4000:] + res.stderr[-2000:])
