@@ -2002,13 +2002,12 @@ class _Recommender:
         offer = self._offer(ref_offer, offer_w)
         analysis = analysis.model_copy(update={"rent_offer": offer})
         if analysis.verdict == "rent" and cloud:  # (no offer: the build stays what one would buy)
-            o = cloud[0] if cloud else None
-            inst = self._instance(o) if o else None
-            label = ((f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")) if o
-                     else win.rent_label)
-            if o and o.reserved_wins(offer.overhead_hours if offer is not None else 0.0):
+            o = cloud[0]
+            inst = self._instance(o)
+            label = f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")
+            if o.reserved_wins(offer.overhead_hours if offer is not None else 0.0):
                 label += _(", 1-year reservation")
-            if o and o.note:
+            if o.note:
                 label += f" ({o.note})"
             build = sysmod.rented_build(build, inst.vcpus if inst else None,
                                         (inst.ram_gb / GB_PER_GIB) if inst and inst.ram_gb else None,
