@@ -368,3 +368,17 @@ def test_offers_are_checked_one_by_one_against_the_plans_host_ram() -> None:
     by_key = {(i.provider, i.instance_type, i.gpu, i.region): i for i in CAT.cloud_instances}
     assert all(costmod.instance_ram_ok(by_key[(o.provider, o.instance, o.gpu, o.region)], need) for o in rows)
     assert costmod.cloud_options(req(), CAT, "a100-40gb-sxm", 8, 8, 10.0, host_ram_gib=1e6) == []
+
+
+def test_the_verdicts_price_per_run_is_the_answers_to_the_cent() -> None:
+    """A V100 asked for by name, rented for a run of seconds: the verdict said '$1.56 per run', the answer's cost
+    per run $1.55 -- its egress and object-storage share were each rounded to the cent before being added."""
+    from gpuwiz.core.recommend import recommend
+
+    q = Requirements.model_validate({
+        "model": {"preset": "resnet-50"}, "training": {"method": "pretrain"}, "data": {"samples": 2000},
+        "schedule": {"runs_per_month": 0.25, "deadline_days": 0.5},
+        "deployment": {"mode": "rent", "horizon_years": 1}, "hardware": {"gpu": "v100-16gb-sxm2", "count": 1}})
+    r = recommend(q, CAT)
+    assert r.cost is not None and r.cost.onprem is None and r.cost_per_run_usd is not None
+    assert f"${r.cost_per_run_usd:.2f} per run" in r.cost.verdict_reason, (r.cost_per_run_usd, r.cost.verdict_reason)

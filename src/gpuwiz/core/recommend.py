@@ -2001,11 +2001,14 @@ class _Recommender:
                                        **(self._decided(win, ref) if ref is not None else {}))
         offer = self._offer(ref_offer, offer_w)
         analysis = analysis.model_copy(update={"rent_offer": offer})
+        # the wait of a rented run before it trains (hours) and its other $ a run (egress, the dataset kept in object
+        # storage), unrounded: the rent total and the verdict's price count them so
+        over_h, extra_usd = self.overhead(self._instance(cloud[0]), offer_w) if cloud else (0.0, 0.0)
         if analysis.verdict == "rent" and cloud:  # (no offer: the build stays what one would buy)
             o = cloud[0]
             inst = self._instance(o)
             label = f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")
-            if o.reserved_wins(offer.overhead_hours if offer is not None else 0.0):
+            if o.reserved_wins(over_h):
                 label += _(", 1-year reservation")
             if o.note:
                 label += f" ({o.note})"
@@ -2021,13 +2024,10 @@ class _Recommender:
             # What renting costs the way the ranking priced it: on demand, or a reservation when
             # the year's runs fill it well enough to be cheaper; plus the per-run overhead.
             o = cloud[0]
-            over_h = offer.overhead_hours if offer is not None else 0.0
             if o.reserved_wins(over_h) and o.cost_per_run_reserved_usd is not None:
-                per_run = o.cost_per_run_reserved_usd  # (the reservation's hours include the wait)
+                per_run = o.cost_per_run_reserved_usd + extra_usd  # (the reservation's hours include the wait)
             else:
-                per_run = o.cost_per_run_usd + over_h * o.usd_per_hour
-            if offer is not None:
-                per_run += offer.egress_usd + offer.storage_usd
+                per_run = o.cost_per_run_usd + over_h * o.usd_per_hour + extra_usd
         elif analysis.onprem is not None and not renting:
             per_run = analysis.onprem.total_usd / max(self.rpy * self.y, 1e-9)
         else:
