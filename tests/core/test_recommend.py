@@ -392,7 +392,8 @@ def test_pareto_front_is_non_dominated_and_carries_the_quoted_price(small_team: 
     me = [p for p in r.pareto if p.gpu == r.build.gpu and p.count == r.build.gpus_per_node * r.build.nodes]
     assert me and me[0].cost_per_run_usd == r.cost_per_run_usd
     data = r.model_dump(mode="json")
-    assert set(data["pareto"][0]) == {"gpu", "count", "nodes", "wall_hours", "cost_per_run_usd", "rented", "late"}
+    assert set(data["pareto"][0]) == {"gpu", "count", "nodes", "wall_hours", "cost_per_run_usd", "rented", "late",
+                                      "owned"}
 
 
 def test_a_point_of_the_front_that_may_miss_the_deadline_says_so() -> None:

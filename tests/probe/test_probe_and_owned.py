@@ -253,3 +253,33 @@ def test_owned_hardware_far_cheaper_than_the_pick_is_never_called_free(catalog):
     owned = next(a for a in r.alternatives if "already owned" in a.reason)
     assert r.cost_per_run_usd and owned.cost_per_run_usd < 0.01 * r.cost_per_run_usd
     assert "99% cheaper per run than the pick" in owned.reason and "100%" not in owned.reason
+
+
+def test_owned_hardware_stands_on_the_time_cost_front_at_its_energy_cost(catalog):
+    """4 owned RTX PRO 6000 for a Whisper pretrain: the alternatives priced them at $281 of energy a run while the
+    front showed the same four bought at $3,924 -- two prices for one shape. The owned build now stands beside the
+    front (in run-time order, 'owned', at its energy), and the same shape bought leaves it."""
+    req = loads_config("version: 1\nmodel: {preset: whisper-large-v3}\ntraining: {method: pretrain}\n"
+                       "data: {samples: 1e8, epochs: 1}\nschedule: {runs_per_month: 1, deadline_days: 90}\n"
+                       "deployment: {mode: either, objective: fastest, site: cloud, country: FR,\n"
+                       "  data_sensitivity: confidential}\nhave: [{gpu: rtx-pro-6000, count: 4}]\n", "t.yaml")
+    r = recommend(req, catalog)
+    owned = [p for p in r.pareto if p.owned]
+    alt = next(a for a in r.alternatives if "already owned" in a.reason)
+    assert [(p.gpu, p.count, p.nodes, p.cost_per_run_usd) for p in owned] == [
+        (alt.gpu, alt.count, alt.nodes, alt.cost_per_run_usd)]
+    assert not [p for p in r.pareto if not p.owned and (p.gpu, p.count, p.nodes) == (alt.gpu, alt.count, alt.nodes)]
+    assert [p.wall_hours for p in r.pareto] == sorted(p.wall_hours for p in r.pareto)
+    assert "| owned |" in render_recommendation(r, req, "md")
+
+
+def test_owned_hardware_that_beats_the_pick_leaves_the_pick_on_the_front(catalog):
+    """8 owned A100 do a LoRA run in 4.2 h for $4.28 of energy: the pick (what to add: one H200, rented) stays on
+    the front beside them -- a sunk cost dominates nothing."""
+    req = loads_config("version: 1\nmodel: {preset: llama-3-8b}\ntraining: {method: lora}\ndata: {tokens: 3e8}\n"
+                       "schedule: {runs_per_month: 4, deadline_days: 3}\ndeployment: {mode: either}\n"
+                       "have: [{gpu: a100-80gb-sxm, count: 8}]\n", "t.yaml")
+    r = recommend(req, catalog)
+    assert r.owned_pick is not None and r.build is not None
+    kinds = {(p.gpu, p.owned) for p in r.pareto}
+    assert ("a100-80gb-sxm", True) in kinds and (r.build.gpu, False) in kinds

@@ -6,6 +6,7 @@ slack against the deadline, sane suggestions, and a binding constraint when noth
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -124,7 +125,7 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
         if r.objective == "cheapest" and not pinned and r.cost_per_run_usd is not None:
             count = b.gpus_per_node * b.nodes
             same_stack = CAT.gpu(b.gpu).vendor == "nvidia"
-            beaten = [p for p in r.pareto if p.count <= count and p.nodes <= b.nodes and not p.late
+            beaten = [p for p in r.pareto if p.count <= count and p.nodes <= b.nodes and not p.late and not p.owned
                       and (not same_stack or CAT.gpu(p.gpu).vendor == "nvidia")
                       and p.wall_hours < 0.98 * est.time.wall_hours
                       and p.cost_per_run_usd < 0.995 * r.cost_per_run_usd]
@@ -138,14 +139,16 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
             assert cost.rent_offer is not None and cost.rent_offer.tier == "marketplace-community"
         if "reserved-vs-buy" in ids and b.rented:
             assert r.buy_build is not None and r.buy_build.gpu == b.gpu
-        for a, c in zip(r.pareto, r.pareto[1:], strict=False):
+        front = [p for p in r.pareto if not p.owned]  # (owned builds stand beside it at their energy cost)
+        for a, c in pairwise(front):
             assert a.wall_hours <= c.wall_hours and a.cost_per_run_usd > c.cost_per_run_usd  # non-dominated
+        assert [p.wall_hours for p in r.pareto] == sorted(p.wall_hours for p in r.pareto)
         # The front holds only what an expert weighs against the pick (recommend.trim_front), one row per build.
         if r.cost_per_run_usd:
             for p in r.pareto:
                 assert p.cost_per_run_usd <= PARETO_COST_REACH * r.cost_per_run_usd * 1.0001, p
                 assert p.nodes <= max(PARETO_MIN_NODES, PARETO_NODE_REACH * b.nodes), p
-        rows = [(p.gpu, p.count, p.nodes, p.rented, round(p.wall_hours, 1), round(p.cost_per_run_usd))
+        rows = [(p.gpu, p.count, p.nodes, p.rented, p.owned, round(p.wall_hours, 1), round(p.cost_per_run_usd))
                 for p in r.pareto]
         assert len(rows) == len(set(rows)), rows
         # Verdict, payback and total agree.

@@ -935,6 +935,7 @@ class ParetoPoint(Result):
     # it ends past the deadline's slack, or the slow (P90) end of its time range misses the deadline (recommend.tight):
     # the ranking puts it after the builds that end in time, so it can be faster and cheaper than the pick
     late: bool = False
+    owned: bool = False  # hardware the team already has (have:): its cost per run is the energy alone (core.owned)
 
 
 class BindingConstraint(Result):

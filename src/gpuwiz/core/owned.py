@@ -12,7 +12,16 @@ from gpuwiz.core import system as sysmod
 from gpuwiz.core.catalog import Catalog
 from gpuwiz.core.errors import GpuwizError
 from gpuwiz.core.estimate import estimate
-from gpuwiz.core.models import Alternative, Estimate, HaveSpec, OwnedPick, Pitfall, Recommendation, Requirements
+from gpuwiz.core.models import (
+    Alternative,
+    Estimate,
+    HaveSpec,
+    OwnedPick,
+    ParetoPoint,
+    Pitfall,
+    Recommendation,
+    Requirements,
+)
 from gpuwiz.core.units import HOURS_PER_MONTH
 from gpuwiz.core.whatif import fmt_hours
 from gpuwiz.i18n import _
@@ -122,16 +131,20 @@ def _option(req: Requirements, cat: Catalog, have: HaveSpec,
     return alt, est, fits_schedule(req, est)
 
 
-def fits_schedule(req: Requirements, est: Estimate) -> bool:
-    """The owned build does the job: its run (the P90 end of its range too) ends within the deadline, the run
-    itself within SLACK_FRAC of it -- the pick's rule (recommend.tight), with no rented wait -- and the month's runs
-    fit in the month."""
+def _late(req: Requirements, est: Estimate) -> bool:
+    """The owned run may miss the deadline: past its slack, or the P90 end of its range past it (recommend.late)."""
     from gpuwiz.core.recommend import SLACK_FRAC, deadline_hours, late
 
     deadline_h = deadline_hours(req)
     hi = est.time.wall_hours_range.high if est.time.wall_hours_range is not None else None
-    return (not late(est.time.wall_hours, hi, 0.0, SLACK_FRAC * deadline_h, deadline_h)
-            and est.time.wall_hours * req.schedule.runs_per_month <= HOURS_PER_MONTH)
+    return late(est.time.wall_hours, hi, 0.0, SLACK_FRAC * deadline_h, deadline_h)
+
+
+def fits_schedule(req: Requirements, est: Estimate) -> bool:
+    """The owned build does the job: its run (the P90 end of its range too) ends within the deadline, the run
+    itself within SLACK_FRAC of it -- the pick's rule (recommend.tight), with no rented wait -- and the month's runs
+    fit in the month."""
+    return not _late(req, est) and est.time.wall_hours * req.schedule.runs_per_month <= HOURS_PER_MONTH
 
 
 def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommendation:
@@ -143,6 +156,7 @@ def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommen
         return rec
     alts: list[Alternative] = []
     pits: list[Pitfall] = []
+    owned_points: list[ParetoPoint] = []
     doing: OwnedPick | None = None
     for have in req.have:
         opt = _option(req, cat, have, rec)
@@ -151,12 +165,30 @@ def with_owned(req: Requirements, cat: Catalog, rec: Recommendation) -> Recommen
             continue
         alt, est, does = opt
         alts.append(alt)
+        owned_points.append(ParetoPoint(gpu=alt.gpu, count=alt.count, nodes=alt.nodes, wall_hours=alt.wall_hours,
+                                        cost_per_run_usd=alt.cost_per_run_usd, rented=False, late=_late(req, est),
+                                        owned=True))
         if does and (doing is None or alt.cost_per_run_usd < doing.energy_usd):
             doing = OwnedPick(gpu=alt.gpu, gpu_name=alt.gpu_name, count=alt.count, owned=have.count, nodes=alt.nodes,
                               gpus_per_node=est.plan.gpus_per_node, wall_hours=alt.wall_hours,
                               energy_usd=alt.cost_per_run_usd)
-    update: dict[str, object] = {"alternatives": alts + list(rec.alternatives), "pitfalls": list(rec.pitfalls) + pits}
+    update: dict[str, object] = {"alternatives": alts + list(rec.alternatives), "pitfalls": list(rec.pitfalls) + pits,
+                                 "pareto": _front_with_owned(rec, owned_points)}
     if doing is not None:
         update["owned_pick"] = doing
     return rec.model_copy(update=update)
 
+
+def _front_with_owned(rec: Recommendation, owned: list[ParetoPoint]) -> list[ParetoPoint]:
+    """The time / cost front with the owned builds beside it, in run-time order, at their cost per run (the energy
+    alone: a sunk cost, so they stand beside the front rather than on it -- they dominate nothing). The same shape
+    bought leaves it unless it is the pick: the team has it (it read $3,924 a run beside the alternatives' $281
+    of energy for the same four RTX PRO 6000)."""
+    if not owned or not rec.pareto:
+        return list(rec.pareto)
+    b = rec.build
+    pick = (b.gpu, b.gpus_per_node * b.nodes, b.nodes) if b is not None and not b.rented else None
+    mine = {(p.gpu, p.count, p.nodes) for p in owned}
+    kept = [p for p in rec.pareto if p.rented or (p.gpu, p.count, p.nodes) not in mine
+            or (p.gpu, p.count, p.nodes) == pick]
+    return sorted(kept + owned, key=lambda p: (p.wall_hours, p.owned))

@@ -294,7 +294,12 @@ def pick_point(rec: Recommendation) -> ParetoPoint | None:
     if b is None:
         return None
     return next((p for p in rec.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes
-                 and p.nodes == b.nodes), None)
+                 and p.nodes == b.nodes and not p.owned), None)
+
+
+def how_label(p: ParetoPoint) -> str:
+    """How a point of the front is had: rented, bought, or owned already (its energy alone)."""
+    return _("owned") if p.owned else _("rent") if p.rented else _("buy")
 
 
 def pareto_against_pick(rec: Recommendation) -> list[tuple[ParetoPoint, str]]:
@@ -331,7 +336,7 @@ def _pareto_lines(rec: Recommendation, md: bool, h2: str) -> list[str]:
     if not pts:
         return []
     rows = [[f"{p.count}x {p.gpu}" + (_(" ({n} nodes)").format(n=p.nodes) if p.nodes > 1 else ""),
-             _("rent") if p.rented else _("buy"), fmt_hours(p.wall_hours), _money(p.cost_per_run_usd, rec), what]
+             how_label(p), fmt_hours(p.wall_hours), _money(p.cost_per_run_usd, rec), what]
             for p, what in pts]
     out = [f"{h2}" + _("Time vs cost (Pareto front)") if md else _("Time vs cost (Pareto front):")]
     return out + _table([_("Build"), _("How"), _("Time/run"), _("Cost/run"), _("Against the pick")], rows, md) + [""]

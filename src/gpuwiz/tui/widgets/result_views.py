@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwiz.core.models import Build, CurrencyInfo, Recommendation
-from gpuwiz.core.report import pareto_against_pick, pick_point, where_it_may_run
+from gpuwiz.core.report import how_label, pareto_against_pick, pick_point, where_it_may_run
 from gpuwiz.core.whatif import (
     OWNED_VERDICT,
     Delta,
@@ -192,7 +192,7 @@ def pareto_view(rec: Recommendation) -> RenderableType | None:
     me = pick_point(rec)
     for p, what in pts:
         label = f"{p.count} × {p.gpu}" + (_(" ({n} nodes)").format(n=p.nodes) if p.nodes > 1 else "")
-        add_row(table, plain(label, "bold" if p is me else ""), _("rent") if p.rented else _("buy"),
+        add_row(table, plain(label, "bold" if p is me else ""), how_label(p),
                 fmt_hours(p.wall_hours), m(p.cost_per_run_usd), what)
     return table
 
