@@ -258,7 +258,7 @@ def test_owned_hardware_far_cheaper_than_the_pick_is_never_called_free(catalog):
 def test_owned_hardware_stands_on_the_time_cost_front_at_its_energy_cost(catalog):
     """4 owned RTX PRO 6000 for a Whisper pretrain: the alternatives priced them at $281 of energy a run while the
     front showed the same four bought at $3,924 -- two prices for one shape. The owned build now stands beside the
-    front (in run-time order, 'owned', at its energy), and the same shape bought leaves it."""
+    front (in run-time order, 'already owned', at its energy), and the same shape bought leaves it."""
     req = loads_config("version: 1\nmodel: {preset: whisper-large-v3}\ntraining: {method: pretrain}\n"
                        "data: {samples: 1e8, epochs: 1}\nschedule: {runs_per_month: 1, deadline_days: 90}\n"
                        "deployment: {mode: either, objective: fastest, site: cloud, country: FR,\n"
@@ -270,7 +270,7 @@ def test_owned_hardware_stands_on_the_time_cost_front_at_its_energy_cost(catalog
         (alt.gpu, alt.count, alt.nodes, alt.cost_per_run_usd)]
     assert not [p for p in r.pareto if not p.owned and (p.gpu, p.count, p.nodes) == (alt.gpu, alt.count, alt.nodes)]
     assert [p.wall_hours for p in r.pareto] == sorted(p.wall_hours for p in r.pareto)
-    assert "| owned |" in render_recommendation(r, req, "md")
+    assert "| already owned |" in render_recommendation(r, req, "md")
 
 
 def test_owned_hardware_that_beats_the_pick_leaves_the_pick_on_the_front(catalog):

@@ -114,7 +114,8 @@ def check_universal(req: Requirements, r: Recommendation) -> None:
         if not pinned:
             assert b.gpu not in {e.id for e in CAT.platforms.training_excluded}
         # One coherent answer: the pick on the Pareto front carries the price the answer quotes.
-        me = [p for p in r.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes and p.nodes == b.nodes]
+        me = [p for p in r.pareto if p.gpu == b.gpu and p.count == b.gpus_per_node * b.nodes and p.nodes == b.nodes
+              and not p.owned]
         if me and r.cost_per_run_usd is not None:
             assert me[0].cost_per_run_usd == pytest.approx(r.cost_per_run_usd, rel=1e-6)
         # The pick is not dominated: no build as simple (no more GPUs, no more nodes) on the front is both

@@ -299,7 +299,7 @@ def pick_point(rec: Recommendation) -> ParetoPoint | None:
 
 def how_label(p: ParetoPoint) -> str:
     """How a point of the front is had: rented, bought, or owned already (its energy alone)."""
-    return _("owned") if p.owned else _("rent") if p.rented else _("buy")
+    return _("already owned") if p.owned else _("rent") if p.rented else _("buy")
 
 
 def pareto_against_pick(rec: Recommendation) -> list[tuple[ParetoPoint, str]]:
