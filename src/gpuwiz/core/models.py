@@ -798,7 +798,6 @@ class Build(Result):
     rdma: bool = False
     max_power_w: int = 0  # per node, worst case (PSU sizing)
 
-
     @property
     def capex_known(self) -> bool:
         """Every line of the bill of materials has a price (a GPU the catalog has no price for leaves the GPUs, and a

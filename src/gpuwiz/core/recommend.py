@@ -1759,9 +1759,7 @@ class _Recommender:
         best = self._best_buy(shortlist)
         border = self._buy_order(best)
         point, isinf = self._point, math.isinf
-        # (the points ``pareto`` takes: exact prices, builds the site takes as they are, memory ranges that fit)
-        pts = sorted([point(p) for p in final if p is not win and not isinf(p.score) and (p.exact or p.mode == "rent")
-                      and not (p.mode == "buy" and self.needs_circuit(p)) and not self.oom_risk(p)])
+        pts = sorted([point(p) for p in final if p is not win and not isinf(p.score) and self._frontable(p)])
         walls = [w for w, _run in pts]
         least: list[float] = []  # the lowest cost per run up to each point (by run time)
         for _w, run in pts:
@@ -2001,10 +1999,11 @@ class _Recommender:
                                        **(self._decided(win, ref) if ref is not None else {}))
         offer = self._offer(ref_offer, offer_w)
         analysis = analysis.model_copy(update={"rent_offer": offer})
+        rented_verdict = analysis.verdict == "rent" and bool(cloud)  # (no offer: the build stays what one would buy)
         # the wait of a rented run before it trains (hours) and its other $ a run (egress, the dataset kept in object
         # storage), unrounded: the rent total and the verdict's price count them so
-        over_h, extra_usd = self.overhead(self._instance(cloud[0]), offer_w) if cloud else (0.0, 0.0)
-        if analysis.verdict == "rent" and cloud:  # (no offer: the build stays what one would buy)
+        over_h, extra_usd = self.overhead(self._instance(cloud[0]), offer_w) if rented_verdict else (0.0, 0.0)
+        if rented_verdict:
             o = cloud[0]
             inst = self._instance(o)
             label = f"{o.provider} {o.instance}" + (f" x{o.instances}" if o.instances > 1 else "")
@@ -2020,7 +2019,7 @@ class _Recommender:
                              buy_build=buy_build if analysis.onprem is not None else None)
         pits = pitmod.check(ctx)
         per_run: float | None
-        if analysis.verdict == "rent" and cloud:
+        if rented_verdict:
             # What renting costs the way the ranking priced it: on demand, or a reservation when
             # the year's runs fill it well enough to be cheaper; plus the per-run overhead.
             o = cloud[0]
@@ -2101,11 +2100,8 @@ class _Recommender:
         on it) the ranking would offer: no point is both slower and dearer per run than another. The pick
         carries the price the answer quotes."""
         pts: list[tuple[float, float, Cand, bool]] = []  # models only for the points on the front
-        point, isinf, isfinite, needs_circuit, oom_risk = (self._point, math.isinf, math.isfinite, self.needs_circuit,
-                                                          self.oom_risk)
+        point, isinf, isfinite, frontable = self._point, math.isinf, math.isfinite, self._frontable
         for c in priced:
-            # Only exact prices: a rent price is exact once priced, a bought build once sized. On a desk,
-            # only builds the site takes as they are (no dedicated circuit: ``off_site``), the pick aside.
             if isinf(c.score):
                 continue
             if c is win:
@@ -2113,14 +2109,11 @@ class _Recommender:
                 if isfinite(run):
                     pts.append((round(c.q.wall_hours, 3), round(run, 2), c, win_rented))
                 continue
-            mode = c.mode
-            if not (c.exact or mode == "rent") or (mode == "buy" and needs_circuit(c)):  # (``off_site``)
+            if not frontable(c):
                 continue
-            if oom_risk(c):  # a build whose memory range does not fit (``oom_risk``) is no option the ranking
-                continue  # offers: on the front it read as faster and cheaper than the pick, unexplained
             wall, rounded = point(c)  # (round(wall, 3), round(per_run, 2)), kept per candidate
             if isfinite(rounded):
-                pts.append((wall, rounded, c, mode == "rent"))
+                pts.append((wall, rounded, c, c.mode == "rent"))
         pts.sort(key=itemgetter(0, 1))
         front: list[tuple[ParetoPoint, bool]] = []  # (point, is the pick)
         for wall, run, c, rented in pts:
@@ -2129,6 +2122,15 @@ class _Recommender:
                                           cost_per_run_usd=run, rented=rented, late=self.tight(c)), c is win))
         pick_run = win_run if win_run is not None else self.per_run(win)
         return trim_front(front, pick_run, win.nodes)
+
+    def _frontable(self, c: Cand) -> bool:
+        """``c`` (not the pick) may stand on the time / cost front: its price is exact (a rent price once priced, a
+        bought build once sized), the site takes it as it is (no dedicated circuit at a desk: ``off_site``), and its
+        memory range fits (``oom_risk``: no option the ranking offers; on the front it read as faster and cheaper
+        than the pick, unexplained). ``pareto`` and ``_owned_irrelevant``'s proof ask the same."""
+        mode = c.mode
+        return ((c.exact or mode == "rent") and not (mode == "buy" and self.needs_circuit(c))
+                and not self.oom_risk(c))
 
     def _best_buy(self, ranked: list[Cand]) -> Cand | None:
         """The build to own instead of renting: cheapest over the horizon as the ranking counts it."""
